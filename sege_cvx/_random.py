@@ -1,0 +1,67 @@
+"""Per-run random streams, reproducible whether a run is simulated alone or in a batch.
+
+Each run owns its own ``numpy.random.Generator`` (from a ``SeedSequence``) and draws in blocks of
+fixed size, so the value a run sees at step ``t`` depends only on its own seed and ``t``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+SeedLike = int | np.random.SeedSequence | Sequence[np.random.SeedSequence] | None
+
+#: Steps drawn per refill; fixed so that single runs and batches consume streams identically.
+BLOCK = 512
+
+
+def seed_sequences(seed: SeedLike, n_runs: int) -> list[np.random.SeedSequence]:
+    """One ``SeedSequence`` per run.
+
+    An int, ``None`` or a single ``SeedSequence`` is spawned into ``n_runs`` children (a single
+    run uses the root itself); a sequence must hold exactly ``n_runs`` seed sequences.
+    """
+    if isinstance(seed, Sequence) and not isinstance(seed, str | bytes):
+        seqs = list(seed)
+        if len(seqs) != n_runs or not all(isinstance(s, np.random.SeedSequence) for s in seqs):
+            raise ValueError(f"seed must hold {n_runs} numpy SeedSequence objects, got {seed!r}")
+        return seqs
+    if isinstance(seed, bool) or not (seed is None or isinstance(seed, int | np.random.SeedSequence)):
+        raise TypeError(f"seed must be an int, a SeedSequence, a list of them, or None, got {seed!r}")
+    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    return [root] if n_runs == 1 else root.spawn(n_runs)
+
+
+def run_seeds(seed: SeedLike, n_runs: int) -> tuple[list, list]:
+    """Split each run's seed into a policy stream and an environment (noise) stream."""
+    pairs = [s.spawn(2) for s in seed_sequences(seed, n_runs)]
+    return [p for p, _ in pairs], [e for _, e in pairs]
+
+
+class NormalStreams:
+    """Standard normal vectors of length ``width`` per run and step, drawn in blocks.
+
+    Parameters
+    ----------
+    seeds : list of SeedSequence
+        One per run.
+    width : int
+        Length of the vector drawn per step.
+    """
+
+    def __init__(self, seeds: Sequence[np.random.SeedSequence], width: int) -> None:
+        self._gens = [np.random.default_rng(s) for s in seeds]
+        self.width = width
+        self._buf = np.empty((len(self._gens), BLOCK, width))
+        self._pos = BLOCK
+
+    def next(self) -> np.ndarray:
+        """The next step's draws, shape ``(n_runs, width)``."""
+        if self._pos == BLOCK:
+            for i, g in enumerate(self._gens):
+                self._buf[i] = g.standard_normal((BLOCK, self.width))
+            self._pos = 0
+        out = self._buf[:, self._pos]
+        self._pos += 1
+        return out

@@ -1,0 +1,8 @@
+"""Arm sets: compact convex sets with greedy and LCB-arm programs."""
+
+from .base import ArmSet, CrossCheckError
+from .ellipsoid import Ball, Ellipsoid
+from .generic import ConvexArmSet
+from .polyhedral import Box, Polytope
+
+__all__ = ["ArmSet", "Ball", "Box", "ConvexArmSet", "CrossCheckError", "Ellipsoid", "Polytope"]

@@ -1,0 +1,275 @@
+"""The arm-set interface: a compact convex set with its greedy and LCB programs.
+
+Every arm set gives its cvxpy representation (:meth:`ArmSet.constraints`); from it the base
+class compiles, once per set, the greedy linear program and the LCB-arm SOCP on Clarabel
+(:mod:`sege_cvx.conic`).  Subclasses with closed forms (ellipsoid, ball, box) override the
+corresponding ``_closed_form`` hooks; ``method="auto"`` uses a closed form where there is one.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from functools import cached_property
+
+import cvxpy as cp
+import numpy as np
+
+from .._validation import as_batch_of_vectors, as_radius_batch, as_scalar, as_spd_batch
+from ..confidence.ellipsoid import lcb_from_precision
+from ..conic.compiled import CompiledConicProgram, SolverFailure
+from ..conic.programs import greedy_program, lcb_arm_program
+
+#: Constraint violation tolerated in a solver's point before it is rejected.
+MEMBERSHIP_TOL = 1e-7
+
+#: Agreement required by ``cross_check``: objective (relative) and arm (relative to its scale).
+CROSS_CHECK_OBJECTIVE_RTOL = 1e-7
+CROSS_CHECK_ARM_RTOL = 1e-5
+
+LCB_METHODS = ("auto", "solver", "closed_form")
+
+
+class CrossCheckError(AssertionError):
+    """The solver and the closed form disagree beyond the documented tolerances."""
+
+
+class ArmSet(ABC):
+    """A compact convex set of arms in ``R^d``.
+
+    Subclasses implement :meth:`constraints` and :meth:`contains`; they may override the
+    closed-form hooks.  All batched methods accept a single vector ``(d,)`` or a batch
+    ``(n, d)`` and return the same layout.
+    """
+
+    dim: int
+
+    # ----------------------------------------------------------------- representation
+    @abstractmethod
+    def constraints(self, x: cp.Variable) -> list:
+        """cvxpy constraints describing ``x in X``."""
+
+    @abstractmethod
+    def contains(self, x: np.ndarray, tol: float = 1e-9) -> bool | np.ndarray:
+        """Whether ``x`` (or each row of ``x``) lies in the set, up to ``tol``."""
+
+    # ----------------------------------------------------------------- compiled programs
+    @cached_property
+    def _greedy_program(self) -> CompiledConicProgram:
+        return greedy_program(self.dim, self.constraints)
+
+    @cached_property
+    def _lcb_program(self) -> CompiledConicProgram:
+        return lcb_arm_program(self.dim, self.constraints)
+
+    def _verified(self, x: np.ndarray, what: str) -> np.ndarray:
+        if not self.contains(x, tol=MEMBERSHIP_TOL):
+            raise SolverFailure(f"solver's {what} lies outside the arm set", status="NotMember")
+        return x
+
+    # ----------------------------------------------------------------- greedy arm
+    def support(self, theta: np.ndarray) -> np.ndarray | float:
+        """Support function ``h(theta) = max_{x in X} <x, theta>``."""
+        thetas, single = as_batch_of_vectors("theta", theta, self.dim)
+        values = np.einsum("ni,ni->n", self._checked(self.greedy_arm_batch(thetas)), thetas)
+        return float(values[0]) if single else values
+
+    def greedy_arm(self, theta: np.ndarray) -> np.ndarray:
+        """``argmax_{x in X} <x, theta>`` (paper eq. (greedy arm) for an ellipsoid).
+
+        Raises
+        ------
+        SolverFailure
+            The solver's status was not ``Solved`` or its point was not in the set.
+        """
+        thetas, single = as_batch_of_vectors("theta", theta, self.dim)
+        arms = self._checked(self.greedy_arm_batch(thetas))
+        return arms[0] if single else arms
+
+    def greedy_arm_batch(self, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Greedy arms for ``(n, d)`` directions, unvalidated; for simulation loops.
+
+        Returns the arms and a mask of the instances that succeeded (closed form: all; solver:
+        status ``Solved`` and the point verified in the set).  Failed rows hold NaN.
+        """
+        closed = self._greedy_closed_form(thetas)
+        if closed is not None:
+            return closed, np.ones(len(thetas), dtype=bool)
+        return self._solve_each(lambda t: self._greedy_program.solve(t).x, thetas)
+
+    def _greedy_closed_form(self, thetas: np.ndarray) -> np.ndarray | None:
+        """Override with an exact greedy arm; ``None`` means use the solver."""
+        return None
+
+    def _solve_each(self, solve, *batches) -> tuple[np.ndarray, np.ndarray]:
+        """Run ``solve`` per instance; a failed or unverified instance gives NaN and ``ok=False``."""
+        n = len(batches[0])
+        arms = np.full((n, self.dim), np.nan)
+        ok = np.zeros(n, dtype=bool)
+        for i, args in enumerate(zip(*batches, strict=True)):
+            try:
+                x = solve(*args)
+            except SolverFailure:
+                continue
+            if np.all(np.isfinite(x)) and self.contains(x, tol=MEMBERSHIP_TOL):
+                arms[i], ok[i] = x, True
+        return arms, ok
+
+    @staticmethod
+    def _checked(result: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        arms, ok = result
+        if not ok.all():
+            i = int(np.argmin(ok))
+            raise SolverFailure(f"instance {i}: solver failed or returned a point outside the set")
+        return arms
+
+    # ----------------------------------------------------------------- LCB arm
+    def lcb_arm(
+        self,
+        theta_hat: np.ndarray,
+        V: np.ndarray,
+        radius: float | np.ndarray,
+        method: str = "auto",
+        cross_check: bool = False,
+    ) -> np.ndarray:
+        """The LCB arm ``argmax_{x in X} <x, theta_hat> - r ||x||_{V^{-1}}`` (paper eq. (lcb arm)).
+
+        Parameters
+        ----------
+        theta_hat : ndarray, shape (d,) or (n, d)
+            Least-squares estimates.
+        V : ndarray, shape (d, d) or (n, d, d)
+            Information matrices (symmetric positive definite).
+        radius : float or ndarray of shape (n,)
+            Confidence radii ``r >= 0``.
+        method : {"auto", "solver", "closed_form"}
+            ``"solver"``: the SOCP on Clarabel, compiled once per arm set.  ``"closed_form"``:
+            the exact fast path (sets that have one).  ``"auto"``: closed form where there is one.
+        cross_check : bool
+            Solve both ways and raise :class:`CrossCheckError` on disagreement (objective
+            beyond 1e-7 relative, arm beyond 1e-5 relative).
+
+        Returns
+        -------
+        ndarray, shape (d,) or (n, d)
+
+        Raises
+        ------
+        SolverFailure
+            The solver's status was not ``Solved`` or its point was not in the set.
+        """
+        thetas, single = as_batch_of_vectors("theta_hat", theta_hat, self.dim)
+        _, chol = as_spd_batch("V", V, self.dim)
+        n = max(thetas.shape[0], chol.shape[0])
+        if thetas.shape[0] not in (1, n) or chol.shape[0] not in (1, n):
+            raise ValueError(f"theta_hat has {thetas.shape[0]} rows but V has {chol.shape[0]}")
+        thetas = np.broadcast_to(thetas, (n, self.dim))
+        # V^{-1} = L^{-T} L^{-1} from the Cholesky factor that proved V positive definite.
+        L_inv = np.linalg.inv(chol)
+        V_inv = np.broadcast_to(np.swapaxes(L_inv, 1, 2) @ L_inv, (n, self.dim, self.dim))
+        radii = as_radius_batch("radius", radius, n)
+        if method not in LCB_METHODS:
+            raise ValueError(f"method must be one of {LCB_METHODS}, got {method!r}")
+        if (method == "closed_form" or cross_check) and not self.has_closed_form_lcb:
+            raise ValueError(f"{type(self).__name__} has no closed-form LCB arm; use 'solver'")
+        if cross_check:
+            closed = self._checked(self.lcb_arm_batch(thetas, V_inv, radii, "closed_form"))
+            solved = self._checked(self.lcb_arm_batch(thetas, V_inv, radii, "solver"))
+            self._cross_check(closed, solved, thetas, V_inv, radii)
+            arms = closed
+        else:
+            arms = self._checked(self.lcb_arm_batch(thetas, V_inv, radii, method))
+        return arms[0] if single and n == 1 else arms
+
+    def lcb_arm_batch(
+        self, thetas: np.ndarray, V_inv: np.ndarray, radii: np.ndarray, method: str = "auto"
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """LCB arms from ``(n, d)`` estimates, ``(n, d, d)`` inverses ``V^{-1}`` and ``(n,)`` radii.
+
+        Unvalidated, for simulation loops.  Returns the arms and a mask of the instances that
+        succeeded and were verified to lie in the set; failed rows hold NaN (never raises for a
+        solver failure: the caller falls back to a provably safe arm).
+        """
+        if method == "closed_form" or (method == "auto" and self.has_closed_form_lcb):
+            arms = self._lcb_closed_form(thetas, V_inv, radii)
+            ok = np.all(np.isfinite(arms), axis=1)
+            ok[ok] = self.contains(arms[ok], tol=MEMBERSHIP_TOL)
+            return np.where(ok[:, None], arms, np.nan), ok
+        # ||x||_{V^{-1}} = ||P^T x|| with V^{-1} = P P^T, so M = r P^T (see conic.programs).
+        factors = np.swapaxes(np.linalg.cholesky(V_inv), 1, 2) * radii[:, None, None]
+        return self._solve_each(lambda t, M: self._lcb_program.solve(t, M).x, thetas, factors)
+
+    @property
+    def has_closed_form_lcb(self) -> bool:
+        """Whether :meth:`lcb_arm` has an exact fast path for this set."""
+        return False
+
+    def _lcb_closed_form(self, thetas: np.ndarray, V_inv: np.ndarray,
+                         radii: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _cross_check(self, closed: np.ndarray, solved: np.ndarray, thetas: np.ndarray,
+                     V_inv: np.ndarray, radii: np.ndarray) -> None:
+        f_closed = lcb_from_precision(closed, thetas, V_inv, radii)
+        f_solved = lcb_from_precision(solved, thetas, V_inv, radii)
+        obj_err = np.abs(f_closed - f_solved) / np.maximum(1.0, np.abs(f_solved))
+        arm_err = np.linalg.norm(closed - solved, axis=1) / np.maximum(
+            1.0, np.linalg.norm(solved, axis=1))
+        i = int(np.argmax(obj_err / CROSS_CHECK_OBJECTIVE_RTOL + arm_err / CROSS_CHECK_ARM_RTOL))
+        if obj_err[i] > CROSS_CHECK_OBJECTIVE_RTOL or arm_err[i] > CROSS_CHECK_ARM_RTOL:
+            raise CrossCheckError(
+                f"instance {i}: closed form and solver disagree (objective rel. error "
+                f"{obj_err[i]:.3g}, arm rel. error {arm_err[i]:.3g})")
+
+    # ----------------------------------------------------------------- certified bounds
+    def norm_bound(self) -> float:
+        """Certified upper bound ``L >= max_{x in X} ||x||`` (used in the radius r_t).
+
+        Default: the norm of the farthest corner of the bounding box from 2d linear programs.
+        """
+        lo, hi = self.bounding_box()
+        return float(np.linalg.norm(np.maximum(np.abs(lo), np.abs(hi))))
+
+    def diameter_bound(self) -> float:
+        """Certified upper bound on ``max_{x, y in X} ||x - y||`` (SEGE's rho-bar).
+
+        Default: the diagonal of the bounding box.
+        """
+        lo, hi = self.bounding_box()
+        return float(np.linalg.norm(hi - lo))
+
+    def exploration_ellipsoid(self):
+        """An :class:`~sege_cvx.arm_sets.Ellipsoid` certified to lie inside the set.
+
+        SEGE draws its exploratory arms ``U_t`` on its boundary (paper eq. (U_t)).
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} does not provide an inscribed exploration ellipsoid")
+
+    @cached_property
+    def _box(self) -> tuple[np.ndarray, np.ndarray]:
+        eye = np.eye(self.dim)
+        try:
+            hi = np.asarray(self.support(eye))
+            lo = -np.asarray(self.support(-eye))
+        except SolverFailure as exc:
+            if exc.status == "PrimalInfeasible":
+                raise ValueError(f"{type(self).__name__} is empty (its constraints are "
+                                 "infeasible)") from None
+            if exc.status == "DualInfeasible":
+                raise ValueError(f"{type(self).__name__} is unbounded: a linear objective is "
+                                 "unbounded above on it") from None
+            raise
+        return lo, hi
+
+    def bounding_box(self) -> tuple[np.ndarray, np.ndarray]:
+        """Coordinate-wise bounds ``lo <= x <= hi`` on the set, from ``2d`` support values.
+
+        Raises ``ValueError`` if the set is empty or unbounded.
+        """
+        lo, hi = self._box
+        return lo.copy(), hi.copy()
+
+
+def check_tol(tol: float) -> float:
+    """Validate a membership tolerance."""
+    return as_scalar("tol", tol, low=0.0)

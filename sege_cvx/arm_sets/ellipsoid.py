@@ -1,0 +1,121 @@
+"""Ellipsoids (the paper's arm set, eq. (ellipsoid)) and Euclidean balls."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import cvxpy as cp
+import numpy as np
+
+from .._validation import as_batch_of_vectors, as_scalar, as_spd_matrix, as_vector
+from ..fast_paths.ellipsoid_lcb import EllipsoidLCBKernel
+from .base import ArmSet, check_tol
+
+
+class Ellipsoid(ArmSet):
+    """``{x : (x - c)^T H^{-1} (x - c) <= 1}`` with ``H`` symmetric positive definite (eq. (1)).
+
+    Parameters
+    ----------
+    center : array_like, shape (d,)
+        The centre ``c`` (the paper's ``x-bar``).
+    shape : array_like, shape (d, d)
+        The shape matrix ``H``.
+
+    Attributes
+    ----------
+    dim : int
+    center : ndarray, shape (d,)
+    shape : ndarray, shape (d, d)
+    shape_sqrt : ndarray, shape (d, d)
+        The symmetric square root ``H^{1/2}``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> disk = Ellipsoid(center=[1.0, 1.0], shape=np.eye(2))
+    >>> disk.greedy_arm(np.array([0.6, 0.8]))
+    array([1.6, 1.8])
+    >>> round(disk.diameter_bound(), 12)
+    2.0
+    """
+
+    def __init__(self, center: np.ndarray, shape: np.ndarray) -> None:
+        self.center = as_vector("center", center)
+        self.dim = self.center.shape[0]
+        self.shape = as_spd_matrix("shape", shape, self.dim)
+        eigval, eigvec = np.linalg.eigh(self.shape)
+        self._eig = eigval
+        self.shape_sqrt = (eigvec * np.sqrt(eigval)) @ eigvec.T
+        self._shape_inv_sqrt = (eigvec / np.sqrt(eigval)) @ eigvec.T
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(center={self.center!r}, shape={self.shape!r})"
+
+    def constraints(self, x: cp.Variable) -> list:
+        return [cp.norm(self._shape_inv_sqrt @ (x - self.center), 2) <= 1]
+
+    def contains(self, x: np.ndarray, tol: float = 1e-9) -> bool | np.ndarray:
+        xs, single = as_batch_of_vectors("x", x, self.dim)
+        tol = check_tol(tol)
+        inside = self.gauge(xs) <= 1.0 + tol
+        return bool(inside[0]) if single else inside
+
+    def gauge(self, xs: np.ndarray) -> np.ndarray:
+        """``||x - c||_{H^{-1}}`` for each row: <= 1 exactly on the set."""
+        return np.linalg.norm((xs - self.center) @ self._shape_inv_sqrt, axis=1)
+
+    def _greedy_closed_form(self, thetas: np.ndarray) -> np.ndarray:
+        # X^CE = x-bar + H theta / ||theta||_H (paper eq. (greedy arm)); theta = 0: the centre.
+        H_theta = thetas @ self.shape
+        norm_H = np.sqrt(np.maximum(np.einsum("ni,ni->n", thetas, H_theta), 0.0))
+        scale = np.divide(1.0, norm_H, out=np.zeros_like(norm_H), where=norm_H > 0)
+        return self.center + H_theta * scale[:, None]
+
+    @property
+    def has_closed_form_lcb(self) -> bool:
+        return True
+
+    @cached_property
+    def _kernel(self) -> EllipsoidLCBKernel:
+        return EllipsoidLCBKernel(self.center, self.shape)
+
+    def _lcb_closed_form(self, thetas: np.ndarray, V_inv: np.ndarray,
+                         radii: np.ndarray) -> np.ndarray:
+        arms, _ = self._kernel(thetas, V_inv, radii)
+        return arms
+
+    def exploration_ellipsoid(self) -> Ellipsoid:
+        """The set itself: the paper explores on its boundary, ``U_t = x-bar + H^{1/2} zeta_t``."""
+        return self
+
+    def norm_bound(self) -> float:
+        """``||c|| + sqrt(lambda_max(H))`` (from paper eq. (step 2)); exact when ``c`` lies along
+        a top eigenvector of ``H`` (e.g. any ball)."""
+        return float(np.linalg.norm(self.center) + np.sqrt(self._eig[-1]))
+
+    def diameter_bound(self) -> float:
+        """Exact diameter ``2 sqrt(lambda_max(H))`` (the paper's term in rho-bar, eq. (rho bar))."""
+        return float(2.0 * np.sqrt(self._eig[-1]))
+
+    def bounding_box(self) -> tuple[np.ndarray, np.ndarray]:
+        half = np.sqrt(np.diag(self.shape))
+        return self.center - half, self.center + half
+
+
+class Ball(Ellipsoid):
+    """Euclidean ball ``{x : ||x - c|| <= radius}``, an :class:`Ellipsoid` with ``H = radius^2 I``.
+
+    Examples
+    --------
+    >>> Ball(center=[1.0, 1.0], radius=1.0).contains([1.6, 1.8])
+    True
+    """
+
+    def __init__(self, center: np.ndarray, radius: float) -> None:
+        center = as_vector("center", center)
+        self.radius = as_scalar("radius", radius, low=0.0, low_open=True)
+        super().__init__(center, self.radius**2 * np.eye(center.shape[0]))
+
+    def __repr__(self) -> str:
+        return f"Ball(center={self.center!r}, radius={self.radius!r})"

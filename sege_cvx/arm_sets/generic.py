@@ -1,0 +1,68 @@
+"""Arm sets given by any cvxpy constraints (any compact DCP-representable convex set)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import cvxpy as cp
+import numpy as np
+
+from .._validation import as_batch_of_vectors, as_positive_int
+from .base import ArmSet, check_tol
+
+
+class ConvexArmSet(ArmSet):
+    """``{x in R^dim : constraints(x)}`` for a user function returning cvxpy constraints.
+
+    The constraints must be DCP and parameter-free; the set must be nonempty and bounded
+    (both checked at construction with ``2 * dim`` linear programs on Clarabel).
+
+    Parameters
+    ----------
+    dim : int
+        Dimension ``d``.
+    constraints : callable
+        ``constraints(x: cvxpy.Variable) -> list`` of cvxpy constraints.
+
+    Examples
+    --------
+    >>> import cvxpy as cp, numpy as np
+    >>> l15 = ConvexArmSet(2, lambda x: [cp.pnorm(x, 1.5) <= 1])
+    >>> np.round(l15.greedy_arm([1.0, 0.0]), 5)
+    array([1., 0.])
+    """
+
+    def __init__(self, dim: int, constraints: Callable[[cp.Variable], list]) -> None:
+        self.dim = as_positive_int("dim", dim)
+        if not callable(constraints):
+            raise TypeError(f"constraints must be callable x -> list of constraints, "
+                            f"got {type(constraints).__name__}")
+        self._constraint_fn = constraints
+        x = cp.Variable(self.dim)
+        cons = self.constraints(x)
+        problem = cp.Problem(cp.Minimize(0), cons)
+        if not problem.is_dcp():
+            raise ValueError("constraints must follow the DCP rules")
+        if problem.parameters():
+            raise ValueError("constraints must not contain cvxpy Parameters")
+        self.bounding_box()  # raises ValueError if empty or unbounded
+
+    def constraints(self, x: cp.Variable) -> list:
+        cons = self._constraint_fn(x)
+        if isinstance(cons, cp.constraints.constraint.Constraint):
+            cons = [cons]
+        cons = list(cons)
+        if not cons or not all(isinstance(c, cp.constraints.constraint.Constraint) for c in cons):
+            raise TypeError("constraints(x) must return a nonempty list of cvxpy constraints")
+        return cons
+
+    def contains(self, x: np.ndarray, tol: float = 1e-9) -> bool | np.ndarray:
+        xs, single = as_batch_of_vectors("x", x, self.dim)
+        tol = check_tol(tol)
+        var = cp.Variable(self.dim)
+        cons = self.constraints(var)
+        inside = np.empty(xs.shape[0], dtype=bool)
+        for i, row in enumerate(xs):
+            var.value = row
+            inside[i] = all(np.all(c.violation() <= tol) for c in cons)
+        return bool(inside[0]) if single else inside

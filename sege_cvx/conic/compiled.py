@@ -1,0 +1,194 @@
+"""Compile a parametrized cvxpy problem once; re-solve it on Clarabel by passing new data only.
+
+cvxpy canonicalizes a DPP problem into a cone program whose data ``(q, A, b)`` is an affine
+function of the parameter values.  cvxpy re-applies that map on every ``solve`` (about 0.4 ms
+at d = 2, more than Clarabel's own solve).  This module instead
+
+* **accepts** a DPP-compliant ``cvxpy.Problem``, one ``cvxpy.Variable`` to recover, and the
+  problem's parameters in a fixed order;
+* **applies** cvxpy's canonicalization for Clarabel once, then records the affine map
+  ``data = J @ [p, 1]`` by evaluating it at ``p = 0`` and at each unit vector, with the sparsity
+  pattern of ``A`` frozen (explicit zeros kept), so that every later solve is one dense
+  mat-vec followed by Clarabel's in-place ``DefaultSolver.update``;
+* **inverts** by reading the variable's columns out of Clarabel's primal solution.
+
+A status other than ``Solved`` raises :class:`SolverFailure`: a caller never gets a silent point.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import clarabel
+import cvxpy as cp
+import numpy as np
+import scipy.sparse as sp
+from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import dims_to_solver_cones
+
+#: Clarabel settings used unless the caller overrides them.  Tighter than Clarabel's defaults
+#: (1e-8) so that solver arms agree with the exact fast paths to ~1e-7 in objective value;
+#: presolve and chordal decomposition are off because they forbid in-place data updates.
+DEFAULT_SETTINGS: Mapping[str, object] = {
+    "verbose": False,
+    "presolve_enable": False,
+    "chordal_decomposition_enable": False,
+    "tol_gap_abs": 1e-10,
+    "tol_gap_rel": 1e-10,
+    "tol_feas": 1e-10,
+    "tol_ktratio": 1e-8,
+    "max_iter": 200,
+}
+
+
+class SolverFailure(RuntimeError):
+    """Clarabel did not return ``Solved``, or its point failed verification."""
+
+    def __init__(self, message: str, status: str = "unknown") -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class ConicSolution:
+    """What one solve returns.
+
+    Attributes
+    ----------
+    x : ndarray
+        Value of the recovered variable.
+    status : str
+        Clarabel's status string (always ``"Solved"``; other statuses raise).
+    solve_seconds : float
+        Time Clarabel reports for its own solve.
+    wall_seconds : float
+        Wall time of the whole call, data update included.
+    iterations : int
+        Interior-point iterations.
+    """
+
+    x: np.ndarray
+    status: str
+    solve_seconds: float
+    wall_seconds: float
+    iterations: int
+
+
+def _canonical_data(param_prog, values: dict[int, np.ndarray]) -> tuple[np.ndarray, sp.csc_array]:
+    """Apply parameter values; return the stacked vector ``[q, A.data, b]`` and ``A`` (Clarabel sign)."""
+    q, _, A, b = param_prog.apply_parameters(id_to_param_value=values, keep_zeros=True)
+    A = sp.csc_array(-A)  # cvxpy gives -A for the convention A x + s = b, s in K
+    A.sort_indices()
+    return np.concatenate([np.asarray(q).ravel(), A.data, np.atleast_1d(b)]), A
+
+
+class CompiledConicProgram:
+    """A parametrized cvxpy problem canonicalized once for Clarabel.
+
+    Parameters
+    ----------
+    problem : cvxpy.Problem
+        A DPP-compliant problem.
+    variable : cvxpy.Variable
+        The variable whose value :meth:`solve` returns.
+    parameters : sequence of cvxpy.Parameter
+        All parameters of ``problem``, in the order :meth:`solve` receives their values.
+    settings : mapping, optional
+        Clarabel settings overriding :data:`DEFAULT_SETTINGS`.
+
+    Examples
+    --------
+    >>> import cvxpy as cp, numpy as np
+    >>> x, theta = cp.Variable(2), cp.Parameter(2)
+    >>> prog = CompiledConicProgram(
+    ...     cp.Problem(cp.Maximize(theta @ x), [cp.norm(x) <= 1]), x, [theta])
+    >>> np.round(prog.solve(np.array([3.0, 4.0])).x, 6)
+    array([0.6, 0.8])
+    """
+
+    def __init__(
+        self,
+        problem: cp.Problem,
+        variable: cp.Variable,
+        parameters: Sequence[cp.Parameter],
+        settings: Mapping[str, object] | None = None,
+    ) -> None:
+        if not problem.is_dcp(dpp=True):
+            raise ValueError("problem must be DCP under DPP rules (parameters enter affinely)")
+        missing = {p.id for p in problem.parameters()} - {p.id for p in parameters}
+        if missing:
+            raise ValueError(f"parameters list misses {len(missing)} parameter(s) of the problem")
+        self.parameters = list(parameters)
+        self.settings = {**DEFAULT_SETTINGS, **(settings or {})}
+        data, _, _ = problem.get_problem_data(cp.CLARABEL)
+        self._param_prog = data["param_prob"]
+        self._cones = dims_to_solver_cones(data["dims"])
+        col = self._param_prog.var_id_to_col.get(variable.id)
+        if col is None:
+            raise ValueError("variable does not appear in the canonicalized problem")
+        self._x_slice = slice(col, col + variable.size)
+        self._x_shape = variable.shape
+        self._map, self._A_pattern, self._sizes = self._affine_map()
+        self._solver: clarabel.DefaultSolver | None = None
+
+    def _values(self, flat: np.ndarray) -> dict[int, np.ndarray]:
+        out, k = {}, 0
+        for p in self.parameters:
+            out[p.id] = flat[k:k + p.size].reshape(p.shape)
+            k += p.size
+        return out
+
+    def _affine_map(self) -> tuple[np.ndarray, sp.csc_array, tuple[int, int]]:
+        """Record ``[q, A.data, b] = J @ [p, 1]`` by evaluating at 0 and at each unit vector."""
+        size = sum(p.size for p in self.parameters)
+        base, A0 = _canonical_data(self._param_prog, self._values(np.zeros(size)))
+        J = np.empty((base.size, size + 1))
+        J[:, size] = base
+        for k in range(size):
+            unit = np.zeros(size)
+            unit[k] = 1.0
+            vec, A = _canonical_data(self._param_prog, self._values(unit))
+            if not (np.array_equal(A.indices, A0.indices) and np.array_equal(A.indptr, A0.indptr)):
+                raise RuntimeError("cvxpy changed the sparsity pattern of A across parameter values")
+            J[:, k] = vec - base
+        # The map must be affine: check it reproduces cvxpy at a random point.
+        probe = np.random.default_rng(0).standard_normal(size)
+        expect, _ = _canonical_data(self._param_prog, self._values(probe))
+        if not np.allclose(J[:, :size] @ probe + base, expect, rtol=1e-10, atol=1e-10):
+            raise RuntimeError("problem data is not affine in the parameters")
+        return J, A0, (self._param_prog.x.size, A0.nnz)
+
+    def solve(self, *values: np.ndarray) -> ConicSolution:
+        """Solve for the given parameter values (in the order of ``parameters``).
+
+        Raises
+        ------
+        SolverFailure
+            If Clarabel's status is not ``Solved``.
+        """
+        start = time.perf_counter()
+        flat = np.concatenate([np.asarray(v, dtype=np.float64).ravel() for v in values] + [[1.0]])
+        if flat.size != self._map.shape[1]:
+            raise ValueError(f"expected {self._map.shape[1] - 1} parameter entries, got {flat.size - 1}")
+        data = self._map @ flat
+        n, nnz = self._sizes
+        q, a_data, b = data[:n], data[n:n + nnz], data[n + nnz:]
+        if self._solver is None:
+            A = sp.csc_matrix((a_data, self._A_pattern.indices, self._A_pattern.indptr),
+                              shape=self._A_pattern.shape)
+            settings = clarabel.DefaultSettings()
+            for key, value in self.settings.items():
+                setattr(settings, key, value)
+            self._solver = clarabel.DefaultSolver(sp.csc_matrix((n, n)), q, A, b, self._cones,
+                                                  settings)
+        else:
+            self._solver.update(q=q, A=a_data, b=b)
+        result = self._solver.solve()
+        status = str(result.status)
+        if status != "Solved":
+            raise SolverFailure(f"Clarabel returned status {status}", status=status)
+        x = np.asarray(result.x)[self._x_slice].reshape(self._x_shape)
+        return ConicSolution(x=x, status=status, solve_seconds=float(result.solve_time),
+                             wall_seconds=time.perf_counter() - start,
+                             iterations=int(result.iterations))

@@ -1,0 +1,432 @@
+r"""Exact LCB (pessimistic) arm over an ellipsoidal arm set.
+
+The paper's LCB arm, eq. (lcb arm), is
+
+.. math::  X^{LCB}_t = \arg\max_{x \in X} \langle x, \hat\theta_{t-1}\rangle
+           - r_t \|x\|_{V_{t-1}^{-1}},
+
+here for the ellipsoid :math:`E = \{x : (x - c)^T H^{-1} (x - c) \le 1\}`.  The objective
+``f(x) = <x, theta> - r sqrt(x^T V^{-1} x)`` is concave, so this is a convex problem; the
+kernel below solves it to double precision with two nested scalar root finds instead of a
+conic solver.
+
+Reduction
+---------
+Put ``x = H^{1/2} w`` and diagonalise ``B = H^{1/2} V^{-1} H^{1/2} = Q diag(D) Q^T``
+(``D > 0``).  With ``y = Q^T w``, ``g = Q^T H^{1/2} theta`` and ``chat = Q^T H^{-1/2} c``::
+
+    (P)   max_{||y - chat|| <= 1}  <g, y> - r ||y||_D,      ||y||_D^2 = sum_i D_i y_i^2.
+
+``f`` is positively homogeneous and ``||theta||_V^2 = sum_i g_i^2 / D_i``, so
+``sup_{R^d} f = 0`` if ``||theta||_V <= r`` (Cauchy-Schwarz) and ``+inf`` otherwise.  Hence
+
+* ``r = 0``: greedy arm ``x = c + H theta / ||theta||_H`` (the centre if ``theta = 0``).
+* 0 strictly inside E and ``||theta||_V <= r``: ``x* = 0``, ``f* = 0``.
+* Otherwise ``y* != 0`` (an interior maximiser would be an unconstrained one), and ``y*``
+  lies on the sphere and solves the KKT system
+
+  (1)  ``g - tau D y = nu (y - chat)``,  ``tau = r / ||y||_D``,  ``nu >= 0``.
+
+Inner problem.  For fixed ``tau > 0``, (1) with ``||y - chat|| <= 1`` is the optimality
+system of the strictly concave trust-region problem ``max <g, y> - tau/2 ||y||_D^2``::
+
+    (2)  u_i := y_i - chat_i = a_i / (b_i + nu),   a_i = g_i - b_i chat_i,   b_i = tau D_i,
+
+with ``nu = 0`` if ``||u(0)|| <= 1`` and otherwise the root of the secular equation
+``phi(nu) = 1 / ||u(nu)|| - 1 = 0``.  ``phi`` is concave and increasing, so Newton's method
+started left of the root, at ``nu_0 = max(0, max_i(|a_i| - b_i), ||a|| - max_i b_i)``
+(each bound forces ``||u(nu_0)|| >= 1``), increases monotonically to it (More & Sorensen).
+``y`` is formed as ``(g_i + nu chat_i) / (b_i + nu)``, which avoids the cancellation in
+``chat + u`` when the optimum is close to 0.
+
+Outer problem.  Let ``rho(tau) = ||y(tau)||_D`` and ``P(rho) = max{<g, y> : ||y - chat|| <= 1,
+||y||_D <= rho}`` (concave).  ``y(tau)`` attains ``P(rho(tau))`` with multiplier
+``tau rho(tau) = P'(rho(tau))``; ``rho`` decreases in ``tau`` (exchange argument), so
+``psi(tau) = tau rho(tau) - r = P'(rho(tau)) - r`` is nondecreasing and ``psi(tau*) = 0`` is
+the optimality condition of ``max_rho P(rho) - r rho``.  We solve ``F(s) = log(tau rho / r) = 0``
+in ``s = log(tau)`` (Newton is exact where ``rho`` is constant, e.g. ``theta = 0``).
+Implicit differentiation of (2) and of ``||u||^2 = 1`` (when ``nu > 0``) gives::
+
+    nu'  = - sum_i u_i D_i y_i / (b_i + nu) / sum_i u_i^2 / (b_i + nu),
+    y_i' = - (D_i y_i + nu' u_i) / (b_i + nu),
+    F'(s) = 1 + tau rho' / rho = 1 - sum_i w_i (D_i y_i^2 + nu' u_i y_i) / rho^2,
+            w_i = b_i / (b_i + nu).
+
+Newton is safeguarded by a bracket: ``tau_0 = r / ||chat + g/||g|| ||_D`` has ``F <= 0``
+because ``rho(tau) <= rho(0+) = ||chat + g/||g|| ||_D``; the upper end is found by geometric
+expansion.  If ``F < 0`` up to ``tau max(D) ~ 1e260`` the optimum is the limit ``y -> 0``
+(0 on the boundary of E and optimal); the returned arm is then of size ~1e-260.
+
+Certificate
+-----------
+With ``C = {theta' : ||theta' - theta||_V <= r}``, ``f(x) = min_{theta' in C} <x, theta'>`` and
+``max_{x in E} <x, theta'> = <c, theta'> + ||theta'||_H =: h(theta')``; by minimax duality
+``h(theta') >= max_E f`` for every ``theta' in C``.  For the returned ``x``,
+``theta* = theta - r V^{-1} x / ||x||_{V^{-1}}`` (``0`` or ``theta`` when ``x = 0``) is in
+``C`` and ``gap = h(theta*) - f(x) >= max_E f - f(x) >= 0`` up to rounding.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = ["EllipsoidLCBKernel", "ellipsoid_lcb_arms"]
+
+_EPS = float(np.finfo(np.float64).eps)
+_SMALL_D = 16  # up to this size explicit loops beat the BLAS call overhead
+_MAX_INNER = 100
+_MAX_OUTER = 200
+_LOG_TAU_CAP = 600.0  # log(tau * max D) cap: keeps (2) far from overflow
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _congruence(s, m, tmp, out):
+    """Write ``s @ m @ s`` (symmetrised) into ``out``; ``s`` is symmetric."""
+    d = s.shape[0]
+    if d > _SMALL_D:
+        out[:, :] = s @ (m @ s)
+    else:
+        for i in range(d):
+            for j in range(d):
+                acc = 0.0
+                for k in range(d):
+                    acc += m[i, k] * s[k, j]
+                tmp[i, j] = acc
+        for i in range(d):
+            for j in range(d):
+                acc = 0.0
+                for k in range(d):
+                    acc += s[i, k] * tmp[k, j]
+                out[i, j] = acc
+    for i in range(d):
+        for j in range(i):
+            sym = 0.5 * (out[i, j] + out[j, i])
+            out[i, j] = sym
+            out[j, i] = sym
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _matvec(m, v, out):
+    """Write ``m @ v`` into ``out``."""
+    d = v.shape[0]
+    for i in range(d):
+        acc = 0.0
+        for k in range(d):
+            acc += m[i, k] * v[k]
+        out[i] = acc
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _secular(tau, g, chat, dvec, a, b, u, y):
+    """Solve the inner trust-region problem (2) at ``tau``; fill ``a, b, u, y``, return ``nu``."""
+    d = g.shape[0]
+    norm_a2 = 0.0
+    free2 = 0.0
+    b_max = 0.0
+    nu = 0.0
+    for i in range(d):
+        b[i] = tau * dvec[i]
+        a[i] = g[i] - b[i] * chat[i]
+        norm_a2 += a[i] * a[i]
+        free2 += (a[i] / b[i]) ** 2
+        b_max = max(b_max, b[i])
+        nu = max(nu, abs(a[i]) - b[i])
+    if free2 > 1.0:
+        nu = max(nu, np.sqrt(norm_a2) - b_max)
+        for _ in range(_MAX_INNER):
+            s2 = 0.0
+            s3 = 0.0
+            for i in range(d):
+                w = 1.0 / (b[i] + nu)
+                ui2 = (a[i] * w) ** 2
+                s2 += ui2
+                s3 += ui2 * w
+            # Newton on 1/||u|| - 1; a non-positive (or NaN) step means we reached the root.
+            step = (np.sqrt(s2) - 1.0) * s2 / s3
+            if step > 0.0:
+                nu += step
+            if not step > 4.0 * _EPS * nu:
+                break
+    else:
+        nu = 0.0
+    for i in range(d):
+        w = 1.0 / (b[i] + nu)
+        u[i] = a[i] * w
+        y[i] = (g[i] + nu * chat[i]) * w
+    return nu
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _solve_whitened(g, chat, dvec, r, a, b, u, y):
+    """Maximiser ``y`` of (P) for ``r > 0`` when ``y* != 0`` or 0 lies on the sphere."""
+    d = g.shape[0]
+    g_norm = np.sqrt(np.sum(g * g))
+    rho0 = 0.0
+    for i in range(d):
+        yi = chat[i] + g[i] / g_norm if g_norm > 0.0 else chat[i]
+        rho0 += dvec[i] * yi * yi
+    rho0 = np.sqrt(rho0)
+    if rho0 == 0.0:
+        # Greedy arm (or, for theta = 0, the centre) is x = 0, so f <= 0 = f(0) on E.
+        y[:] = 0.0
+        return
+    s = np.log(r / rho0)
+    # For g != 0, rho(tau) <= rho0 gives F(s) <= 0; for g = 0 rho is constant in tau.
+    lo = s if g_norm > 0.0 else -np.inf
+    # Upper ends with F >= 0.  0 inside the sphere: for tau >= ||g / D|| / (1 - ||chat||),
+    # nu = 0 and tau rho = ||theta||_V > r (this branch).  0 outside: rho >= sqrt(min D)
+    # (||chat|| - 1).  0 on the sphere: none, F < 0 up to s_cap means y* = 0 (limit).
+    chat_norm = np.sqrt(np.sum(chat * chat))
+    if chat_norm < 1.0:
+        hi = np.log(np.sqrt(np.sum((g / dvec) ** 2)) / (1.0 - chat_norm))
+    elif chat_norm > 1.0:
+        hi = np.log(r / (np.sqrt(dvec.min()) * (chat_norm - 1.0)))
+    else:
+        hi = np.inf
+    s_cap = _LOG_TAU_CAP - np.log(dvec.max())
+    expand = 1.0
+    last_step = np.inf
+    for _ in range(_MAX_OUTER):
+        tau = np.exp(s)
+        nu = _secular(tau, g, chat, dvec, a, b, u, y)
+        # Work with tau * y (bounded by (|g| + nu |chat|) / D): y itself underflows as tau grows.
+        rho2 = 0.0
+        num = 0.0
+        den = 0.0
+        for i in range(d):
+            ty = tau * y[i]
+            rho2 += dvec[i] * ty * ty
+            w = 1.0 / (b[i] + nu)
+            num += u[i] * dvec[i] * ty * w
+            den += u[i] * u[i] * w
+        f_val = 0.5 * np.log(rho2) - np.log(r)
+        if abs(f_val) <= 8.0 * _EPS:
+            return
+        if f_val < 0.0:
+            lo = s
+        else:
+            hi = s
+        nu_dot = -num / den if nu > 0.0 else 0.0  # tau * d nu / d tau
+        acc = 0.0
+        for i in range(d):
+            ty = tau * y[i]
+            acc += b[i] / (b[i] + nu) * (dvec[i] * ty * ty + nu_dot * u[i] * ty)
+        s_new = s - f_val / (1.0 - acc / rho2)
+        bounded = lo > -np.inf and hi < np.inf
+        # Newton unless it leaves the bracket or, with a finite bracket, stalls (rtsafe rule).
+        if not lo < s_new < hi or (bounded and abs(s_new - s) > 0.5 * last_step):
+            if hi == np.inf:
+                s_new = s + expand
+                expand *= 2.0
+            elif lo == -np.inf:
+                s_new = s - expand
+                expand *= 2.0
+            else:
+                s_new = 0.5 * (lo + hi)
+        s_new = min(s_new, s_cap)
+        last_step = abs(s_new - s)
+        if last_step <= 4.0 * _EPS * (1.0 + abs(s)):
+            return
+        s = s_new
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _lcb_batch(center, shape, h_sqrt, h_inv_sqrt, white_center, theta_hat, v_inv, radius,
+               want_gap):
+    n, d = theta_hat.shape
+    arms = np.empty((n, d))
+    values = np.empty(n)
+    gaps = np.empty(n if want_gap else 0)
+    zero_inside = np.sum(white_center * white_center) < 1.0
+    tmp = np.empty((d, d))
+    bmat = np.empty((d, d))
+    g = np.empty(d)
+    chat = np.empty(d)
+    a = np.empty(d)
+    b = np.empty(d)
+    u = np.empty(d)
+    y = np.empty(d)
+    vec = np.empty(d)
+    vec2 = np.empty(d)
+    for k in range(n):
+        theta = theta_hat[k]
+        m = v_inv[k]
+        r = radius[k]
+        x = arms[k]
+        zero_dual = False  # whether theta' = 0 lies in C (used only if x = 0)
+        if r > 0.0:
+            _congruence(h_sqrt, m, tmp, bmat)
+            dvec, q = np.linalg.eigh(bmat)
+            # Eigenvalues below eps * max(D) are rounding noise of eigh; keep ||.||_D a norm.
+            dvec = np.maximum(dvec, _EPS * dvec[d - 1])
+            _matvec(h_sqrt, theta, vec)
+            theta_v2 = 0.0
+            for i in range(d):
+                gi = 0.0
+                ci = 0.0
+                for j in range(d):
+                    gi += q[j, i] * vec[j]
+                    ci += q[j, i] * white_center[j]
+                g[i] = gi
+                chat[i] = ci
+                theta_v2 += gi * gi / dvec[i]
+            zero_dual = theta_v2 <= r * r
+            if zero_inside and zero_dual:
+                x[:] = 0.0
+            else:
+                _solve_whitened(g, chat, dvec, r, a, b, u, y)
+                _matvec(q, y, vec)
+                _matvec(h_sqrt, vec, x)
+        else:
+            _matvec(shape, theta, vec)
+            norm_h = np.sqrt(max(np.dot(theta, vec), 0.0))
+            for i in range(d):
+                x[i] = center[i] + (vec[i] / norm_h if norm_h > 0.0 else 0.0)
+
+        # Pull x into E if rounding left it outside: shrink x - c towards the centre.
+        for attempt in range(4):
+            for i in range(d):
+                vec2[i] = x[i] - center[i]
+            _matvec(h_inv_sqrt, vec2, vec)
+            quad = np.dot(vec, vec)
+            if quad <= 1.0:
+                break
+            shrink = (1.0 - 2.0 ** (attempt + 1) * _EPS) / np.sqrt(quad)
+            for i in range(d):
+                x[i] = center[i] + vec2[i] * shrink
+
+        # f(x) from the returned arm; ||x||_{V^{-1}} via x / max|x| so tiny arms do not underflow.
+        x_max = np.max(np.abs(x))
+        value = np.dot(theta, x)
+        xv_dir = 0.0
+        if x_max > 0.0:
+            for i in range(d):
+                vec2[i] = x[i] / x_max
+            _matvec(m, vec2, vec)
+            xv_dir = np.sqrt(max(np.dot(vec2, vec), 0.0))
+            value -= r * x_max * xv_dir
+        values[k] = value
+
+        if want_gap:
+            if xv_dir > 0.0:
+                for i in range(d):
+                    vec2[i] = theta[i] - r * vec[i] / xv_dir
+            elif zero_dual:
+                vec2[:] = 0.0
+            else:
+                vec2[:] = theta
+            _matvec(shape, vec2, vec)
+            gaps[k] = np.dot(center, vec2) + np.sqrt(max(np.dot(vec2, vec), 0.0)) - value
+    return arms, values, gaps
+
+
+class EllipsoidLCBKernel:
+    """LCB arms, eq. (lcb arm), over a fixed ellipsoid ``{x : (x-c)^T H^{-1} (x-c) <= 1}``.
+
+    ``H^{1/2}``, ``H^{-1/2}`` and ``H^{-1/2} c`` are computed once here; each call then runs
+    the compiled per-instance solver over the batch.
+
+    Parameters
+    ----------
+    center : array_like, shape (d,)
+        Centre ``c`` of the ellipsoid.
+    shape : array_like, shape (d, d)
+        Symmetric positive definite shape matrix ``H``.
+    """
+
+    def __init__(self, center: ArrayLike, shape: ArrayLike) -> None:
+        self.center = np.ascontiguousarray(center, dtype=np.float64)
+        shape_arr = np.asarray(shape, dtype=np.float64)
+        self.shape = np.ascontiguousarray(0.5 * (shape_arr + shape_arr.T))
+        lam, vecs = np.linalg.eigh(self.shape)
+        self._h_sqrt = np.ascontiguousarray((vecs * np.sqrt(lam)) @ vecs.T)
+        self._h_inv_sqrt = np.ascontiguousarray((vecs / np.sqrt(lam)) @ vecs.T)
+        self._white_center = self._h_inv_sqrt @ self.center
+
+    def __call__(
+        self,
+        theta_hat: ArrayLike,
+        V_inv: ArrayLike,
+        radius: ArrayLike,
+        return_gap: bool = False,
+    ) -> tuple[NDArray[np.float64], ...]:
+        """Exact LCB arms for a batch of ``(theta_hat, V^{-1}, r)`` instances.
+
+        Parameters
+        ----------
+        theta_hat : array_like, shape (n, d)
+            Parameter estimates.
+        V_inv : array_like, shape (n, d, d)
+            Inverses of the (SPD) information matrices.
+        radius : array_like, shape (n,)
+            Confidence radii ``r >= 0``.
+        return_gap : bool, default False
+            Also return the duality-gap certificates.
+
+        Returns
+        -------
+        arms : ndarray, shape (n, d)
+            Maximisers ``x*`` (inside E).
+        values : ndarray, shape (n,)
+            ``f(x*) = <x*, theta_hat> - r ||x*||_{V^{-1}}`` evaluated at the returned arms.
+        gaps : ndarray, shape (n,)
+            Only if ``return_gap``: ``h(theta*) - f(x*)``, an upper bound on the suboptimality.
+        """
+        arms, values, gaps = _lcb_batch(
+            self.center,
+            self.shape,
+            self._h_sqrt,
+            self._h_inv_sqrt,
+            self._white_center,
+            np.ascontiguousarray(theta_hat, dtype=np.float64),
+            np.ascontiguousarray(V_inv, dtype=np.float64),
+            np.ascontiguousarray(radius, dtype=np.float64),
+            return_gap,
+        )
+        if return_gap:
+            return arms, values, gaps
+        return arms, values
+
+
+def ellipsoid_lcb_arms(
+    center: ArrayLike,
+    shape: ArrayLike,
+    theta_hat: ArrayLike,
+    V_inv: ArrayLike,
+    radius: ArrayLike,
+    *,
+    return_gap: bool = False,
+) -> tuple[NDArray[np.float64], ...]:
+    """Exact LCB arms, eq. (lcb arm), for a batch over one ellipsoid.
+
+    Parameters
+    ----------
+    center : array_like, shape (d,)
+        Centre ``c`` of the ellipsoid ``{x : (x-c)^T H^{-1} (x-c) <= 1}``.
+    shape : array_like, shape (d, d)
+        SPD shape matrix ``H``.
+    theta_hat : array_like, shape (n, d)
+        Parameter estimates.
+    V_inv : array_like, shape (n, d, d)
+        Inverses of the SPD information matrices.
+    radius : array_like, shape (n,)
+        Confidence radii ``r >= 0``.
+    return_gap : bool, default False
+        Also return the duality-gap certificates.
+
+    Returns
+    -------
+    arms : ndarray, shape (n, d)
+        Maximisers of ``<x, theta_hat> - r ||x||_{V^{-1}}`` over the ellipsoid.
+    values : ndarray, shape (n,)
+        Objective evaluated at the returned arms.
+    gaps : ndarray, shape (n,)
+        Only if ``return_gap``: certified upper bounds on ``max f - f(arm)``.
+
+    See Also
+    --------
+    EllipsoidLCBKernel : reuses the ellipsoid precomputation across calls.
+    """
+    return EllipsoidLCBKernel(center, shape)(theta_hat, V_inv, radius, return_gap=return_gap)

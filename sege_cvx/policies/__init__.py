@@ -1,0 +1,6 @@
+"""Policies for safe linear bandits, each acting on a batch of runs (a single run is a batch of one)."""
+
+from .clucb import CLUCB
+from .sege import SEGE, paper_risk, rho_bar
+
+__all__ = ["CLUCB", "SEGE", "paper_risk", "rho_bar"]

@@ -1,0 +1,48 @@
+"""What every batched policy shares: the select/observe protocol over ``n_runs`` runs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class BatchPolicy:
+    """Enforces ``select`` then ``observe``, and the shapes of arms and rewards.
+
+    A single learner is a batch of one: ``select`` then returns shape ``(d,)``.
+    Subclasses set ``n_runs`` and ``t`` and call :meth:`_stage_start`, :meth:`_stage_arms`
+    and :meth:`_observation`.
+    """
+
+    n_runs: int
+    t: int
+    _pending: np.ndarray | None = None
+
+    def _stage_start(self) -> int:
+        if self._pending is not None:
+            raise RuntimeError("select() called twice without observe()")
+        return self.t + 1
+
+    def _stage_arms(self, arms: np.ndarray) -> np.ndarray:
+        self._pending = arms
+        return arms[0].copy() if self.n_runs == 1 else arms.copy()
+
+    def _observation(self, x: np.ndarray, y: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+        """Validate ``(x, y)`` against the pending arms; returns ``(n_runs, d)`` and ``(n_runs,)``."""
+        if self._pending is None:
+            raise RuntimeError("observe() called before select()")
+        xs = np.asarray(x, dtype=np.float64)
+        if xs.size != self._pending.size:
+            raise ValueError(f"x must hold {self.n_runs} arm(s) of dimension "
+                             f"{self._pending.shape[1]}, got shape {xs.shape}")
+        xs = xs.reshape(self._pending.shape)
+        if not np.array_equal(xs, self._pending):
+            raise ValueError("observe() must receive the arms returned by the last select()")
+        ys = np.asarray(y, dtype=np.float64)
+        if ys.size != self.n_runs:
+            raise ValueError(f"y must hold {self.n_runs} reward(s), got shape {ys.shape}")
+        ys = ys.reshape(self.n_runs)
+        if not np.all(np.isfinite(ys)):
+            raise ValueError(f"observed rewards must be finite, got {ys}")
+        self._pending = None
+        self.t += 1
+        return xs, ys

@@ -1,0 +1,195 @@
+"""CLUCB (Kazerouni et al., "Conservative Contextual Linear Bandits", NeurIPS 2017) on a finite
+discretization of a convex arm set, for a batch of runs; the paper's baseline (Section 6)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import as_positive_int, as_scalar, as_vector
+from ..arm_sets.base import ArmSet
+from ..confidence.ellipsoid import (
+    ConfidenceEllipsoid,
+    RadiusFormula,
+    confidence_radius,
+    lcb_from_precision,
+)
+from .base import BatchPolicy
+
+#: Decision codes recorded per stage (``CLUCB.last_decision``).
+OPTIMISTIC, BASELINE = 0, 2
+
+#: Discretization error the default arm count must meet (the paper's 3e-3, Section 6).
+DEFAULT_DISCRETIZATION_TOL = 3e-3
+
+
+def sphere_directions(dim: int, count: int) -> np.ndarray:
+    """``count`` well-spread unit vectors: equally spaced angles for ``d = 2``, else a
+    generalized Fibonacci lattice on the sphere (deterministic, no seed)."""
+    if dim == 1:
+        return np.array([[1.0], [-1.0]])[: max(count, 2)]
+    if dim == 2:
+        angles = 2.0 * np.pi * np.arange(count) / count
+        return np.column_stack([np.cos(angles), np.sin(angles)])
+    # Map a low-discrepancy (Kronecker) sequence in the cube to the sphere by Gaussian inversion.
+    from scipy.special import ndtri
+
+    alphas = np.sqrt(np.array([p for p in range(2, 10 * dim) if all(p % q for q in range(2, p))]
+                              [:dim], dtype=np.float64)) % 1.0
+    points = (0.5 + np.outer(np.arange(count), alphas)) % 1.0
+    points = ndtri(np.clip(points, 1e-12, 1 - 1e-12))
+    return points / np.linalg.norm(points, axis=1, keepdims=True)
+
+
+def discretization_error(arm_set: ArmSet, arms: np.ndarray, S: float) -> float:
+    """``S * max_u [h(u) - max_k <a_k, u>]`` over a dense set of unit test directions ``u``.
+
+    Bounds (up to the test grid) the loss in optimal reward from restricting to ``arms`` when
+    ``||theta*|| <= S``.
+    """
+    d = arm_set.dim
+    tests = sphere_directions(d, 3600 if d == 2 else 2000 * d)
+    gap = arm_set.support(tests) - (tests @ arms.T).max(axis=1)
+    return float(S * max(gap.max(), 0.0))
+
+
+def discretize(arm_set: ArmSet, n_arms: int) -> np.ndarray:
+    """Support points of the set over ``n_arms`` well-spread directions (for the disk: equally
+    spaced boundary points)."""
+    return arm_set.greedy_arm(sphere_directions(arm_set.dim, n_arms))
+
+
+def default_arm_count(arm_set: ArmSet, S: float, tol: float = DEFAULT_DISCRETIZATION_TOL,
+                      max_arms: int = 4096) -> int:
+    """Smallest ``K`` (by doubling then bisection) whose discretization error is ``<= tol``."""
+    hi = 8
+    while discretization_error(arm_set, discretize(arm_set, hi), S) > tol:
+        if hi >= max_arms:
+            return max_arms
+        hi = min(2 * hi, max_arms)
+    lo = hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if discretization_error(arm_set, discretize(arm_set, mid), S) <= tol:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+class CLUCB(BatchPolicy):
+    """Conservative linear UCB with a known baseline reward, on ``n_runs`` runs at once.
+
+    Finite arms: support points of the set (:func:`discretize`).  Each round ``t`` the optimistic
+    arm is ``argmax_k <theta_hat, a_k> + beta ||a_k||_{V^{-1}}``, where ``theta_hat`` and ``V``
+    use only the rounds in which an optimistic arm was played, and ``beta = r_n(delta)`` is the
+    radius of the paper's eq. (r_t) at ``n`` = number of such rounds, with the overall ``delta``.
+    With ``z`` the sum of optimistic arms played and ``m`` the number of baseline plays, the
+    conservative check plays the optimistic arm ``x`` iff
+    ``min_{theta in C} <theta, z + x> + m b0 >= (1 - alpha) t b0`` (``alpha = 1 - b / b0``,
+    reward of the baseline ``r_b = b0``), else the baseline arm.
+
+    Parameters
+    ----------
+    arm_set : ArmSet
+    baseline_arm : array_like, shape (d,)
+    baseline_reward : float
+        ``b0``, the baseline's (known) expected reward.
+    threshold : float
+        ``b = (1 - alpha) b0 < b0``.
+    S, noise_sd, lam : float
+        As for :class:`~sege_cvx.policies.SEGE`.
+    delta : float, default 0.1
+        Overall risk of the confidence sets.
+    n_arms : int, optional
+        Number of discrete arms; default the smallest meeting a 3e-3 discretization error.
+    n_runs : int, default 1
+
+    Attributes
+    ----------
+    arms : ndarray, shape (K, d)
+    discretization_error : float
+    alpha : float
+    confidence : ConfidenceEllipsoid
+    last_decision : ndarray of int8
+        :data:`OPTIMISTIC` or :data:`BASELINE`.
+    decision_counts : ndarray, shape (n_runs, 2)
+        Optimistic and baseline rounds.
+
+    Examples
+    --------
+    >>> import sege_cvx as sc
+    >>> disk = sc.Ball(center=[1.0, 1.0], radius=1.0)
+    >>> policy = sc.CLUCB(disk, [1.2, 1.9], 2.24, 0.8 * 2.24, S=1.0, noise_sd=1.0)
+    >>> policy.arms.shape, policy.discretization_error <= 3e-3
+    ((41, 2), True)
+    """
+
+    def __init__(
+        self,
+        arm_set: ArmSet,
+        baseline_arm: np.ndarray,
+        baseline_reward: float,
+        threshold: float,
+        *,
+        S: float,
+        noise_sd: float,
+        lam: float = 0.1,
+        delta: float = 0.1,
+        n_arms: int | None = None,
+        n_runs: int = 1,
+    ) -> None:
+        if not isinstance(arm_set, ArmSet):
+            raise TypeError(f"arm_set must be an ArmSet, got {type(arm_set).__name__}")
+        self.arm_set = arm_set
+        d = arm_set.dim
+        self.baseline_arm = as_vector("baseline_arm", baseline_arm, d)
+        if not arm_set.contains(self.baseline_arm):
+            raise ValueError(f"baseline_arm {self.baseline_arm} lies outside the arm set")
+        self.baseline_reward = as_scalar("baseline_reward", baseline_reward, low=0.0, low_open=True)
+        self.threshold = as_scalar("threshold", threshold, high=self.baseline_reward, high_open=True)
+        self.alpha = 1.0 - self.threshold / self.baseline_reward
+        self.S = as_scalar("S", S, low=0.0, low_open=True)
+        self.noise_sd = as_scalar("noise_sd", noise_sd, low=0.0)
+        self.lam = as_scalar("lam", lam, low=0.0, low_open=True)
+        self.delta = as_scalar("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+        self.n_runs = as_positive_int("n_runs", n_runs)
+        K = default_arm_count(arm_set, self.S) if n_arms is None else as_positive_int("n_arms", n_arms)
+        self.arms = discretize(arm_set, K)
+        self.discretization_error = discretization_error(arm_set, self.arms, self.S)
+        self.L = arm_set.norm_bound()
+        confidence_radius(0, self.delta, dim=d, noise_sd=self.noise_sd, lam=self.lam, S=self.S, L=self.L)
+        self._radius = RadiusFormula(d, self.noise_sd, self.lam, self.S, self.L)
+        self._arm_outer = (self.arms[:, :, None] * self.arms[:, None, :]).reshape(len(self.arms), -1).T
+
+        self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
+        self.optimistic_sum = np.zeros((self.n_runs, d))  # z in the conservative check
+        self.t = 0
+        self.last_decision = np.full(self.n_runs, -1, dtype=np.int8)
+        self.decision_counts = np.zeros((self.n_runs, 2), dtype=np.int64)
+
+    def select(self) -> np.ndarray:
+        """Choose round ``t``'s arms: optimistic if the conservative check passes, else baseline."""
+        t = self._stage_start()
+        conf = self.confidence
+        beta = self._radius(conf.counts, self.delta)
+        # UCB_k = <theta_hat, a_k> + beta ||a_k||_{V^{-1}} for every run and arm; the quadratic
+        # forms a_k^T V^{-1} a_k come from one matmul with the arms' flattened outer products.
+        quad = conf.V_inv.reshape(self.n_runs, -1) @ self._arm_outer
+        ucb = conf.theta_hat @ self.arms.T + beta[:, None] * np.sqrt(np.maximum(quad, 0.0))
+        optimistic = self.arms[np.argmax(ucb, axis=1)]
+        # L_t = min_{theta in C} <theta, z + x> (a lower confidence bound on z + x).
+        low = lcb_from_precision(self.optimistic_sum + optimistic, conf.theta_hat, conf.V_inv, beta)
+        baseline_plays = self.decision_counts[:, 1]
+        play = low + baseline_plays * self.baseline_reward >= (1.0 - self.alpha) * t * self.baseline_reward
+        arms = np.where(play[:, None], optimistic, self.baseline_arm)
+        self.last_decision = np.where(play, OPTIMISTIC, BASELINE).astype(np.int8)
+        self.decision_counts[:, 0] += play
+        self.decision_counts[:, 1] += ~play
+        return self._stage_arms(arms)
+
+    def observe(self, x: np.ndarray, y: np.ndarray | float) -> None:
+        """Record rewards; only optimistic rounds enter the confidence set."""
+        xs, ys = self._observation(x, y)
+        optimistic = self.last_decision == OPTIMISTIC
+        self.confidence.update(xs, ys, mask=optimistic)
+        self.optimistic_sum[optimistic] += xs[optimistic]

@@ -1,0 +1,242 @@
+"""SEGE: Safe Exploration and Greedy Exploitation (paper Algorithm 1), for a batch of runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .._random import NormalStreams, SeedLike, seed_sequences
+from .._validation import as_positive_int, as_scalar, as_vector
+from ..arm_sets.base import LCB_METHODS, ArmSet
+from ..confidence.ellipsoid import (
+    ConfidenceEllipsoid,
+    RadiusFormula,
+    confidence_radius,
+    lcb_from_precision,
+)
+from .base import BatchPolicy
+
+#: Decision codes recorded per stage (``SEGE.last_decision``).
+EXPLOIT, EXPLORE_LCB, EXPLORE_BASELINE = 0, 1, 2
+DECISION_NAMES = {EXPLOIT: "exploit", EXPLORE_LCB: "explore with LCB arm",
+                  EXPLORE_BASELINE: "explore with baseline"}
+
+
+def paper_risk(t: int, delta_bar: float = 0.1) -> float:
+    """The paper's risk schedule ``delta_t = 6 delta_bar / (pi^2 t^2)`` (sums to ``delta_bar``)."""
+    return 6.0 * delta_bar / (np.pi**2 * t**2)
+
+
+def rho_bar(baseline_reward: float, threshold: float, S: float, diameter: float) -> float:
+    """Largest safe mixing weight, Lemma 1 (eq. (rho bar)) with a certified bound ``D``.
+
+    ``rho_bar = min{1, (b0 - b) / (S * D)}`` where ``D >= ||X^S - U||``; for an ellipsoid
+    ``D = 2 sqrt(lambda_max(H))``, exactly the paper's.
+    """
+    return min(1.0, (baseline_reward - threshold) / (S * diameter))
+
+
+class SEGE(BatchPolicy):
+    """The SEGE algorithm (paper Algorithm 1) acting on ``n_runs`` independent runs at once.
+
+    At stage ``t`` (1-based) every decision uses only stages ``1..t-1``: the estimate
+    ``theta_hat_{t-1}`` and information matrix ``V_{t-1}`` (eqs. (estimate), (infomat)) and the
+    radius ``r_t(delta_t)`` of eq. (r_t), as in the paper's ``LCB_t(x) = <x, theta_hat_{t-1}> -
+    r_t(delta_t) ||x||_{V_{t-1}^{-1}}``.  Line 5 exploits iff ``LCB_t(X^CE_t) >= b`` and
+    ``lambda_min(V_{t-1}) >= c sqrt(t)`` (the appendix's ``V_{t-1}``: ``X_t`` is not yet chosen).
+    Otherwise it plays ``X^SE_t = (1 - rho) X^S_t + rho U_t`` (eq. (safe exp arm)) with
+    ``X^S_t`` the LCB arm if ``LCB_t(X^LCB_t) >= b0`` else the baseline (eq. (safe arm t)), and
+    ``U_t = x-bar + H^{1/2} zeta_t`` (eq. (U_t)), ``zeta_t`` uniform on the unit sphere, drawn on
+    an ellipsoid certified to lie in the arm set.
+
+    A failed or unverified solve never yields an unverified arm: the greedy arm is then not
+    played (the stage explores) and a failed LCB arm is replaced by the baseline arm; each such
+    event is counted in ``solver_fallbacks``.
+
+    Parameters
+    ----------
+    arm_set : ArmSet
+        The set of arms.
+    baseline_arm : array_like, shape (d,)
+        Known safe arm ``X_0`` in the set.
+    baseline_reward : float
+        ``b0 <= <X_0, theta*>``.
+    threshold : float
+        Safety threshold ``b < b0``.
+    S : float
+        Bound ``||theta*|| <= S``.
+    noise_sd : float
+        Sub-Gaussian noise parameter ``sigma_eta``.
+    lam : float, default 0.1
+        Regularization ``lambda``.
+    c : float, default 0.5
+        Exploitation rate constant of line 5.
+    rho : float, optional
+        Mixing weight in ``(0, rho_bar]``; default ``rho_bar`` (Lemma 1).
+    risk : callable, optional
+        ``t -> delta_t`` in (0, 1); default :func:`paper_risk`.
+    lcb_method : {"auto", "closed_form", "solver"}
+        How LCB arms are computed (see :meth:`ArmSet.lcb_arm`).
+    n_runs : int, default 1
+        Independent runs acted on in lockstep.
+    seed : int, SeedSequence or list of SeedSequence, optional
+        Seeds the exploration directions ``zeta_t`` (one stream per run).
+
+    Attributes
+    ----------
+    t : int
+        Stages completed.
+    rho, rho_bar, L, sigma2 : float
+        Mixing weight, its bound, the norm bound in ``r_t`` and ``lambda_min(Cov U_t)``.
+    confidence : ConfidenceEllipsoid
+        ``V_t``, ``V_t^{-1}``, ``theta_hat_t`` per run.
+    last_decision : ndarray of int8, shape (n_runs,)
+        Codes :data:`EXPLOIT`, :data:`EXPLORE_LCB`, :data:`EXPLORE_BASELINE` of the last stage.
+    last_safe_arm, last_exploration_arm : ndarray, shape (n_runs, d)
+        ``X^S_t`` and ``U_t`` of the last stage (NaN rows where the stage exploited).
+    decision_counts : ndarray of int, shape (n_runs, 3)
+        Stages of each decision type so far.
+    solver_fallbacks : ndarray of int, shape (n_runs,)
+        Solver failures that forced a fallback.
+
+    Examples
+    --------
+    >>> import numpy as np, sege_cvx as sc
+    >>> disk = sc.Ball(center=[1.0, 1.0], radius=1.0)
+    >>> policy = sc.SEGE(disk, [1.2, 1.9], 2.24, 0.8 * 2.24, S=1.0, noise_sd=1.0, seed=0)
+    >>> round(policy.rho, 3)
+    0.224
+    >>> x = policy.select()
+    >>> policy.observe(x, float(x @ [0.6, 0.8]) + 0.1)
+    >>> policy.t, int(policy.decision_counts[0, 2])
+    (1, 1)
+    """
+
+    def __init__(
+        self,
+        arm_set: ArmSet,
+        baseline_arm: np.ndarray,
+        baseline_reward: float,
+        threshold: float,
+        *,
+        S: float,
+        noise_sd: float,
+        lam: float = 0.1,
+        c: float = 0.5,
+        rho: float | None = None,
+        risk: Callable[[int], float] | None = None,
+        lcb_method: str = "auto",
+        n_runs: int = 1,
+        seed: SeedLike = None,
+    ) -> None:
+        if not isinstance(arm_set, ArmSet):
+            raise TypeError(f"arm_set must be an ArmSet, got {type(arm_set).__name__}")
+        self.arm_set = arm_set
+        d = arm_set.dim
+        self.baseline_arm = as_vector("baseline_arm", baseline_arm, d)
+        if not arm_set.contains(self.baseline_arm):
+            raise ValueError(f"baseline_arm {self.baseline_arm} lies outside the arm set")
+        self.baseline_reward = as_scalar("baseline_reward", baseline_reward)
+        self.threshold = as_scalar("threshold", threshold, high=self.baseline_reward, high_open=True)
+        self.S = as_scalar("S", S, low=0.0, low_open=True)
+        self.noise_sd = as_scalar("noise_sd", noise_sd, low=0.0)
+        self.lam = as_scalar("lam", lam, low=0.0, low_open=True)
+        self.c = as_scalar("c", c, low=0.0, low_open=True)
+        if lcb_method not in LCB_METHODS:
+            raise ValueError(f"lcb_method must be one of {LCB_METHODS}, got {lcb_method!r}")
+        self.lcb_method = lcb_method
+        self.risk = paper_risk if risk is None else risk
+        if not callable(self.risk):
+            raise TypeError(f"risk must be callable t -> delta_t, got {type(risk).__name__}")
+        self.n_runs = as_positive_int("n_runs", n_runs)
+
+        self.rho_bar = rho_bar(self.baseline_reward, self.threshold, self.S, arm_set.diameter_bound())
+        self.rho = self.rho_bar if rho is None else as_scalar(
+            "rho", rho, low=0.0, low_open=True, high=self.rho_bar)
+        self.L = arm_set.norm_bound()
+        explore = arm_set.exploration_ellipsoid()
+        self._explore_center, self._explore_sqrt = explore.center, explore.shape_sqrt
+        # Cov(U) = H^{1/2} E[zeta zeta^T] H^{1/2} = H / d for zeta uniform on the sphere.
+        self.sigma2 = float(np.linalg.eigvalsh(explore.shape)[0] / d)
+
+        confidence_radius(1, 0.5, dim=d, noise_sd=self.noise_sd, lam=self.lam, S=self.S, L=self.L)
+        self._radius = RadiusFormula(d, self.noise_sd, self.lam, self.S, self.L)
+        self._zeta = NormalStreams(seed_sequences(seed, self.n_runs), d)
+        self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
+        self.t = 0
+        self.last_decision = np.full(self.n_runs, -1, dtype=np.int8)
+        self.last_safe_arm = np.full((self.n_runs, d), np.nan)
+        self.last_exploration_arm = np.full((self.n_runs, d), np.nan)
+        self.decision_counts = np.zeros((self.n_runs, 3), dtype=np.int64)
+        self.solver_fallbacks = np.zeros(self.n_runs, dtype=np.int64)
+
+    # ------------------------------------------------------------------ stage quantities
+    def risk_level(self, t: int) -> float:
+        """``delta_t``, checked to lie in (0, 1)."""
+        delta = self.risk(t)
+        if not 0.0 < delta < 1.0:
+            raise ValueError(f"risk schedule returned delta_{t} = {delta!r}, outside (0, 1)")
+        return float(delta)
+
+    def radius(self, t: int) -> float:
+        """``r_t(delta_t)`` of eq. (r_t)."""
+        return float(self._radius(t, self.risk_level(t)))
+
+    # ------------------------------------------------------------------ Algorithm 1
+    def select(self) -> np.ndarray:
+        """Choose stage ``t``'s arms (Algorithm 1, lines 3-9).
+
+        Returns
+        -------
+        ndarray, shape (d,) for one run, else (n_runs, d)
+        """
+        t = self._stage_start()
+        conf = self.confidence
+        r = np.full(self.n_runs, self.radius(t))
+        zeta = self._zeta.next()
+
+        # Safe greedy exploitation (lines 5-6).
+        greedy, greedy_ok = self.arm_set.greedy_arm_batch(conf.theta_hat)
+        self.solver_fallbacks += ~greedy_ok
+        lcb_greedy = np.where(greedy_ok, lcb_from_precision(np.nan_to_num(greedy), conf.theta_hat,
+                                                            conf.V_inv, r), -np.inf)
+        exploit = (lcb_greedy >= self.threshold) & (conf.lambda_min() >= self.c * np.sqrt(t))
+
+        # Safe exploration (lines 7-8) for the other runs.
+        arms = np.where(exploit[:, None], greedy, np.nan)
+        decision = np.full(self.n_runs, EXPLOIT, dtype=np.int8)
+        self.last_safe_arm.fill(np.nan)
+        self.last_exploration_arm.fill(np.nan)
+        idx = np.flatnonzero(~exploit)
+        if idx.size:
+            lcb_arm, ok = self.arm_set.lcb_arm_batch(conf.theta_hat[idx], conf.V_inv[idx], r[idx],
+                                                     self.lcb_method)
+            self.solver_fallbacks[idx] += ~ok
+            lcb_val = lcb_from_precision(np.nan_to_num(lcb_arm), conf.theta_hat[idx],
+                                         conf.V_inv[idx], r[idx])
+            use_lcb = ok & (lcb_val >= self.baseline_reward)  # eq. (safe arm t)
+            safe = np.where(use_lcb[:, None], lcb_arm, self.baseline_arm)
+            z = zeta[idx]
+            U = self._explore_center + (z / np.linalg.norm(z, axis=1, keepdims=True)) @ self._explore_sqrt
+            arms[idx] = (1.0 - self.rho) * safe + self.rho * U  # eq. (safe exp arm)
+            decision[idx] = np.where(use_lcb, EXPLORE_LCB, EXPLORE_BASELINE)
+            self.last_safe_arm[idx] = safe
+            self.last_exploration_arm[idx] = U
+
+        self.last_decision = decision
+        self.decision_counts[np.arange(self.n_runs), decision] += 1
+        return self._stage_arms(arms)
+
+    def observe(self, x: np.ndarray, y: np.ndarray | float) -> None:
+        """Record the observed rewards of the arms returned by :meth:`select` (line 11).
+
+        Parameters
+        ----------
+        x : ndarray, shape (d,) or (n_runs, d)
+            The arms played (those :meth:`select` returned).
+        y : float or ndarray of shape (n_runs,)
+            Observed rewards.
+        """
+        xs, ys = self._observation(x, y)
+        self.confidence.update(xs, ys)
