@@ -58,7 +58,7 @@ def confidence_radius(
     Examples
     --------
     >>> round(confidence_radius(0, 0.1, dim=2, noise_sd=1.0, lam=0.1, S=1.0, L=2.0), 6)
-    2.462069
+    2.462194
     """
     as_positive_int("dim", dim)
     noise_sd = as_scalar("noise_sd", noise_sd, low=0.0)

@@ -12,7 +12,13 @@ at d = 2, more than Clarabel's own solve).  This module instead
   mat-vec followed by Clarabel's in-place ``DefaultSolver.update``;
 * **inverts** by reading the variable's columns out of Clarabel's primal solution.
 
-A status other than ``Solved`` raises :class:`SolverFailure`: a caller never gets a silent point.
+Accuracy tiers.  An LCB arm is only as accurate as the square root of the objective gap (the
+objective is flat at its maximizer), so the first attempt asks Clarabel for a 1e-12 gap and
+accepts ``AlmostSolved`` at reduced tolerances of 1e-10 (still 100x tighter than Clarabel's
+default 1e-8 for ``Solved``).  Clarabel often stalls that close to machine precision, so a stalled
+solve is retried at 1e-10 and then at Clarabel's defaults (:data:`TIERS`).  Only the statuses
+listed per tier are accepted; anything else raises :class:`SolverFailure`: a caller never gets a
+silent point.
 """
 
 from __future__ import annotations
@@ -27,19 +33,18 @@ import numpy as np
 import scipy.sparse as sp
 from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import dims_to_solver_cones
 
-#: Clarabel settings used unless the caller overrides them.  Tighter than Clarabel's defaults
-#: (1e-8) so that solver arms agree with the exact fast paths to ~1e-7 in objective value;
-#: presolve and chordal decomposition are off because they forbid in-place data updates.
-DEFAULT_SETTINGS: Mapping[str, object] = {
-    "verbose": False,
-    "presolve_enable": False,
-    "chordal_decomposition_enable": False,
-    "tol_gap_abs": 1e-10,
-    "tol_gap_rel": 1e-10,
-    "tol_feas": 1e-10,
-    "tol_ktratio": 1e-8,
-    "max_iter": 200,
-}
+_COMMON = {"verbose": False, "presolve_enable": False, "chordal_decomposition_enable": False}
+
+#: ``(settings, accepted statuses)`` tried in order; presolve and chordal decomposition are off
+#: in all of them because they forbid in-place data updates.
+TIERS: tuple[tuple[Mapping[str, object], frozenset[str]], ...] = (
+    ({**_COMMON, "tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12, "tol_ktratio": 1e-10,
+      "reduced_tol_gap_abs": 1e-10, "reduced_tol_gap_rel": 1e-10, "reduced_tol_feas": 1e-10,
+      "reduced_tol_ktratio": 1e-8}, frozenset({"Solved", "AlmostSolved"})),
+    ({**_COMMON, "tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10, "tol_ktratio": 1e-8},
+     frozenset({"Solved"})),
+    (_COMMON, frozenset({"Solved"})),
+)
 
 
 class SolverFailure(RuntimeError):
@@ -59,7 +64,9 @@ class ConicSolution:
     x : ndarray
         Value of the recovered variable.
     status : str
-        Clarabel's status string (always ``"Solved"``; other statuses raise).
+        Clarabel's status string (one accepted by ``tier``).
+    tier : int
+        Index into :data:`TIERS` of the settings that produced the point.
     solve_seconds : float
         Time Clarabel reports for its own solve.
     wall_seconds : float
@@ -70,6 +77,7 @@ class ConicSolution:
 
     x: np.ndarray
     status: str
+    tier: int
     solve_seconds: float
     wall_seconds: float
     iterations: int
@@ -95,7 +103,7 @@ class CompiledConicProgram:
     parameters : sequence of cvxpy.Parameter
         All parameters of ``problem``, in the order :meth:`solve` receives their values.
     settings : mapping, optional
-        Clarabel settings overriding :data:`DEFAULT_SETTINGS`.
+        Clarabel settings overriding those of every tier in :data:`TIERS`.
 
     Examples
     --------
@@ -120,7 +128,7 @@ class CompiledConicProgram:
         if missing:
             raise ValueError(f"parameters list misses {len(missing)} parameter(s) of the problem")
         self.parameters = list(parameters)
-        self.settings = {**DEFAULT_SETTINGS, **(settings or {})}
+        self._tiers = [({**tier, **(settings or {})}, accept) for tier, accept in TIERS]
         data, _, _ = problem.get_problem_data(cp.CLARABEL)
         self._param_prog = data["param_prob"]
         self._cones = dims_to_solver_cones(data["dims"])
@@ -130,7 +138,10 @@ class CompiledConicProgram:
         self._x_slice = slice(col, col + variable.size)
         self._x_shape = variable.shape
         self._map, self._A_pattern, self._sizes = self._affine_map()
-        self._solver: clarabel.DefaultSolver | None = None
+        # One Clarabel solver per tier, each built at first use and then updated in place.
+        self._solvers: list[clarabel.DefaultSolver | None] = [None] * len(self._tiers)
+        #: Number of solves that ended at each tier.
+        self.tier_counts = [0] * len(self._tiers)
 
     def _values(self, flat: np.ndarray) -> dict[int, np.ndarray]:
         out, k = {}, 0
@@ -159,13 +170,28 @@ class CompiledConicProgram:
             raise RuntimeError("problem data is not affine in the parameters")
         return J, A0, (self._param_prog.x.size, A0.nnz)
 
+    def _solve_tier(self, tier: int, q: np.ndarray, a_data: np.ndarray, b: np.ndarray):
+        solver = self._solvers[tier]
+        if solver is None:
+            n = q.size
+            A = sp.csc_matrix((a_data, self._A_pattern.indices, self._A_pattern.indptr),
+                              shape=self._A_pattern.shape)
+            settings = clarabel.DefaultSettings()
+            for key, value in self._tiers[tier][0].items():
+                setattr(settings, key, value)
+            self._solvers[tier] = clarabel.DefaultSolver(sp.csc_matrix((n, n)), q, A, b,
+                                                         self._cones, settings)
+        else:
+            solver.update(q=q, A=a_data, b=b)
+        return self._solvers[tier].solve()
+
     def solve(self, *values: np.ndarray) -> ConicSolution:
         """Solve for the given parameter values (in the order of ``parameters``).
 
         Raises
         ------
         SolverFailure
-            If Clarabel's status is not ``Solved``.
+            If no tier of :data:`TIERS` ends with one of its accepted statuses.
         """
         start = time.perf_counter()
         flat = np.concatenate([np.asarray(v, dtype=np.float64).ravel() for v in values] + [[1.0]])
@@ -174,21 +200,16 @@ class CompiledConicProgram:
         data = self._map @ flat
         n, nnz = self._sizes
         q, a_data, b = data[:n], data[n:n + nnz], data[n + nnz:]
-        if self._solver is None:
-            A = sp.csc_matrix((a_data, self._A_pattern.indices, self._A_pattern.indptr),
-                              shape=self._A_pattern.shape)
-            settings = clarabel.DefaultSettings()
-            for key, value in self.settings.items():
-                setattr(settings, key, value)
-            self._solver = clarabel.DefaultSolver(sp.csc_matrix((n, n)), q, A, b, self._cones,
-                                                  settings)
+        for tier, (_, accept) in enumerate(self._tiers):
+            result = self._solve_tier(tier, q, a_data, b)
+            status = str(result.status)
+            if status in accept:
+                self.tier_counts[tier] += 1
+                break
         else:
-            self._solver.update(q=q, A=a_data, b=b)
-        result = self._solver.solve()
-        status = str(result.status)
-        if status != "Solved":
-            raise SolverFailure(f"Clarabel returned status {status}", status=status)
+            raise SolverFailure(f"Clarabel returned status {status} at every accuracy tier",
+                                status=status)
         x = np.asarray(result.x)[self._x_slice].reshape(self._x_shape)
-        return ConicSolution(x=x, status=status, solve_seconds=float(result.solve_time),
+        return ConicSolution(x=x, status=status, tier=tier, solve_seconds=float(result.solve_time),
                              wall_seconds=time.perf_counter() - start,
                              iterations=int(result.iterations))

@@ -54,16 +54,19 @@ Implicit differentiation of (2) and of ``||u||^2 = 1`` (when ``nu > 0``) gives::
 
 Newton is safeguarded by a bracket: ``tau_0 = r / ||chat + g/||g|| ||_D`` has ``F <= 0``
 because ``rho(tau) <= rho(0+) = ||chat + g/||g|| ||_D``; the upper end is found by geometric
-expansion.  If ``F < 0`` up to ``tau max(D) ~ 1e260`` the optimum is the limit ``y -> 0``
-(0 on the boundary of E and optimal); the returned arm is then of size ~1e-260.
+expansion.  If ``F < 0`` up to ``tau max(D) = e^300`` the optimum is the limit ``y -> 0``
+(0 on the boundary of E and optimal); the returned arm is then of size ~1e-130.
 
 Certificate
 -----------
 With ``C = {theta' : ||theta' - theta||_V <= r}``, ``f(x) = min_{theta' in C} <x, theta'>`` and
-``max_{x in E} <x, theta'> = <c, theta'> + ||theta'||_H =: h(theta')``; by minimax duality
-``h(theta') >= max_E f`` for every ``theta' in C``.  For the returned ``x``,
-``theta* = theta - r V^{-1} x / ||x||_{V^{-1}}`` (``0`` or ``theta`` when ``x = 0``) is in
-``C`` and ``gap = h(theta*) - f(x) >= max_E f - f(x) >= 0`` up to rounding.
+``max_{x in E} <x, theta'> = <c, theta'> + ||theta'||_H =: h(theta')``, so by minimax duality
+``h(theta') >= max_E f`` for every ``theta' in C``.  We use
+``theta* = theta - t V^{-1} x`` with ``t = min(tau, r / ||x||_{V^{-1}})``: at a KKT point
+``tau ||x||_{V^{-1}} = r`` and this is ``theta - r V^{-1} x / ||x||_{V^{-1}}``; in the limit
+case (0 on the sphere and optimal) it is the dual point ``g - tau D y`` of (1).  ``theta' = 0``
+(``h = 0``) is used when it lies in C and does better, ``theta`` itself when ``x = 0`` otherwise.
+``gap = h(theta*) - f(x) >= max_E f - f(x) >= 0`` up to rounding.
 """
 
 from __future__ import annotations
@@ -78,7 +81,7 @@ _EPS = float(np.finfo(np.float64).eps)
 _SMALL_D = 16  # up to this size explicit loops beat the BLAS call overhead
 _MAX_INNER = 100
 _MAX_OUTER = 200
-_LOG_TAU_CAP = 600.0  # log(tau * max D) cap: keeps (2) far from overflow
+_LOG_TAU_CAP = 300.0  # cap on log(tau * max D): keeps a_i^2 in (2) far from overflow
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -119,48 +122,82 @@ def _matvec(m, v, out):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _secular(tau, g, chat, dvec, a, b, u, y):
-    """Solve the inner trust-region problem (2) at ``tau``; fill ``a, b, u, y``, return ``nu``."""
-    d = g.shape[0]
-    norm_a2 = 0.0
-    free2 = 0.0
-    b_max = 0.0
-    nu = 0.0
-    for i in range(d):
-        b[i] = tau * dvec[i]
-        a[i] = g[i] - b[i] * chat[i]
-        norm_a2 += a[i] * a[i]
-        free2 += (a[i] / b[i]) ** 2
-        b_max = max(b_max, b[i])
-        nu = max(nu, abs(a[i]) - b[i])
-    if free2 > 1.0:
-        nu = max(nu, np.sqrt(norm_a2) - b_max)
-        for _ in range(_MAX_INNER):
-            s2 = 0.0
-            s3 = 0.0
-            for i in range(d):
-                w = 1.0 / (b[i] + nu)
-                ui2 = (a[i] * w) ** 2
-                s2 += ui2
-                s3 += ui2 * w
-            # Newton on 1/||u|| - 1; a non-positive (or NaN) step means we reached the root.
-            step = (np.sqrt(s2) - 1.0) * s2 / s3
-            if step > 0.0:
-                nu += step
-            if not step > 4.0 * _EPS * nu:
-                break
-    else:
-        nu = 0.0
-    for i in range(d):
+def _scaled_vinv_norm(x, m, x_dir, m_dir):
+    """Return ``(max|x|, ||x / max|x| ||_M)``; ``x_dir = x / max|x|`` and ``m_dir = M x_dir``.
+
+    Scaling by ``max|x|`` keeps ``x^T M x`` from underflowing for tiny arms (see ``s_cap``).
+    Returns ``(0, 0)`` for ``x = 0``.
+    """
+    x_max = np.max(np.abs(x))
+    if x_max == 0.0:
+        return 0.0, 0.0
+    for i in range(x.shape[0]):
+        x_dir[i] = x[i] / x_max
+    _matvec(m, x_dir, m_dir)
+    return x_max, np.sqrt(max(np.dot(x_dir, m_dir), 0.0))
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _sphere_excess(nu, g, chat, kappa, a, b, u, y):
+    """Fill ``u, y`` of (2) at ``nu``; return ``(||u||^2 - 1, sum_i u_i^2 / (b_i + nu))``."""
+    y2 = 0.0
+    y_dot_c = 0.0
+    u2 = 0.0
+    s3 = 0.0
+    for i in range(g.shape[0]):
         w = 1.0 / (b[i] + nu)
         u[i] = a[i] * w
         y[i] = (g[i] + nu * chat[i]) * w
+        y2 += y[i] * y[i]
+        y_dot_c += y[i] * chat[i]
+        u2 += u[i] * u[i]
+        s3 += u[i] * u[i] * w
+    # ||y - chat||^2 - 1 = ||y||^2 - 2 <y, chat> - kappa has no cancellation for small y (0 near
+    # the sphere, where u ~ -chat); for large y the direct form is the more accurate one.
+    excess = y2 - 2.0 * y_dot_c - kappa if y2 < 1.0 else u2 - 1.0
+    return excess, s3
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _secular(tau, g, chat, kappa, dvec, a, b, u, y):
+    """Solve the inner trust-region problem (2) at ``tau``; fill ``a, b, u, y``, return ``nu``."""
+    norm_a2 = 0.0
+    b_max = 0.0
+    nu = 0.0
+    for i in range(g.shape[0]):
+        b[i] = tau * dvec[i]
+        a[i] = g[i] - b[i] * chat[i]
+        norm_a2 += a[i] * a[i]
+        b_max = max(b_max, b[i])
+        nu = max(nu, abs(a[i]) - b[i])
+    excess, s3 = _sphere_excess(0.0, g, chat, kappa, a, b, u, y)
+    if excess <= 0.0:
+        return 0.0
+    nu = max(nu, np.sqrt(norm_a2) - b_max)
+    if nu > 0.0:
+        excess, s3 = _sphere_excess(nu, g, chat, kappa, a, b, u, y)
+        if not excess >= 0.0:
+            # The bounds lose to rounding in a_i when b_i >> |g_i|; nu = 0 is left of the root.
+            nu = 0.0
+            excess, s3 = _sphere_excess(nu, g, chat, kappa, a, b, u, y)
+    for _ in range(_MAX_INNER):
+        # Newton on 1/||u|| - 1; a non-positive (or NaN) step means we reached the root.
+        u2 = 1.0 + excess
+        step = excess / (np.sqrt(u2) + 1.0) * u2 / s3
+        if not step > 4.0 * _EPS * nu:
+            break
+        nu += step
+        excess, s3 = _sphere_excess(nu, g, chat, kappa, a, b, u, y)
     return nu
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _solve_whitened(g, chat, dvec, r, a, b, u, y):
-    """Maximiser ``y`` of (P) for ``r > 0`` when ``y* != 0`` or 0 lies on the sphere."""
+def _solve_whitened(g, chat, kappa, dvec, r, a, b, u, y):
+    """Write the maximiser of (P) into ``y`` (``r > 0``, case ``y* != 0`` or 0 on the sphere).
+
+    Returns the final ``tau``: ``g - tau D y`` is the dual point ``H^{1/2} theta*`` in
+    ``y``-coordinates, also in the limit case where ``tau ||y||_D < r`` and ``y* = 0``.
+    """
     d = g.shape[0]
     g_norm = np.sqrt(np.sum(g * g))
     rho0 = 0.0
@@ -171,26 +208,28 @@ def _solve_whitened(g, chat, dvec, r, a, b, u, y):
     if rho0 == 0.0:
         # Greedy arm (or, for theta = 0, the centre) is x = 0, so f <= 0 = f(0) on E.
         y[:] = 0.0
-        return
+        return 0.0
     s = np.log(r / rho0)
     # For g != 0, rho(tau) <= rho0 gives F(s) <= 0; for g = 0 rho is constant in tau.
     lo = s if g_norm > 0.0 else -np.inf
-    # Upper ends with F >= 0.  0 inside the sphere: for tau >= ||g / D|| / (1 - ||chat||),
-    # nu = 0 and tau rho = ||theta||_V > r (this branch).  0 outside: rho >= sqrt(min D)
-    # (||chat|| - 1).  0 on the sphere: none, F < 0 up to s_cap means y* = 0 (limit).
-    chat_norm = np.sqrt(np.sum(chat * chat))
-    if chat_norm < 1.0:
-        hi = np.log(np.sqrt(np.sum((g / dvec) ** 2)) / (1.0 - chat_norm))
-    elif chat_norm > 1.0:
-        hi = np.log(r / (np.sqrt(dvec.min()) * (chat_norm - 1.0)))
+    # Upper ends with F >= 0 (doubled against rounding), with 1 - ||chat|| = kappa / (1 + ||chat||).
+    # 0 inside the sphere: for tau >= ||g / D|| / (1 - ||chat||) nu = 0 and tau rho =
+    # ||theta||_V > r (this branch).  0 outside: rho >= sqrt(min D) (||chat|| - 1).
+    # 0 on the sphere: none; F < 0 up to s_cap means y* = 0 (limit).
+    chat_norm1 = 1.0 + np.sqrt(np.sum(chat * chat))
+    if kappa > 0.0:
+        hi = np.log(2.0 * np.sqrt(np.sum((g / dvec) ** 2)) * chat_norm1 / kappa)
+    elif kappa < 0.0:
+        hi = np.log(2.0 * r * chat_norm1 / (np.sqrt(dvec.min()) * -kappa))
     else:
         hi = np.inf
     s_cap = _LOG_TAU_CAP - np.log(dvec.max())
     expand = 1.0
     last_step = np.inf
+    tau = np.exp(s)
     for _ in range(_MAX_OUTER):
         tau = np.exp(s)
-        nu = _secular(tau, g, chat, dvec, a, b, u, y)
+        nu = _secular(tau, g, chat, kappa, dvec, a, b, u, y)
         # Work with tau * y (bounded by (|g| + nu |chat|) / D): y itself underflows as tau grows.
         rho2 = 0.0
         num = 0.0
@@ -203,7 +242,7 @@ def _solve_whitened(g, chat, dvec, r, a, b, u, y):
             den += u[i] * u[i] * w
         f_val = 0.5 * np.log(rho2) - np.log(r)
         if abs(f_val) <= 8.0 * _EPS:
-            return
+            return tau
         if f_val < 0.0:
             lo = s
         else:
@@ -228,8 +267,9 @@ def _solve_whitened(g, chat, dvec, r, a, b, u, y):
         s_new = min(s_new, s_cap)
         last_step = abs(s_new - s)
         if last_step <= 4.0 * _EPS * (1.0 + abs(s)):
-            return
+            return tau
         s = s_new
+    return tau
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -239,7 +279,8 @@ def _lcb_batch(center, shape, h_sqrt, h_inv_sqrt, white_center, theta_hat, v_inv
     arms = np.empty((n, d))
     values = np.empty(n)
     gaps = np.empty(n if want_gap else 0)
-    zero_inside = np.sum(white_center * white_center) < 1.0
+    # kappa = 1 - ||H^{-1/2} c||^2 > 0 iff 0 is inside E; it keeps (2) accurate near the sphere.
+    kappa = 1.0 - np.sum(white_center * white_center)
     tmp = np.empty((d, d))
     bmat = np.empty((d, d))
     g = np.empty(d)
@@ -250,12 +291,14 @@ def _lcb_batch(center, shape, h_sqrt, h_inv_sqrt, white_center, theta_hat, v_inv
     y = np.empty(d)
     vec = np.empty(d)
     vec2 = np.empty(d)
+    theta_star = np.empty(d)
     for k in range(n):
         theta = theta_hat[k]
         m = v_inv[k]
         r = radius[k]
         x = arms[k]
-        zero_dual = False  # whether theta' = 0 lies in C (used only if x = 0)
+        zero_dual = False  # whether theta' = 0 lies in C
+        tau = 0.0  # multiplier of (1); theta* = theta - tau V^{-1} x (clipped to C) below
         if r > 0.0:
             _congruence(h_sqrt, m, tmp, bmat)
             dvec, q = np.linalg.eigh(bmat)
@@ -273,10 +316,10 @@ def _lcb_batch(center, shape, h_sqrt, h_inv_sqrt, white_center, theta_hat, v_inv
                 chat[i] = ci
                 theta_v2 += gi * gi / dvec[i]
             zero_dual = theta_v2 <= r * r
-            if zero_inside and zero_dual:
+            if kappa > 0.0 and zero_dual:
                 x[:] = 0.0
             else:
-                _solve_whitened(g, chat, dvec, r, a, b, u, y)
+                tau = _solve_whitened(g, chat, kappa, dvec, r, a, b, u, y)
                 _matvec(q, y, vec)
                 _matvec(h_sqrt, vec, x)
         else:
@@ -284,6 +327,19 @@ def _lcb_batch(center, shape, h_sqrt, h_inv_sqrt, white_center, theta_hat, v_inv
             norm_h = np.sqrt(max(np.dot(theta, vec), 0.0))
             for i in range(d):
                 x[i] = center[i] + (vec[i] / norm_h if norm_h > 0.0 else 0.0)
+
+        if want_gap:
+            # theta* from the computed maximiser, before the pull-in below, which may perturb
+            # the direction of a tiny arm.  t ||x||_{V^-1} <= r keeps theta* in C.
+            x_max, xv_dir = _scaled_vinv_norm(x, m, vec2, vec)
+            if xv_dir > 0.0:
+                t_scaled = min(tau * x_max, r / xv_dir)
+                for i in range(d):
+                    theta_star[i] = theta[i] - t_scaled * vec[i]
+            elif zero_dual:
+                theta_star[:] = 0.0
+            else:
+                theta_star[:] = theta
 
         # Pull x into E if rounding left it outside: shrink x - c towards the centre.
         for attempt in range(4):
@@ -297,28 +353,14 @@ def _lcb_batch(center, shape, h_sqrt, h_inv_sqrt, white_center, theta_hat, v_inv
             for i in range(d):
                 x[i] = center[i] + vec2[i] * shrink
 
-        # f(x) from the returned arm; ||x||_{V^{-1}} via x / max|x| so tiny arms do not underflow.
-        x_max = np.max(np.abs(x))
-        value = np.dot(theta, x)
-        xv_dir = 0.0
-        if x_max > 0.0:
-            for i in range(d):
-                vec2[i] = x[i] / x_max
-            _matvec(m, vec2, vec)
-            xv_dir = np.sqrt(max(np.dot(vec2, vec), 0.0))
-            value -= r * x_max * xv_dir
-        values[k] = value
-
+        x_max, xv_dir = _scaled_vinv_norm(x, m, vec2, vec)
+        values[k] = np.dot(theta, x) - r * x_max * xv_dir
         if want_gap:
-            if xv_dir > 0.0:
-                for i in range(d):
-                    vec2[i] = theta[i] - r * vec[i] / xv_dir
-            elif zero_dual:
-                vec2[:] = 0.0
-            else:
-                vec2[:] = theta
-            _matvec(shape, vec2, vec)
-            gaps[k] = np.dot(center, vec2) + np.sqrt(max(np.dot(vec2, vec), 0.0)) - value
+            _matvec(shape, theta_star, vec)
+            h_val = np.dot(center, theta_star) + np.sqrt(max(np.dot(theta_star, vec), 0.0))
+            if zero_dual:
+                h_val = min(h_val, 0.0)  # theta' = 0 is in C too, with h(0) = 0
+            gaps[k] = h_val - values[k]
     return arms, values, gaps
 
 

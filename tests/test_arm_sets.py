@@ -1,0 +1,135 @@
+"""Arm sets: closed forms against hand-computed values and against linear programs."""
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+import sege_cvx as sc
+
+DISK = sc.Ball(center=[1.0, 1.0], radius=1.0)
+SIMPLEX = sc.Polytope(A=np.vstack([-np.eye(2), np.ones((1, 2))]), b=[0.0, 0.0, 1.0])
+
+
+def test_disk_greedy_arm_is_paper_optimal_arm():
+    # X* = x-bar + H theta / ||theta||_H = (1,1) + (0.6, 0.8) for the paper's setup.
+    np.testing.assert_allclose(DISK.greedy_arm([0.6, 0.8]), [1.6, 1.8], atol=1e-15)
+    assert DISK.support(np.array([0.6, 0.8])) == pytest.approx(2.4)
+
+
+def test_ellipsoid_greedy_by_hand():
+    E = sc.Ellipsoid(center=[0.0, 0.0], shape=np.diag([4.0, 1.0]))
+    # theta = (1, 1): H theta = (4, 1), ||theta||_H = sqrt(5).
+    np.testing.assert_allclose(E.greedy_arm([1.0, 1.0]), np.array([4.0, 1.0]) / np.sqrt(5))
+    assert E.support(np.array([1.0, 1.0])) == pytest.approx(np.sqrt(5))
+
+
+@pytest.mark.parametrize("arm_set", [
+    sc.Ellipsoid([0.5, -1.0, 2.0], np.array([[2.0, 0.3, 0.0], [0.3, 1.0, 0.2], [0.0, 0.2, 0.5]])),
+    sc.Ball([1.0, 2.0, 3.0], 0.7),
+    sc.Box([-1.0, 0.0, 2.0], [1.0, 0.5, 4.0]),
+])
+def test_closed_form_greedy_matches_solver(arm_set):
+    thetas = np.random.default_rng(0).standard_normal((20, arm_set.dim))
+    closed = arm_set.greedy_arm(thetas)
+    solved, ok = arm_set._solve_each(lambda t: arm_set._greedy_program.solve(t).x, thetas)
+    assert ok.all()
+    np.testing.assert_allclose(np.einsum("ni,ni->n", closed, thetas),
+                               np.einsum("ni,ni->n", solved, thetas), rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(closed, solved, atol=1e-4)
+
+
+def test_polytope_greedy_matches_scipy_linprog():
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((12, 3))
+    P = sc.Polytope(A, np.ones(12) + np.abs(A).sum(axis=1) * 0.0)
+    for theta in rng.standard_normal((10, 3)):
+        ref = linprog(-theta, A_ub=A, b_ub=np.ones(12), bounds=[(None, None)] * 3)
+        assert ref.status == 0
+        assert P.support(theta) == pytest.approx(-ref.fun, rel=1e-7, abs=1e-7)
+
+
+def test_simplex_greedy_and_bounds():
+    np.testing.assert_allclose(SIMPLEX.greedy_arm([1.0, 2.0]), [0.0, 1.0], atol=1e-8)
+    lo, hi = SIMPLEX.bounding_box()
+    np.testing.assert_allclose(lo, [0, 0], atol=1e-8)
+    np.testing.assert_allclose(hi, [1, 1], atol=1e-8)
+    # Chebyshev radius of the unit simplex: 1 / (2 + sqrt(2)).
+    assert SIMPLEX.chebyshev_radius == pytest.approx(1 / (2 + np.sqrt(2)), rel=1e-7)
+    assert SIMPLEX.norm_bound() == pytest.approx(np.sqrt(2), rel=1e-7)
+    assert SIMPLEX.diameter_bound() == pytest.approx(np.sqrt(2), rel=1e-7)
+
+
+def test_ellipsoid_certified_bounds_are_the_paper_terms():
+    assert DISK.norm_bound() == pytest.approx(1 + np.sqrt(2))  # max ||x|| on the paper's disk
+    assert DISK.diameter_bound() == pytest.approx(2.0)
+    E = sc.Ellipsoid([3.0, 0.0], np.diag([9.0, 1.0]))
+    assert E.diameter_bound() == pytest.approx(6.0)
+    # Bounds must dominate sampled boundary points.
+    angles = np.linspace(0, 2 * np.pi, 10001)
+    pts = E.center + np.column_stack([3 * np.cos(angles), np.sin(angles)])
+    assert np.linalg.norm(pts, axis=1).max() <= E.norm_bound() + 1e-12
+
+
+def test_generic_set_bounds_dominate_true_extent():
+    l15 = sc.ConvexArmSet(2, lambda x: [cp.pnorm(x, 1.5) <= 1])
+    angles = np.linspace(0, 2 * np.pi, 2001)
+    u = np.column_stack([np.cos(angles), np.sin(angles)])
+    boundary = u / (np.abs(u) ** 1.5).sum(axis=1, keepdims=True) ** (1 / 1.5)
+    assert np.linalg.norm(boundary, axis=1).max() <= l15.norm_bound() + 1e-9
+    assert l15.diameter_bound() >= 2 * np.linalg.norm(boundary, axis=1).max() - 1e-9
+    lo, hi = l15.bounding_box()
+    np.testing.assert_allclose(hi, [1, 1], atol=1e-6)
+    np.testing.assert_allclose(lo, [-1, -1], atol=1e-6)
+
+
+def test_contains():
+    assert DISK.contains([1.6, 1.8])
+    assert not DISK.contains([2.01, 1.0])
+    np.testing.assert_array_equal(DISK.contains(np.array([[1, 1], [0, 0]])), [True, False])
+    box = sc.Box([0, 0], [1, 1])
+    assert box.contains([1 + 1e-10, 0.5]) and not box.contains([1 + 1e-6, 0.5])
+    assert SIMPLEX.contains([0.5, 0.5]) and not SIMPLEX.contains([0.6, 0.6])
+    l15 = sc.ConvexArmSet(2, lambda x: [cp.pnorm(x, 1.5) <= 1])
+    np.testing.assert_array_equal(l15.contains(np.array([[0.5, 0.5], [0.7, 0.7]])), [True, False])
+
+
+@pytest.mark.parametrize("arm_set", [
+    sc.Box([0.0, 0.0], [1.0, 2.0]),
+    SIMPLEX,
+    sc.ConvexArmSet(2, lambda x: [cp.pnorm(x - 1, 1.5) <= 1]),
+])
+def test_solver_lcb_arm_beats_every_sampled_arm(arm_set):
+    rng = np.random.default_rng(2)
+    theta_hat, V, r = rng.standard_normal(2), np.array([[5.0, 1.0], [1.0, 3.0]]), 0.8
+    x = arm_set.lcb_arm(theta_hat, V, r)
+    assert arm_set.contains(x, tol=1e-7)
+    lo, hi = arm_set.bounding_box()
+    samples = rng.uniform(lo, hi, size=(20000, 2))
+    samples = samples[arm_set.contains(samples)]
+    assert len(samples) > 1000
+    best_sampled = sc.lcb(samples, theta_hat, V, r).max()
+    assert sc.lcb(x, theta_hat, V, r) >= best_sampled - 1e-9
+
+
+def test_lcb_arm_batch_matches_single():
+    rng = np.random.default_rng(3)
+    thetas = rng.standard_normal((4, 2))
+    Vs = np.array([np.eye(2) * (k + 1) for k in range(4)])
+    batch = DISK.lcb_arm(thetas, Vs, np.array([0.1, 0.5, 1.0, 2.0]))
+    for i in range(4):
+        np.testing.assert_allclose(batch[i], DISK.lcb_arm(thetas[i], Vs[i], [0.1, 0.5, 1.0, 2.0][i]))
+
+
+def test_cross_check_passes_and_detects_disagreement(monkeypatch):
+    rng = np.random.default_rng(4)
+    thetas = rng.standard_normal((5, 2))
+    V = np.array([[4.0, 1.0], [1.0, 2.0]])
+    DISK.lcb_arm(thetas, V, 0.7, cross_check=True)
+    E = sc.Ellipsoid([1.0, 1.0], np.eye(2))
+    broken = E._lcb_closed_form
+    c, s = np.cos(1e-3), np.sin(1e-3)  # rotate the arms about the centre: still in the set
+    rot = np.array([[c, -s], [s, c]])
+    monkeypatch.setattr(E, "_lcb_closed_form", lambda *a: E.center + (broken(*a) - E.center) @ rot.T)
+    with pytest.raises(sc.CrossCheckError, match="disagree"):
+        E.lcb_arm(thetas, V, 0.7, cross_check=True)
