@@ -1,0 +1,204 @@
+"""The paper's simulation study (Section 6): SEGE against the discretized CLUCB baseline."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .._validation import as_positive_int
+from ..arm_sets import Ball
+from ..policies import CLUCB, SEGE
+from ..policies.sege import EXPLOIT, paper_risk
+from ..simulation import LinearBandit, SimulationResult, run_seeds, simulate
+
+#: Stages at which regret and N_t / sqrt(t) are reported (those <= the horizon).
+CHECKPOINTS = (100, 250, 500, 1000, 2000, 5000, 10000, 20000, 50000)
+#: Stages of the safe-set figure (paper Figure 3), up to the horizon.
+SAFE_SET_STAGES = (250, 500, 1000, 2000, 5000, 10000, 50000)
+#: The paper's scale: 250 runs of 50,000 stages.
+PAPER_RUNS, PAPER_HORIZON = 250, 50_000
+
+
+@dataclass(frozen=True)
+class PaperSetup:
+    """Section 6's model and algorithm parameters, verbatim.
+
+    Disk of radius 1 centred at (1, 1); ``theta* = (0.6, 0.8)``, ``S = 1``; baseline arm
+    ``x0 = (1.2, 1.9)`` with ``b0 = <x0, theta*> = 2.24``; ``b = 0.8 b0``; N(0, 1) noise;
+    ``c = 0.5``, ``lambda = 0.1``, ``rho = rho_bar = 0.224``, ``delta_t = 6 (0.1) / (pi^2 t^2)``.
+    """
+
+    center: tuple[float, float] = (1.0, 1.0)
+    radius: float = 1.0
+    theta_star: tuple[float, float] = (0.6, 0.8)
+    S: float = 1.0
+    baseline_arm: tuple[float, float] = (1.2, 1.9)
+    threshold_fraction: float = 0.8
+    noise_sd: float = 1.0
+    c: float = 0.5
+    lam: float = 0.1
+    delta_bar: float = 0.1
+
+    @property
+    def baseline_reward(self) -> float:
+        return float(np.dot(self.baseline_arm, self.theta_star))
+
+    @property
+    def threshold(self) -> float:
+        return self.threshold_fraction * self.baseline_reward
+
+    def arm_set(self) -> Ball:
+        return Ball(self.center, self.radius)
+
+    def sege(self, n_runs: int, seed, lcb_method: str = "auto") -> SEGE:
+        return SEGE(self.arm_set(), self.baseline_arm, self.baseline_reward, self.threshold,
+                    S=self.S, noise_sd=self.noise_sd, lam=self.lam, c=self.c,
+                    risk=lambda t: paper_risk(t, self.delta_bar), lcb_method=lcb_method,
+                    n_runs=n_runs, seed=seed)
+
+    def clucb(self, n_runs: int) -> CLUCB:
+        # Corollary 1's overall risk: sum_t delta_t = delta_bar.
+        return CLUCB(self.arm_set(), self.baseline_arm, self.baseline_reward, self.threshold,
+                     S=self.S, noise_sd=self.noise_sd, lam=self.lam, delta=self.delta_bar,
+                     n_runs=n_runs)
+
+
+@dataclass
+class StudyResult:
+    """Both algorithms' simulations and the summary written to ``summary.json``."""
+
+    setup: PaperSetup
+    sege: SimulationResult
+    clucb: SimulationResult
+    summary: dict = field(default_factory=dict)
+
+
+def _loglog_slope(regret_mean: np.ndarray) -> float:
+    """Least-squares slope of log(mean regret) against log(t) over the last decade of stages."""
+    T = regret_mean.shape[0]
+    t = np.arange(max(1, T // 10), T + 1)
+    return float(np.polyfit(np.log(t), np.log(regret_mean[t - 1]), 1)[0])
+
+
+def summarize(result: SimulationResult, threshold: float, seed: int) -> dict:
+    """Safety and regret figures common to both algorithms (keys as in ``summary.json``)."""
+    reward = result.expected_reward
+    T, n = reward.shape
+    regret = result.cumulative_regret
+    violated = reward < threshold
+    stages_violated = np.flatnonzero(violated.any(axis=1))
+    checkpoints = [c for c in CHECKPOINTS if c <= T]
+    # Conservative constraint (eq. (conservative const)) with (1 - alpha) b0 = b.
+    cumulative = np.cumsum(reward, axis=0)
+    met = np.all(cumulative >= threshold * np.arange(1, T + 1)[:, None], axis=0)
+    return {
+        "runs": n,
+        "horizon": T,
+        "seed": seed,
+        "wall_seconds": round(result.wall_seconds, 3),
+        "safety_violations": int(violated.sum()),
+        "first_violation_stage": int(stages_violated[0] + 1) if stages_violated.size else None,
+        "min_expected_reward": float(reward.min()),
+        "regret_mean": {str(c): float(regret[c - 1].mean()) for c in checkpoints},
+        "regret_min": {str(c): float(regret[c - 1].min()) for c in checkpoints},
+        "regret_max": {str(c): float(regret[c - 1].max()) for c in checkpoints},
+        "conservative_constraint_met_all_runs": bool(met.all()),
+        "runs_meeting_conservative_constraint": int(met.sum()),
+    }
+
+
+def run_study(
+    runs: int = 100,
+    horizon: int = 10_000,
+    seed: int = 0,
+    lcb_method: str = "auto",
+    setup: PaperSetup | None = None,
+    progress: bool = False,
+) -> StudyResult:
+    """Simulate SEGE and CLUCB on the same seeds and summarize both.
+
+    Parameters
+    ----------
+    runs, horizon : int
+        Independent runs and stages per run (the paper: 250 and 50,000).
+    seed : int
+        Root seed; run ``i`` uses the ``i``-th spawned child for both algorithms' noise.
+    lcb_method : {"auto", "closed_form", "solver"}
+        How SEGE computes LCB arms.
+    setup : PaperSetup, optional
+    progress : bool
+        tqdm progress bars on stderr.
+
+    Returns
+    -------
+    StudyResult
+    """
+    runs, horizon = as_positive_int("runs", runs), as_positive_int("horizon", horizon)
+    setup = setup or PaperSetup()
+    policy_seeds, noise_seeds = run_seeds(seed, runs)
+    sege = setup.sege(runs, policy_seeds, lcb_method)
+    stages = [t for t in SAFE_SET_STAGES if t <= horizon]
+    sege_result = simulate(sege, LinearBandit(setup.theta_star, setup.noise_sd, noise_seeds),
+                           horizon, snapshot_stages=stages, progress=progress and "SEGE")
+    clucb = setup.clucb(runs)
+    clucb_result = simulate(clucb, LinearBandit(setup.theta_star, setup.noise_sd, noise_seeds),
+                            horizon, progress=progress and "CLUCB")
+
+    s_sege = summarize(sege_result, setup.threshold, seed)
+    explored = np.cumsum(sege_result.decisions != EXPLOIT, axis=0)
+    s_sege.update({
+        "lcb_method": lcb_method,
+        "rho": sege.rho,
+        "exploration_stages_mean": float(explored[-1].mean()),
+        "exploration_over_sqrt_t": {str(c): float(explored[c - 1].mean() / np.sqrt(c))
+                                    for c in CHECKPOINTS if c <= horizon},
+        "regret_loglog_slope_last_decade": _loglog_slope(
+            sege_result.cumulative_regret.mean(axis=1)),
+        "decision_counts": {name: int(v) for name, v in zip(
+            ("exploit", "explore_lcb", "explore_baseline"), sege.decision_counts.sum(axis=0),
+            strict=True)},
+        "solver_fallbacks": int(sege.solver_fallbacks.sum()),
+    })
+    s_clucb = summarize(clucb_result, setup.threshold, seed)
+    s_clucb.update({
+        "n_arms": int(clucb.arms.shape[0]),
+        "discretization_error": clucb.discretization_error,
+        "baseline_plays_mean": float(clucb.decision_counts[:, 1].mean()),
+        "regret_loglog_slope_last_decade": _loglog_slope(
+            clucb_result.cumulative_regret.mean(axis=1)),
+    })
+    summary = {"setup": {**asdict(setup), "baseline_reward": setup.baseline_reward,
+                         "threshold": setup.threshold, "rho_bar": sege.rho_bar},
+               "SEGE": s_sege, "CLUCB": s_clucb}
+    return StudyResult(setup, sege_result, clucb_result, summary)
+
+
+def write_outputs(study: StudyResult, out_dir: str | Path) -> list[Path]:
+    """Write ``summary.json``, ``arrays.npz`` (no pickle) and the figures (PNG and PDF)."""
+    from .figures import write_figures
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(study.summary, indent=2) + "\n")
+    arrays = {}
+    for name, res in (("sege", study.sege), ("clucb", study.clucb)):
+        regret = res.cumulative_regret
+        arrays.update({
+            f"{name}_reward_mean": res.expected_reward.mean(axis=1),
+            f"{name}_reward_min": res.expected_reward.min(axis=1),
+            f"{name}_reward_max": res.expected_reward.max(axis=1),
+            f"{name}_regret_mean": regret.mean(axis=1),
+            f"{name}_regret_min": regret.min(axis=1),
+            f"{name}_regret_max": regret.max(axis=1),
+            f"{name}_decision_fraction": np.stack(
+                [(res.decisions == k).mean(axis=1) for k in range(3)], axis=1),
+        })
+    for t, (theta_hat, V, r) in study.sege.snapshots.items():
+        arrays[f"sege_run0_stage{t}_theta_hat"] = theta_hat
+        arrays[f"sege_run0_stage{t}_V"] = V
+        arrays[f"sege_run0_stage{t}_radius"] = np.array(r)
+    np.savez_compressed(out / "arrays.npz", **arrays)
+    return [out / "summary.json", out / "arrays.npz", *write_figures(study, out)]
