@@ -24,9 +24,9 @@ def test_compiled_lcb_program_matches_cvxpy_solve():
         x = cp.Variable(d)
         ref = cp.Problem(cp.Maximize(theta_hat @ x - cp.norm(M @ x)), constraints(x))
         ref.solve(solver=cp.CLARABEL)
-        f = lambda z: theta_hat @ z - np.linalg.norm(M @ z)  # noqa: E731
-        assert f(x_ours) == pytest.approx(ref.value, rel=1e-7, abs=1e-8)
-        assert f(x_ours) >= ref.value - 1e-8
+        f_ours = theta_hat @ x_ours - np.linalg.norm(M @ x_ours)
+        assert f_ours == pytest.approx(ref.value, rel=1e-7, abs=1e-8)
+        assert f_ours >= ref.value - 1e-8
 
 
 def test_data_update_keeps_sparsity_with_zero_parameter_entries():
@@ -58,10 +58,10 @@ def test_point_outside_set_is_never_returned(monkeypatch):
     box = sc.Box([0.0, 0.0], [1.0, 1.0])
     bad = sc.conic.ConicSolution(x=np.array([1.1, 0.5]), status="Solved", tier=0, solve_seconds=0.0,
                                  wall_seconds=0.0, iterations=1)
-    monkeypatch.setattr(box._lcb_program, "solve", lambda *a: bad)
+    monkeypatch.setattr(box._lcb_program, "solve", lambda *a: bad)  # a "solved" point outside
     V_inv = np.eye(2)[None]
-    arms, ok = box.lcb_arm_batch(np.ones((1, 2)), V_inv, np.ones(1), "solver")
-    assert not ok[0] and np.all(np.isnan(arms[0]))
+    arms, ok, status = box.lcb_arm_batch(np.ones((1, 2)), V_inv, np.ones(1), "solver")
+    assert not ok[0] and np.all(np.isnan(arms[0])) and status == ["NotMember"]
     with pytest.raises(SolverFailure, match="outside"):
         box.lcb_arm(np.ones(2), np.eye(2), 1.0)
 
@@ -77,7 +77,8 @@ def test_solver_failure_is_reported_per_instance(monkeypatch):
         raise SolverFailure("forced", status="MaxIterations")
 
     monkeypatch.setattr(box._lcb_program, "solve", flaky)
-    arms, ok = box.lcb_arm_batch(np.ones((3, 2)), np.repeat(np.eye(2)[None], 3, 0), np.ones(3),
-                                 "solver")
+    arms, ok, status = box.lcb_arm_batch(np.ones((3, 2)), np.repeat(np.eye(2)[None], 3, 0),
+                                         np.ones(3), "solver")
     np.testing.assert_array_equal(ok, [True, False, True])
+    assert status[1] == "MaxIterations" and status[0] in ("Solved", "AlmostSolved")
     np.testing.assert_allclose(arms[0], [1.0, 1.0], atol=1e-6)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from functools import cached_property
+from typing import NamedTuple
 
 import cvxpy as cp
 import numpy as np
@@ -27,6 +28,25 @@ CROSS_CHECK_OBJECTIVE_RTOL = 1e-7
 CROSS_CHECK_ARM_RTOL = 1e-5
 
 LCB_METHODS = ("auto", "solver", "closed_form")
+
+
+class BatchArms(NamedTuple):
+    """Arms computed for a batch of instances.
+
+    Attributes
+    ----------
+    arms : ndarray, shape (n, d)
+        The arms; rows of failed instances hold NaN.
+    ok : ndarray of bool, shape (n,)
+        Instances that succeeded and whose arm was verified to lie in the set.
+    status : list of str
+        Per instance: ``"closed_form"``, Clarabel's accepted status, or why it failed
+        (Clarabel's status, ``"NotMember"`` or ``"NotFinite"``).
+    """
+
+    arms: np.ndarray
+    ok: np.ndarray
+    status: list[str]
 
 
 class CrossCheckError(AssertionError):
@@ -85,42 +105,51 @@ class ArmSet(ABC):
         arms = self._checked(self.greedy_arm_batch(thetas))
         return arms[0] if single else arms
 
-    def greedy_arm_batch(self, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def greedy_arm_batch(self, thetas: np.ndarray) -> BatchArms:
         """Greedy arms for ``(n, d)`` directions, unvalidated; for simulation loops.
 
-        Returns the arms and a mask of the instances that succeeded (closed form: all; solver:
-        status ``Solved`` and the point verified in the set).  Failed rows hold NaN.
+        Never raises for a solver failure: failed instances are flagged in the result.
         """
         closed = self._greedy_closed_form(thetas)
         if closed is not None:
-            return closed, np.ones(len(thetas), dtype=bool)
-        return self._solve_each(lambda t: self._greedy_program.solve(t).x, thetas)
+            return BatchArms(closed, np.ones(len(thetas), dtype=bool), ["closed_form"] * len(thetas))
+        return self._solve_each(self._greedy_program, thetas)
 
     def _greedy_closed_form(self, thetas: np.ndarray) -> np.ndarray | None:
         """Override with an exact greedy arm; ``None`` means use the solver."""
         return None
 
-    def _solve_each(self, solve, *batches) -> tuple[np.ndarray, np.ndarray]:
-        """Run ``solve`` per instance; a failed or unverified instance gives NaN and ``ok=False``."""
+    def _solve_each(self, program: CompiledConicProgram, *batches: np.ndarray) -> BatchArms:
+        """Solve ``program`` per instance; a failed or unverified instance gives NaN, ``ok=False``."""
         n = len(batches[0])
         arms = np.full((n, self.dim), np.nan)
         ok = np.zeros(n, dtype=bool)
+        status = []
         for i, args in enumerate(zip(*batches, strict=True)):
             try:
-                x = solve(*args)
-            except SolverFailure:
+                solution = program.solve(*args)
+            except SolverFailure as exc:
+                status.append(exc.status)
                 continue
-            if np.all(np.isfinite(x)) and self.contains(x, tol=MEMBERSHIP_TOL):
+            x = solution.x
+            if not np.all(np.isfinite(x)):
+                status.append("NotFinite")
+            elif not self.contains(x, tol=MEMBERSHIP_TOL):
+                status.append("NotMember")
+            else:
                 arms[i], ok[i] = x, True
-        return arms, ok
+                status.append(solution.status)
+        return BatchArms(arms, ok, status)
 
     @staticmethod
-    def _checked(result: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-        arms, ok = result
-        if not ok.all():
-            i = int(np.argmin(ok))
-            raise SolverFailure(f"instance {i}: solver failed or returned a point outside the set")
-        return arms
+    def _checked(result: BatchArms) -> np.ndarray:
+        """The arms, or :class:`SolverFailure` naming the first failed instance and its status."""
+        if not result.ok.all():
+            i = int(np.argmin(result.ok))
+            status = result.status[i]
+            what = "returned a point outside the set" if status == "NotMember" else "failed"
+            raise SolverFailure(f"instance {i}: solver {what} (status {status})", status=status)
+        return result.arms
 
     # ----------------------------------------------------------------- LCB arm
     def lcb_arm(
@@ -182,21 +211,23 @@ class ArmSet(ABC):
 
     def lcb_arm_batch(
         self, thetas: np.ndarray, V_inv: np.ndarray, radii: np.ndarray, method: str = "auto"
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> BatchArms:
         """LCB arms from ``(n, d)`` estimates, ``(n, d, d)`` inverses ``V^{-1}`` and ``(n,)`` radii.
 
-        Unvalidated, for simulation loops.  Returns the arms and a mask of the instances that
-        succeeded and were verified to lie in the set; failed rows hold NaN (never raises for a
-        solver failure: the caller falls back to a provably safe arm).
+        Unvalidated, for simulation loops.  Never raises for a solver failure: failed or
+        unverified instances are flagged in the result and the caller falls back to a provably
+        safe arm.
         """
         if method == "closed_form" or (method == "auto" and self.has_closed_form_lcb):
             arms = self._lcb_closed_form(thetas, V_inv, radii)
-            ok = np.all(np.isfinite(arms), axis=1)
-            ok[ok] = self.contains(arms[ok], tol=MEMBERSHIP_TOL)
-            return np.where(ok[:, None], arms, np.nan), ok
+            finite = np.all(np.isfinite(arms), axis=1)
+            ok = finite.copy()
+            ok[finite] = self.contains(arms[finite], tol=MEMBERSHIP_TOL)
+            status = np.where(ok, "closed_form", np.where(finite, "NotMember", "NotFinite"))
+            return BatchArms(np.where(ok[:, None], arms, np.nan), ok, status.tolist())
         # ||x||_{V^{-1}} = ||P^T x|| with V^{-1} = P P^T, so M = r P^T (see conic.programs).
         factors = np.swapaxes(np.linalg.cholesky(V_inv), 1, 2) * radii[:, None, None]
-        return self._solve_each(lambda t, M: self._lcb_program.solve(t, M).x, thetas, factors)
+        return self._solve_each(self._lcb_program, thetas, factors)
 
     @property
     def has_closed_form_lcb(self) -> bool:

@@ -51,10 +51,11 @@ class ConvexArmSet(ArmSet):
         cons = self._constraint_fn(x)
         if isinstance(cons, cp.constraints.constraint.Constraint):
             cons = [cons]
-        cons = list(cons)
-        if not cons or not all(isinstance(c, cp.constraints.constraint.Constraint) for c in cons):
-            raise TypeError("constraints(x) must return a nonempty list of cvxpy constraints")
-        return cons
+        if not isinstance(cons, list | tuple) or not cons or not all(
+                isinstance(c, cp.constraints.constraint.Constraint) for c in cons):
+            raise TypeError("constraints(x) must return a nonempty list of cvxpy constraints, "
+                            f"got {cons!r}")
+        return list(cons)
 
     def contains(self, x: np.ndarray, tol: float = 1e-9) -> bool | np.ndarray:
         xs, single = as_batch_of_vectors("x", x, self.dim)

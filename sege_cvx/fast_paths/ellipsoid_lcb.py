@@ -21,9 +21,10 @@ Put ``x = H^{1/2} w`` and diagonalise ``B = H^{1/2} V^{-1} H^{1/2} = Q diag(D) Q
 ``sup_{R^d} f = 0`` if ``||theta||_V <= r`` (Cauchy-Schwarz) and ``+inf`` otherwise.  Hence
 
 * ``r = 0``: greedy arm ``x = c + H theta / ||theta||_H`` (the centre if ``theta = 0``).
-* 0 strictly inside E and ``||theta||_V <= r``: ``x* = 0``, ``f* = 0``.
-* Otherwise ``y* != 0`` (an interior maximiser would be an unconstrained one), and ``y*``
-  lies on the sphere and solves the KKT system
+* 0 in E and ``||theta||_V <= r``: ``x* = 0``, ``f* = 0``.
+* Otherwise, unless 0 is on the boundary of E and optimal (limit case below), ``y* != 0``
+  (an interior maximiser would be an unconstrained one), ``y*`` lies on the sphere and
+  solves the KKT system
 
   (1)  ``g - tau D y = nu (y - chat)``,  ``tau = r / ||y||_D``,  ``nu >= 0``.
 
@@ -34,10 +35,12 @@ system of the strictly concave trust-region problem ``max <g, y> - tau/2 ||y||_D
 
 with ``nu = 0`` if ``||u(0)|| <= 1`` and otherwise the root of the secular equation
 ``phi(nu) = 1 / ||u(nu)|| - 1 = 0``.  ``phi`` is concave and increasing, so Newton's method
-started left of the root, at ``nu_0 = max(0, max_i(|a_i| - b_i), ||a|| - max_i b_i)``
-(each bound forces ``||u(nu_0)|| >= 1``), increases monotonically to it (More & Sorensen).
-``y`` is formed as ``(g_i + nu chat_i) / (b_i + nu)``, which avoids the cancellation in
-``chat + u`` when the optimum is close to 0.
+started left of the root increases monotonically to it (More & Sorensen).  The start is
+``nu_0 = max(0, max_i(|a_i| - b_i), ||a|| - max_i b_i)`` (each bound forces
+``||u(nu_0)|| >= 1``), or 0 if rounding in ``a`` spoils the bounds.  With
+``kappa = 1 - ||H^{-1/2} c||^2`` (computed once), ``y_i = (g_i + nu chat_i) / (b_i + nu)`` and
+``||u||^2 - 1 = ||y||^2 - 2 <y, chat> - kappa`` are free of the cancellation in ``chat + u``
+when the optimum is close to 0 (0 near the boundary of E).
 
 Outer problem.  Let ``rho(tau) = ||y(tau)||_D`` and ``P(rho) = max{<g, y> : ||y - chat|| <= 1,
 ||y||_D <= rho}`` (concave).  ``y(tau)`` attains ``P(rho(tau))`` with multiplier
@@ -52,10 +55,14 @@ Implicit differentiation of (2) and of ``||u||^2 = 1`` (when ``nu > 0``) gives::
     F'(s) = 1 + tau rho' / rho = 1 - sum_i w_i (D_i y_i^2 + nu' u_i y_i) / rho^2,
             w_i = b_i / (b_i + nu).
 
-Newton is safeguarded by a bracket: ``tau_0 = r / ||chat + g/||g|| ||_D`` has ``F <= 0``
-because ``rho(tau) <= rho(0+) = ||chat + g/||g|| ||_D``; the upper end is found by geometric
-expansion.  If ``F < 0`` up to ``tau max(D) = e^300`` the optimum is the limit ``y -> 0``
-(0 on the boundary of E and optimal); the returned arm is then of size ~1e-130.
+Newton is safeguarded by a bracket (bisection in ``s`` when Newton leaves it or stalls).
+Lower end: ``tau_0 = r / ||chat + g/||g|| ||_D`` has ``F <= 0`` because
+``rho(tau) <= rho(0+) = ||chat + g/||g|| ||_D``.  Upper end: if 0 is inside E, ``nu = 0`` and
+``F = log(||theta||_V / r) > 0`` for ``tau >= ||g / D|| / (1 - ||chat||)``; if outside,
+``rho >= sqrt(min D) (||chat|| - 1)`` bounds ``tau*``.  If 0 is on the boundary of E
+(``kappa = 0``) there is no such bound: the bracket is expanded geometrically, and ``F < 0``
+up to ``tau max(D) = e^300`` means the optimum is the limit ``y -> 0`` (0 optimal); the
+returned arm is then of size ~1e-130.
 
 Certificate
 -----------
@@ -226,7 +233,6 @@ def _solve_whitened(g, chat, kappa, dvec, r, a, b, u, y):
     s_cap = _LOG_TAU_CAP - np.log(dvec.max())
     expand = 1.0
     last_step = np.inf
-    tau = np.exp(s)
     for _ in range(_MAX_OUTER):
         tau = np.exp(s)
         nu = _secular(tau, g, chat, kappa, dvec, a, b, u, y)
@@ -273,13 +279,12 @@ def _solve_whitened(g, chat, kappa, dvec, r, a, b, u, y):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _lcb_batch(center, shape, h_sqrt, h_inv_sqrt, white_center, theta_hat, v_inv, radius,
-               want_gap):
+def _lcb_batch(center, shape, h_sqrt, h_inv_sqrt, white_center, theta_hat, v_inv, radius, want_gap):
     n, d = theta_hat.shape
     arms = np.empty((n, d))
     values = np.empty(n)
     gaps = np.empty(n if want_gap else 0)
-    # kappa = 1 - ||H^{-1/2} c||^2 > 0 iff 0 is inside E; it keeps (2) accurate near the sphere.
+    # kappa = 1 - ||H^{-1/2} c||^2 >= 0 iff 0 is in E; it keeps (2) accurate near the sphere.
     kappa = 1.0 - np.sum(white_center * white_center)
     tmp = np.empty((d, d))
     bmat = np.empty((d, d))
@@ -316,7 +321,7 @@ def _lcb_batch(center, shape, h_sqrt, h_inv_sqrt, white_center, theta_hat, v_inv
                 chat[i] = ci
                 theta_v2 += gi * gi / dvec[i]
             zero_dual = theta_v2 <= r * r
-            if kappa > 0.0 and zero_dual:
+            if kappa >= 0.0 and zero_dual:
                 x[:] = 0.0
             else:
                 tau = _solve_whitened(g, chat, kappa, dvec, r, a, b, u, y)

@@ -197,7 +197,7 @@ class SEGE(BatchPolicy):
         zeta = self._zeta.next()
 
         # Safe greedy exploitation (lines 5-6).
-        greedy, greedy_ok = self.arm_set.greedy_arm_batch(conf.theta_hat)
+        greedy, greedy_ok, _ = self.arm_set.greedy_arm_batch(conf.theta_hat)
         self.solver_fallbacks += ~greedy_ok
         lcb_greedy = np.where(greedy_ok, lcb_from_precision(np.nan_to_num(greedy), conf.theta_hat,
                                                             conf.V_inv, r), -np.inf)
@@ -210,7 +210,7 @@ class SEGE(BatchPolicy):
         self.last_exploration_arm.fill(np.nan)
         idx = np.flatnonzero(~exploit)
         if idx.size:
-            lcb_arm, ok = self.arm_set.lcb_arm_batch(conf.theta_hat[idx], conf.V_inv[idx], r[idx],
+            lcb_arm, ok, _ = self.arm_set.lcb_arm_batch(conf.theta_hat[idx], conf.V_inv[idx], r[idx],
                                                      self.lcb_method)
             self.solver_fallbacks[idx] += ~ok
             lcb_val = lcb_from_precision(np.nan_to_num(lcb_arm), conf.theta_hat[idx],

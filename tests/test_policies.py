@@ -1,0 +1,200 @@
+"""SEGE and CLUCB: parameters, reproducibility, and the invariants of every arm they play."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import sege_cvx as sc
+from sege_cvx.confidence import lcb_from_precision
+from sege_cvx.experiments import PaperSetup
+from sege_cvx.policies.clucb import BASELINE, OPTIMISTIC
+from sege_cvx.policies.sege import EXPLOIT, EXPLORE_BASELINE, EXPLORE_LCB
+
+SETUP = PaperSetup()
+DISK = SETUP.arm_set()
+THETA = np.array(SETUP.theta_star)
+
+
+def paper_sege(**kw):
+    args = dict(S=1.0, noise_sd=1.0, lam=0.1, c=0.5)
+    args.update(kw)
+    return sc.SEGE(DISK, [1.2, 1.9], 2.24, 0.8 * 2.24, **args)
+
+
+def test_paper_constants():
+    policy = paper_sege()
+    assert SETUP.baseline_reward == pytest.approx(2.24)
+    assert policy.rho_bar == pytest.approx(0.224) and policy.rho == policy.rho_bar
+    assert policy.L == pytest.approx(1 + np.sqrt(2))
+    assert policy.sigma2 == pytest.approx(0.5)  # lambda_min(H) / d for zeta uniform on the circle
+    # delta_1 = 6 * 0.1 / pi^2; r_1 = sqrt(2 log((1 + L^2/0.1) / delta_1)) + sqrt(0.1)
+    delta1 = 0.6 / np.pi**2
+    assert policy.radius(1) == pytest.approx(
+        np.sqrt(2 * np.log((1 + (1 + np.sqrt(2)) ** 2 / 0.1) / delta1)) + np.sqrt(0.1))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(rho=0.3), "rho"),
+    (dict(rho=0.0), "rho"),
+    (dict(S=0.0), "S"),
+    (dict(noise_sd=-1.0), "noise_sd"),
+    (dict(lam=0.0), "lam"),
+    (dict(c=-0.5), "c"),
+    (dict(n_runs=0), "n_runs"),
+    (dict(lcb_method="newton"), "lcb_method"),
+])
+def test_sege_rejects_bad_parameters(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        paper_sege(**kwargs)
+
+
+def test_sege_rejects_bad_threshold_baseline_and_risk():
+    with pytest.raises(ValueError, match="threshold"):
+        sc.SEGE(DISK, [1.2, 1.9], 2.24, 2.24, S=1.0, noise_sd=1.0)
+    with pytest.raises(ValueError, match="outside the arm set"):
+        sc.SEGE(DISK, [2.2, 1.9], 2.24, 1.8, S=1.0, noise_sd=1.0)
+    with pytest.raises(ValueError, match="shape"):
+        sc.SEGE(DISK, [1.2, 1.9, 0.0], 2.24, 1.8, S=1.0, noise_sd=1.0)
+    for bad in (0.0, 1.0, float("nan")):
+        policy = paper_sege(risk=lambda t, bad=bad: bad)
+        with pytest.raises(ValueError, match="outside"):
+            policy.select()
+    with pytest.raises(TypeError, match="callable"):
+        paper_sege(risk=0.1)
+
+
+def test_step_protocol_is_enforced():
+    policy = paper_sege(seed=0)
+    with pytest.raises(RuntimeError, match="before select"):
+        policy.observe([1.2, 1.9], 1.0)
+    x = policy.select()
+    with pytest.raises(RuntimeError, match="twice"):
+        policy.select()
+    with pytest.raises(ValueError, match="returned by the last select"):
+        policy.observe(x + 0.1, 1.0)
+    with pytest.raises(ValueError, match="finite"):
+        policy.observe(x, float("nan"))
+    policy.observe(x, 1.0)
+    assert policy.t == 1
+
+
+def _single_run_trajectory(make_policy, policy_seed, noise_seed, horizon):
+    policy = make_policy(1, policy_seed)
+    bandit = sc.LinearBandit(THETA, 1.0, [noise_seed])
+    rewards, decisions = [], []
+    for _ in range(horizon):
+        x = policy.select()
+        mean, y = bandit.pull(x[None])
+        policy.observe(x, y[0])
+        rewards.append(mean[0])
+        decisions.append(policy.last_decision[0])
+    return np.array(rewards), np.array(decisions)
+
+
+@pytest.mark.parametrize("algorithm", ["SEGE", "CLUCB"])
+def test_step_api_and_batched_engine_give_identical_trajectories(algorithm):
+    runs, horizon = 3, 1500
+    policy_seeds, noise_seeds = sc.run_seeds(7, runs)
+
+    def make(n, seed):
+        if algorithm == "SEGE":
+            return SETUP.sege(n, seed)
+        return SETUP.clucb(n)
+
+    batch = sc.simulate(make(runs, policy_seeds), sc.LinearBandit(THETA, 1.0, noise_seeds), horizon)
+    for r in range(runs):
+        rewards, decisions = _single_run_trajectory(make, policy_seeds[r], noise_seeds[r], horizon)
+        np.testing.assert_array_equal(decisions, batch.decisions[:, r])
+        np.testing.assert_allclose(rewards, batch.expected_reward[:, r], rtol=0, atol=1e-12)
+    assert len(np.unique(batch.decisions)) > 1  # the runs do switch decisions
+
+
+def test_closed_form_and_solver_paths_make_the_same_decisions():
+    # A lower baseline reward than the paper's so that LCB arms get played in a short test.
+    setup, runs, horizon = PaperSetup(noise_sd=0.3, baseline_arm=(1.0, 1.0)), 2, 400
+    policy_seeds, noise_seeds = sc.run_seeds(3, runs)
+    results = {}
+    for method in ("closed_form", "solver"):
+        policy = setup.sege(runs, policy_seeds, method)
+        results[method] = sc.simulate(policy, sc.LinearBandit(THETA, 0.3, noise_seeds), horizon)
+        assert policy.solver_fallbacks.sum() == 0
+    a, b = results["closed_form"], results["solver"]
+    np.testing.assert_array_equal(a.decisions, b.decisions)
+    assert (a.decisions == EXPLORE_LCB).sum() > 700  # the LCB arm was actually played
+    np.testing.assert_allclose(a.expected_reward, b.expected_reward, atol=1e-5)
+
+
+def test_clucb_discretization_meets_paper_error():
+    policy = SETUP.clucb(1)
+    # K equally spaced boundary points of the unit disk; worst loss S (1 - cos(pi / K)) <= 3e-3.
+    assert policy.arms.shape == (41, 2)
+    assert policy.discretization_error == pytest.approx(1 - np.cos(np.pi / 41), rel=1e-4)
+    assert 1 - np.cos(np.pi / 40) > 3e-3  # 40 arms would not do
+    np.testing.assert_allclose(np.linalg.norm(policy.arms - DISK.center, axis=1), 1.0)
+    assert policy.alpha == pytest.approx(0.2)
+
+
+def test_clucb_conservative_check_on_every_round():
+    policy = SETUP.clucb(4)
+    bandit = sc.LinearBandit(THETA, 1.0, sc.run_seeds(11, 4)[1])
+    baseline_plays = np.zeros(4)
+    for t in range(1, 801):
+        conf = policy.confidence
+        beta = policy._radius(conf.counts, policy.delta)
+        z = policy.optimistic_sum.copy()
+        x = policy.select()
+        opt = policy.last_decision == OPTIMISTIC
+        low = lcb_from_precision(z + x, conf.theta_hat, conf.V_inv, beta)
+        assert np.all(low[opt] + baseline_plays[opt] * 2.24 >= 0.8 * t * 2.24 - 1e-9)
+        np.testing.assert_array_equal(x[~opt], np.tile([1.2, 1.9], ((~opt).sum(), 1)))
+        baseline_plays += policy.last_decision == BASELINE
+        policy.observe(x, bandit.pull(x)[1])
+    assert policy.decision_counts[:, 0].min() > 0 and policy.decision_counts[:, 1].min() > 0
+
+
+@st.composite
+def small_problems(draw):
+    d = draw(st.integers(2, 3))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    H = (Q * rng.uniform(0.3, 2.0, d)) @ Q.T
+    E = sc.Ellipsoid(rng.uniform(-1, 2, d), H)
+    theta = rng.standard_normal(d)
+    theta *= rng.uniform(0.3, 1.0) / np.linalg.norm(theta)
+    x0 = E.center + 0.5 * E.shape_sqrt @ (u := rng.standard_normal(d)) / np.linalg.norm(u)
+    b0 = float(x0 @ theta) - draw(st.floats(0.0, 0.2))
+    b = b0 - draw(st.floats(0.05, 1.0))
+    return E, theta, x0, b0, b, seed
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_problems())
+def test_every_sege_arm_is_in_the_set_and_certified(problem):
+    E, theta, x0, b0, b, seed = problem
+    policy = sc.SEGE(E, x0, b0, b, S=1.0, noise_sd=0.5, lam=0.5, c=0.2, n_runs=3, seed=seed)
+    bandit = sc.LinearBandit(theta, 0.5, sc.run_seeds(seed, 3)[1])
+    D = E.diameter_bound()
+    for t in range(1, 301):
+        conf = policy.confidence
+        theta_hat, V_inv, r = conf.theta_hat.copy(), conf.V_inv.copy(), policy.radius(t)
+        x = policy.select()
+        assert np.all(E.contains(x, tol=1e-9))
+        dec = policy.last_decision
+        expl = dec == EXPLOIT
+        lcb_t = lcb_from_precision(x, theta_hat, V_inv, np.full(3, r))
+        assert np.all(lcb_t[expl] >= b)  # exploitation only with LCB_t(X_t) >= b (line 5)
+        XS, U = policy.last_safe_arm[~expl], policy.last_exploration_arm[~expl]
+        # Lemma 1: <X^SE, theta*> >= <X^S, theta*> - rho ||X^S - U|| ||theta*||, ||X^S - U|| <= D.
+        assert np.all(np.linalg.norm(XS - U, axis=1) <= D + 1e-12)
+        assert np.all(x[~expl] @ theta >= XS @ theta - policy.rho * D * np.linalg.norm(theta) - 1e-12)
+        np.testing.assert_allclose(x[~expl], (1 - policy.rho) * XS + policy.rho * U, atol=1e-12)
+        assert np.all(E.gauge(U) == pytest.approx(1.0))  # U_t on the exploration ellipsoid
+        base = dec[~expl] == EXPLORE_BASELINE
+        np.testing.assert_array_equal(XS[base], np.tile(x0, (base.sum(), 1)))
+        lcb_safe = lcb_from_precision(XS[~base], theta_hat[~expl][~base], V_inv[~expl][~base],
+                                      np.full((~base).sum(), r))
+        assert np.all(lcb_safe >= b0)  # X^S = LCB arm only if LCB_t(X^LCB) >= b0
+        policy.observe(x, bandit.pull(x)[1])
+    assert policy.decision_counts.sum() == 900

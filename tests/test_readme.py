@@ -1,0 +1,26 @@
+"""The README's promises: CI runs its test command verbatim, and its Python example runs."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def _indented_commands() -> list[str]:
+    return [line.strip() for line in README.splitlines() if line.startswith("    pip install")]
+
+
+def test_readme_opens_with_two_commands_and_ci_runs_the_test_command_verbatim():
+    main_job, tests = _indented_commands()[:2]
+    assert "sege-cvx reproduce" in main_job
+    assert "pytest" in tests
+    ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert tests in ci_lines
+
+
+def test_readme_python_example_runs():
+    blocks = re.findall(r"```python\n(.*?)```", README, flags=re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
