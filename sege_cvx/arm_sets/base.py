@@ -19,6 +19,7 @@ from .._validation import as_batch_of_vectors, as_radius_batch, as_scalar, as_sp
 from ..confidence.ellipsoid import lcb_from_precision
 from ..conic.compiled import CompiledConicProgram, SolverFailure
 from ..conic.programs import greedy_program, lcb_arm_program
+from .exploration import Exploration, inscribed_cross_polytope
 
 #: Constraint violation tolerated in a solver's point before it is rejected.
 MEMBERSHIP_TOL = 1e-7
@@ -268,13 +269,34 @@ class ArmSet(ABC):
         lo, hi = self.bounding_box()
         return float(np.linalg.norm(hi - lo))
 
-    def exploration_ellipsoid(self):
-        """An :class:`~sege_cvx.arm_sets.Ellipsoid` certified to lie inside the set.
+    def exploration(self) -> Exploration:
+        """The default distribution of SEGE's exploratory arms ``U_t``, certified in the set.
 
-        SEGE draws its exploratory arms ``U_t`` on its boundary (paper eq. (U_t)).
+        Default: an inscribed cross-polytope (its ``2d`` vertices checked against the set's
+        constraints); subclasses return an inscribed ellipsoid where one can be certified.
         """
-        raise NotImplementedError(
-            f"{type(self).__name__} does not provide an inscribed exploration ellipsoid")
+        return self._cross_polytope
+
+    @cached_property
+    def _cross_polytope(self) -> Exploration:
+        return inscribed_cross_polytope(self.dim, self.constraints, self.contains)
+
+    def certify_exploration(self, exploration: Exploration) -> bool:
+        """Whether every point ``exploration`` can draw lies in the set.
+
+        ``cross``: its ``2d`` vertices are checked (exact for any convex set).  ``sphere``: needs
+        :meth:`_contains_ellipsoid`, available for ellipsoids, boxes and polytopes.
+        """
+        if exploration.center.shape != (self.dim,):
+            raise ValueError(f"exploration has dimension {exploration.center.shape[0]}, "
+                             f"the arm set {self.dim}")
+        if exploration.kind == "cross":
+            return bool(np.all(self.contains(exploration.vertices(), tol=0.0)))
+        return self._contains_ellipsoid(exploration.center, exploration.B)
+
+    def _contains_ellipsoid(self, center: np.ndarray, B: np.ndarray) -> bool:
+        raise ValueError(f"an ellipsoid cannot be certified inside a general {type(self).__name__};"
+                         " use an Exploration of kind 'cross' (its vertices are checked)")
 
     @cached_property
     def _box(self) -> tuple[np.ndarray, np.ndarray]:

@@ -10,6 +10,7 @@ import numpy as np
 from .._validation import as_batch_of_vectors, as_scalar, as_spd_matrix, as_vector
 from ..fast_paths.ellipsoid_lcb import EllipsoidLCBKernel
 from .base import ArmSet, check_tol
+from .exploration import Exploration
 
 
 class Ellipsoid(ArmSet):
@@ -85,9 +86,14 @@ class Ellipsoid(ArmSet):
         arms, _ = self._kernel(thetas, V_inv, radii)
         return arms
 
-    def exploration_ellipsoid(self) -> Ellipsoid:
-        """The set itself: the paper explores on its boundary, ``U_t = x-bar + H^{1/2} zeta_t``."""
-        return self
+    def exploration(self) -> Exploration:
+        """The set itself: the paper's ``U_t = x-bar + H^{1/2} zeta_t``, ``zeta_t`` on the sphere."""
+        return Exploration(self.center, self.shape_sqrt, "sphere")
+
+    def _contains_ellipsoid(self, center: np.ndarray, B: np.ndarray) -> bool:
+        # sup_u ||H^{-1/2}(center + B u - c)|| <= ||H^{-1/2}(center - c)|| + ||H^{-1/2} B||_2.
+        offset = np.linalg.norm(self._shape_inv_sqrt @ (center - self.center))
+        return bool(offset + np.linalg.norm(self._shape_inv_sqrt @ B, 2) <= 1.0)
 
     def norm_bound(self) -> float:
         """``||c|| + sqrt(lambda_max(H))`` (from paper eq. (step 2)); exact when ``c`` lies along

@@ -14,8 +14,9 @@ from .base import ArmSet, check_tol
 class ConvexArmSet(ArmSet):
     """``{x in R^dim : constraints(x)}`` for a user function returning cvxpy constraints.
 
-    The constraints must be DCP and parameter-free; the set must be nonempty and bounded
-    (both checked at construction with ``2 * dim`` linear programs on Clarabel).
+    The constraints must be DCP and parameter-free; the set must be bounded with a nonempty
+    interior (checked at construction: ``2 * dim`` linear programs, and an inscribed
+    cross-polytope whose vertices are verified, which SEGE then explores on).
 
     Parameters
     ----------
@@ -46,6 +47,7 @@ class ConvexArmSet(ArmSet):
         if problem.parameters():
             raise ValueError("constraints must not contain cvxpy Parameters")
         self.bounding_box()  # raises ValueError if empty or unbounded
+        self.exploration()  # raises ValueError if the interior is empty
 
     def constraints(self, x: cp.Variable) -> list:
         cons = self._constraint_fn(x)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import cvxpy as cp
 import numpy as np
 
 from .._validation import as_batch_of_vectors, as_finite_array, as_vector
 from .base import ArmSet, check_tol
-from .ellipsoid import Ellipsoid
+from .exploration import Exploration, max_volume_inscribed_ellipsoid
 
 #: Chebyshev radius below which a polytope is said to have an empty interior.
 MIN_INTERIOR_RADIUS = 1e-9
@@ -59,11 +61,15 @@ class Box(ArmSet):
     def bounding_box(self) -> tuple[np.ndarray, np.ndarray]:
         return self.lower.copy(), self.upper.copy()
 
-    def exploration_ellipsoid(self) -> Ellipsoid:
+    def exploration(self) -> Exploration:
         """The maximum-volume inscribed ellipsoid: centre the midpoint, semi-axes the half-widths
         (``|x_i - m_i| = h_i |zeta_i| <= h_i`` on it)."""
         half = 0.5 * (self.upper - self.lower)
-        return Ellipsoid(0.5 * (self.lower + self.upper), np.diag(half**2))
+        return Exploration(0.5 * (self.lower + self.upper), np.diag(half), "sphere")
+
+    def _contains_ellipsoid(self, center: np.ndarray, B: np.ndarray) -> bool:
+        reach = np.linalg.norm(B, axis=1)  # max_u |(B u)_i| = ||row i of B||
+        return bool(np.all(center - reach >= self.lower) and np.all(center + reach <= self.upper))
 
 
 class Polytope(ArmSet):
@@ -120,6 +126,19 @@ class Polytope(ArmSet):
 
     def constraints(self, x: cp.Variable) -> list:
         return [self.A @ x <= self.b]
+
+    def exploration(self) -> Exploration:
+        """The maximum-volume inscribed ellipsoid (certified; see
+        :func:`~sege_cvx.arm_sets.exploration.max_volume_inscribed_ellipsoid`)."""
+        return self._mve
+
+    @cached_property
+    def _mve(self) -> Exploration:
+        return max_volume_inscribed_ellipsoid(self.A, self.b)
+
+    def _contains_ellipsoid(self, center: np.ndarray, B: np.ndarray) -> bool:
+        # max over the ellipsoid of a_i^T x is a_i^T center + ||B^T a_i||.
+        return bool(np.all(self.A @ center + np.linalg.norm(self.A @ B, axis=1) <= self.b))
 
     def contains(self, x: np.ndarray, tol: float = 1e-9) -> bool | np.ndarray:
         xs, single = as_batch_of_vectors("x", x, self.dim)

@@ -150,23 +150,33 @@ class CompiledConicProgram:
             k += p.size
         return out
 
-    def _affine_map(self) -> tuple[np.ndarray, sp.csc_array, tuple[int, int]]:
-        """Record ``[q, A.data, b] = J @ [p, 1]`` by evaluating at 0 and at each unit vector."""
+    def _affine_map(self) -> tuple[sp.csr_array, sp.csc_array, tuple[int, int]]:
+        """Record ``[q, A.data, b] = J @ [p, 1]`` by evaluating at 0 and at each unit vector.
+
+        ``J`` is stored sparse: each parameter entry touches a few data entries, and a dense
+        ``J`` grows like ``d^4`` (about 100 MB for the LCB program at d = 50).
+        """
         size = sum(p.size for p in self.parameters)
         base, A0 = _canonical_data(self._param_prog, self._values(np.zeros(size)))
-        J = np.empty((base.size, size + 1))
-        J[:, size] = base
+        rows, cols, vals = [np.flatnonzero(base)], [np.full(np.count_nonzero(base), size)], \
+            [base[base != 0]]
         for k in range(size):
             unit = np.zeros(size)
             unit[k] = 1.0
             vec, A = _canonical_data(self._param_prog, self._values(unit))
             if not (np.array_equal(A.indices, A0.indices) and np.array_equal(A.indptr, A0.indptr)):
                 raise RuntimeError("cvxpy changed the sparsity pattern of A across parameter values")
-            J[:, k] = vec - base
+            delta = vec - base
+            nz = np.flatnonzero(delta)
+            rows.append(nz)
+            cols.append(np.full(nz.size, k))
+            vals.append(delta[nz])
+        J = sp.csr_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                         shape=(base.size, size + 1))
         # The map must be affine: check it reproduces cvxpy at a random point.
-        probe = np.random.default_rng(0).standard_normal(size)
-        expect, _ = _canonical_data(self._param_prog, self._values(probe))
-        if not np.allclose(J[:, :size] @ probe + base, expect, rtol=1e-10, atol=1e-10):
+        probe = np.append(np.random.default_rng(0).standard_normal(size), 1.0)
+        expect, _ = _canonical_data(self._param_prog, self._values(probe[:-1]))
+        if not np.allclose(J @ probe, expect, rtol=1e-10, atol=1e-10):
             raise RuntimeError("problem data is not affine in the parameters")
         return J, A0, (self._param_prog.x.size, A0.nnz)
 

@@ -86,8 +86,8 @@ __all__ = ["EllipsoidLCBKernel", "ellipsoid_lcb_arms"]
 
 _EPS = float(np.finfo(np.float64).eps)
 _SMALL_D = 16  # up to this size explicit loops beat the BLAS call overhead
-_MAX_INNER = 100
-_MAX_OUTER = 200
+_MAX_INNER = 100  # safety caps on Newton steps per secular solve (typically ~4) and on outer
+_MAX_OUTER = 200  # evaluations (typically ~6; up to ~60 seen with 0 on the boundary of E)
 _LOG_TAU_CAP = 300.0  # cap on log(tau * max D): keeps a_i^2 in (2) far from overflow
 
 
@@ -118,6 +118,43 @@ def _congruence(s, m, tmp, out):
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _eigh(bmat, dvec, q):
+    """Ascending eigenvalues ``dvec`` and eigenvectors (columns of ``q``) of symmetric ``bmat``.
+
+    ``d = 2`` uses one Jacobi rotation (Golub & Van Loan, Alg. 8.5.1), which is as accurate as
+    LAPACK and avoids its call and workspace overhead on the most common size.
+    """
+    if bmat.shape[0] != 2:
+        w, v = np.linalg.eigh(bmat)
+        dvec[:] = w
+        q[:, :] = v
+        return
+    p, off, s = bmat[0, 0], bmat[0, 1], bmat[1, 1]
+    cs, sn = 1.0, 0.0
+    if off != 0.0:
+        zeta = (s - p) / (2.0 * off)
+        t = 1.0 / (zeta + np.hypot(1.0, zeta)) if zeta >= 0.0 else -1.0 / (-zeta + np.hypot(1.0, zeta))
+        cs = 1.0 / np.hypot(1.0, t)
+        sn = t * cs
+        p, s = p - t * off, s + t * off
+    if p <= s:
+        dvec[0], dvec[1] = p, s
+        q[0, 0], q[1, 0], q[0, 1], q[1, 1] = cs, -sn, sn, cs
+    else:
+        dvec[0], dvec[1] = s, p
+        q[0, 0], q[1, 0], q[0, 1], q[1, 1] = sn, cs, cs, -sn
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _dot(v, w):
+    """``<v, w>`` as a plain loop (no BLAS call for these short vectors)."""
+    acc = 0.0
+    for i in range(v.shape[0]):
+        acc += v[i] * w[i]
+    return acc
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _matvec(m, v, out):
     """Write ``m @ v`` into ``out``."""
     d = v.shape[0]
@@ -135,13 +172,15 @@ def _scaled_vinv_norm(x, m, x_dir, m_dir):
     Scaling by ``max|x|`` keeps ``x^T M x`` from underflowing for tiny arms (see ``s_cap``).
     Returns ``(0, 0)`` for ``x = 0``.
     """
-    x_max = np.max(np.abs(x))
+    x_max = 0.0
+    for i in range(x.shape[0]):
+        x_max = max(x_max, abs(x[i]))
     if x_max == 0.0:
         return 0.0, 0.0
     for i in range(x.shape[0]):
         x_dir[i] = x[i] / x_max
     _matvec(m, x_dir, m_dir)
-    return x_max, np.sqrt(max(np.dot(x_dir, m_dir), 0.0))
+    return x_max, np.sqrt(max(_dot(x_dir, m_dir), 0.0))
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -206,7 +245,7 @@ def _solve_whitened(g, chat, kappa, dvec, r, a, b, u, y):
     ``y``-coordinates, also in the limit case where ``tau ||y||_D < r`` and ``y* = 0``.
     """
     d = g.shape[0]
-    g_norm = np.sqrt(np.sum(g * g))
+    g_norm = np.sqrt(_dot(g, g))
     rho0 = 0.0
     for i in range(d):
         yi = chat[i] + g[i] / g_norm if g_norm > 0.0 else chat[i]
@@ -223,14 +262,17 @@ def _solve_whitened(g, chat, kappa, dvec, r, a, b, u, y):
     # 0 inside the sphere: for tau >= ||g / D|| / (1 - ||chat||) nu = 0 and tau rho =
     # ||theta||_V > r (this branch).  0 outside: rho >= sqrt(min D) (||chat|| - 1).
     # 0 on the sphere: none; F < 0 up to s_cap means y* = 0 (limit).
-    chat_norm1 = 1.0 + np.sqrt(np.sum(chat * chat))
+    chat_norm1 = 1.0 + np.sqrt(_dot(chat, chat))
     if kappa > 0.0:
-        hi = np.log(2.0 * np.sqrt(np.sum((g / dvec) ** 2)) * chat_norm1 / kappa)
+        g_over_d2 = 0.0
+        for i in range(d):
+            g_over_d2 += (g[i] / dvec[i]) ** 2
+        hi = np.log(2.0 * np.sqrt(g_over_d2) * chat_norm1 / kappa)
     elif kappa < 0.0:
-        hi = np.log(2.0 * r * chat_norm1 / (np.sqrt(dvec.min()) * -kappa))
+        hi = np.log(2.0 * r * chat_norm1 / (np.sqrt(dvec[0]) * -kappa))  # dvec ascending
     else:
         hi = np.inf
-    s_cap = _LOG_TAU_CAP - np.log(dvec.max())
+    s_cap = _LOG_TAU_CAP - np.log(dvec[d - 1])
     expand = 1.0
     last_step = np.inf
     for _ in range(_MAX_OUTER):
@@ -280,23 +322,18 @@ def _solve_whitened(g, chat, kappa, dvec, r, a, b, u, y):
 
 @numba.njit(cache=True, error_model="numpy")
 def _lcb_batch(center, shape, h_sqrt, h_inv_sqrt, white_center, theta_hat, v_inv, radius, want_gap):
+    """Arms, values and (if ``want_gap``, else an empty array) gaps for every instance."""
     n, d = theta_hat.shape
     arms = np.empty((n, d))
     values = np.empty(n)
     gaps = np.empty(n if want_gap else 0)
     # kappa = 1 - ||H^{-1/2} c||^2 >= 0 iff 0 is in E; it keeps (2) accurate near the sphere.
-    kappa = 1.0 - np.sum(white_center * white_center)
-    tmp = np.empty((d, d))
-    bmat = np.empty((d, d))
-    g = np.empty(d)
-    chat = np.empty(d)
-    a = np.empty(d)
-    b = np.empty(d)
-    u = np.empty(d)
-    y = np.empty(d)
-    vec = np.empty(d)
-    vec2 = np.empty(d)
-    theta_star = np.empty(d)
+    kappa = 1.0 - _dot(white_center, white_center)
+    mats = np.empty((3, d, d))  # one allocation for all work arrays: matters at small n and d
+    tmp, bmat, q = mats[0], mats[1], mats[2]
+    vecs = np.empty((10, d))
+    dvec, g, chat, a, b = vecs[0], vecs[1], vecs[2], vecs[3], vecs[4]
+    u, y, vec, vec2, theta_star = vecs[5], vecs[6], vecs[7], vecs[8], vecs[9]
     for k in range(n):
         theta = theta_hat[k]
         m = v_inv[k]
@@ -306,9 +343,11 @@ def _lcb_batch(center, shape, h_sqrt, h_inv_sqrt, white_center, theta_hat, v_inv
         tau = 0.0  # multiplier of (1); theta* = theta - tau V^{-1} x (clipped to C) below
         if r > 0.0:
             _congruence(h_sqrt, m, tmp, bmat)
-            dvec, q = np.linalg.eigh(bmat)
+            _eigh(bmat, dvec, q)
             # Eigenvalues below eps * max(D) are rounding noise of eigh; keep ||.||_D a norm.
-            dvec = np.maximum(dvec, _EPS * dvec[d - 1])
+            d_floor = _EPS * dvec[d - 1]
+            for i in range(d):
+                dvec[i] = max(dvec[i], d_floor)
             _matvec(h_sqrt, theta, vec)
             theta_v2 = 0.0
             for i in range(d):
@@ -329,7 +368,7 @@ def _lcb_batch(center, shape, h_sqrt, h_inv_sqrt, white_center, theta_hat, v_inv
                 _matvec(h_sqrt, vec, x)
         else:
             _matvec(shape, theta, vec)
-            norm_h = np.sqrt(max(np.dot(theta, vec), 0.0))
+            norm_h = np.sqrt(max(_dot(theta, vec), 0.0))
             for i in range(d):
                 x[i] = center[i] + (vec[i] / norm_h if norm_h > 0.0 else 0.0)
 
@@ -351,7 +390,7 @@ def _lcb_batch(center, shape, h_sqrt, h_inv_sqrt, white_center, theta_hat, v_inv
             for i in range(d):
                 vec2[i] = x[i] - center[i]
             _matvec(h_inv_sqrt, vec2, vec)
-            quad = np.dot(vec, vec)
+            quad = _dot(vec, vec)
             if quad <= 1.0:
                 break
             shrink = (1.0 - 2.0 ** (attempt + 1) * _EPS) / np.sqrt(quad)
@@ -359,10 +398,10 @@ def _lcb_batch(center, shape, h_sqrt, h_inv_sqrt, white_center, theta_hat, v_inv
                 x[i] = center[i] + vec2[i] * shrink
 
         x_max, xv_dir = _scaled_vinv_norm(x, m, vec2, vec)
-        values[k] = np.dot(theta, x) - r * x_max * xv_dir
+        values[k] = _dot(theta, x) - r * x_max * xv_dir
         if want_gap:
             _matvec(shape, theta_star, vec)
-            h_val = np.dot(center, theta_star) + np.sqrt(max(np.dot(theta_star, vec), 0.0))
+            h_val = _dot(center, theta_star) + np.sqrt(max(_dot(theta_star, vec), 0.0))
             if zero_dual:
                 h_val = min(h_val, 0.0)  # theta' = 0 is in C too, with h(0) = 0
             gaps[k] = h_val - values[k]

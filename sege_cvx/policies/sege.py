@@ -9,6 +9,7 @@ import numpy as np
 from .._random import NormalStreams, SeedLike, seed_sequences
 from .._validation import as_positive_int, as_scalar, as_vector
 from ..arm_sets.base import LCB_METHODS, ArmSet
+from ..arm_sets.exploration import Exploration
 from ..confidence.ellipsoid import (
     ConfidenceEllipsoid,
     RadiusFormula,
@@ -47,8 +48,9 @@ class SEGE(BatchPolicy):
     ``lambda_min(V_{t-1}) >= c sqrt(t)`` (the appendix's ``V_{t-1}``: ``X_t`` is not yet chosen).
     Otherwise it plays ``X^SE_t = (1 - rho) X^S_t + rho U_t`` (eq. (safe exp arm)) with
     ``X^S_t`` the LCB arm if ``LCB_t(X^LCB_t) >= b0`` else the baseline (eq. (safe arm t)), and
-    ``U_t = x-bar + H^{1/2} zeta_t`` (eq. (U_t)), ``zeta_t`` uniform on the unit sphere, drawn on
-    an ellipsoid certified to lie in the arm set.
+    ``U_t = x-bar + H^{1/2} zeta_t`` (eq. (U_t)): for an ellipsoid, ``zeta_t`` uniform on the unit
+    sphere; for other sets, on an inscribed ellipsoid or cross-polytope certified to lie in the
+    set (:mod:`sege_cvx.arm_sets.exploration`).
 
     A failed or unverified solve never yields an unverified arm: the greedy arm is then not
     played (the stage explores) and a failed LCB arm is replaced by the baseline arm; each such
@@ -74,6 +76,13 @@ class SEGE(BatchPolicy):
         Exploitation rate constant of line 5.
     rho : float, optional
         Mixing weight in ``(0, rho_bar]``; default ``rho_bar`` (Lemma 1).
+    L : float, optional
+        Bound ``max_{x in X} ||x|| <= L`` in the radius ``r_t``; default the arm set's
+        certified :meth:`~sege_cvx.arm_sets.ArmSet.norm_bound`.  A value below the norm of a
+        point of the set (its exploration vertices or centre, the baseline arm) is rejected.
+    exploration : Exploration, optional
+        Distribution of ``U_t``; default the arm set's :meth:`~sege_cvx.arm_sets.ArmSet.exploration`.
+        Must be certified inside the set (:meth:`~sege_cvx.arm_sets.ArmSet.certify_exploration`).
     risk : callable, optional
         ``t -> delta_t`` in (0, 1); default :func:`paper_risk`.
     lcb_method : {"auto", "closed_form", "solver"}
@@ -89,6 +98,8 @@ class SEGE(BatchPolicy):
         Stages completed.
     rho, rho_bar, L, sigma2 : float
         Mixing weight, its bound, the norm bound in ``r_t`` and ``lambda_min(Cov U_t)``.
+    exploration : Exploration
+        The distribution of ``U_t``.
     confidence : ConfidenceEllipsoid
         ``V_t``, ``V_t^{-1}``, ``theta_hat_t`` per run.
     last_decision : ndarray of int8, shape (n_runs,)
@@ -125,6 +136,8 @@ class SEGE(BatchPolicy):
         lam: float = 0.1,
         c: float = 0.5,
         rho: float | None = None,
+        L: float | None = None,
+        exploration: Exploration | None = None,
         risk: Callable[[int], float] | None = None,
         lcb_method: str = "auto",
         n_runs: int = 1,
@@ -154,11 +167,17 @@ class SEGE(BatchPolicy):
         self.rho_bar = rho_bar(self.baseline_reward, self.threshold, self.S, arm_set.diameter_bound())
         self.rho = self.rho_bar if rho is None else as_scalar(
             "rho", rho, low=0.0, low_open=True, high=self.rho_bar)
-        self.L = arm_set.norm_bound()
-        explore = arm_set.exploration_ellipsoid()
-        self._explore_center, self._explore_sqrt = explore.center, explore.shape_sqrt
-        # Cov(U) = H^{1/2} E[zeta zeta^T] H^{1/2} = H / d for zeta uniform on the sphere.
-        self.sigma2 = float(np.linalg.eigvalsh(explore.shape)[0] / d)
+        self.exploration = arm_set.exploration() if exploration is None else exploration
+        if not isinstance(self.exploration, Exploration):
+            raise TypeError(f"exploration must be an Exploration, got {type(exploration).__name__}")
+        if exploration is not None and not arm_set.certify_exploration(exploration):
+            raise ValueError("exploration is not certified to lie inside the arm set")
+        # Cov(U) = B E[zeta zeta^T] B^T = B B^T / d (Lemma 4's sigma^2).
+        self.sigma2 = self.exploration.sigma2
+        self.L = arm_set.norm_bound() if L is None else as_scalar("L", L, low=0.0, low_open=True)
+        known = np.vstack([self.exploration.vertices(), self.baseline_arm])
+        if self.L < np.linalg.norm(known, axis=1).max():
+            raise ValueError(f"L = {self.L} is below the norm of a point of the arm set")
 
         confidence_radius(1, 0.5, dim=d, noise_sd=self.noise_sd, lam=self.lam, S=self.S, L=self.L)
         self._radius = RadiusFormula(d, self.noise_sd, self.lam, self.S, self.L)
@@ -217,8 +236,7 @@ class SEGE(BatchPolicy):
                                          conf.V_inv[idx], r[idx])
             use_lcb = ok & (lcb_val >= self.baseline_reward)  # eq. (safe arm t)
             safe = np.where(use_lcb[:, None], lcb_arm, self.baseline_arm)
-            z = zeta[idx]
-            U = self._explore_center + (z / np.linalg.norm(z, axis=1, keepdims=True)) @ self._explore_sqrt
+            U = self.exploration.points(zeta[idx])  # eq. (U_t)
             arms[idx] = (1.0 - self.rho) * safe + self.rho * U  # eq. (safe exp arm)
             decision[idx] = np.where(use_lcb, EXPLORE_LCB, EXPLORE_BASELINE)
             self.last_safe_arm[idx] = safe

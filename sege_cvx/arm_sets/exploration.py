@@ -1,0 +1,141 @@
+"""Exploratory arms for SEGE inside any convex arm set (paper eq. (U_t), generalized).
+
+The paper draws ``U_t = x-bar + H^{1/2} zeta_t`` with ``zeta_t`` independent, zero-mean,
+symmetric, ``||zeta_t|| = 1`` and ``Cov(zeta_t)`` positive definite.  Here ``U = c + B zeta`` with
+``zeta`` uniform either
+
+* on the unit sphere (``kind="sphere"``): ``U`` lies on the ellipsoid ``{c + B u : ||u|| = 1}``,
+  which must be certified to lie inside the arm set, or
+* on the ``2d`` points ``{+-e_i}`` (``kind="cross"``): ``U`` is a vertex of the cross-polytope
+  ``conv{c +- B e_i}``; checking those ``2d`` vertices certifies it for *any* convex set.
+
+Both have ``Cov(zeta) = I / d``, hence ``sigma^2 = lambda_min(Cov U) = lambda_min(B B^T) / d``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import cvxpy as cp
+import numpy as np
+
+KINDS = ("sphere", "cross")
+
+#: Shrink factor applied to a solver's inscribed body before it is certified.
+CERTIFY_SHRINK = 1.0 - 1e-7
+
+
+@dataclass(frozen=True)
+class Exploration:
+    """The distribution of SEGE's exploratory arms ``U = center + B zeta``.
+
+    Parameters
+    ----------
+    center : ndarray, shape (d,)
+    B : ndarray, shape (d, d)
+        Nonsingular; for ``kind="sphere"`` the ellipsoid ``{center + B u : ||u|| <= 1}``.
+    kind : {"sphere", "cross"}
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> e = Exploration(np.zeros(2), np.diag([2.0, 1.0]), "cross")
+    >>> e.sigma2, e.vertices().tolist()
+    (0.5, [[2.0, 0.0], [0.0, 1.0], [-2.0, -0.0], [-0.0, -1.0]])
+    """
+
+    center: np.ndarray
+    B: np.ndarray
+    kind: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        d = self.center.shape[0]
+        if self.B.shape != (d, d):
+            raise ValueError(f"B must have shape ({d}, {d}), got {self.B.shape}")
+        if self.sigma2 <= 0:
+            raise ValueError("B must be nonsingular (sigma^2 = lambda_min(B B^T)/d must be > 0)")
+
+    @property
+    def sigma2(self) -> float:
+        """``lambda_min(Cov U) = lambda_min(B B^T) / d``."""
+        return float(np.linalg.eigvalsh(self.B @ self.B.T)[0] / self.center.shape[0])
+
+    def points(self, gaussians: np.ndarray) -> np.ndarray:
+        """Map standard normal draws ``(n, d)`` to exploratory arms ``(n, d)``.
+
+        ``sphere``: ``zeta = g / ||g||``.  ``cross``: ``zeta = sign(g_k) e_k`` with ``k`` the
+        largest ``|g_k|``, uniform on ``{+-e_i}`` by the symmetry of i.i.d. normals.
+        """
+        if self.kind == "sphere":
+            zeta = gaussians / np.linalg.norm(gaussians, axis=1, keepdims=True)
+        else:
+            k = np.argmax(np.abs(gaussians), axis=1)
+            zeta = np.zeros_like(gaussians)
+            rows = np.arange(len(k))
+            zeta[rows, k] = np.sign(gaussians[rows, k])
+        return self.center + zeta @ self.B.T
+
+    def vertices(self) -> np.ndarray:
+        """The ``2d`` points ``center +- B e_i``: the support of ``U`` for ``kind="cross"``."""
+        return self.center + np.vstack([self.B.T, -self.B.T])
+
+
+def max_volume_inscribed_ellipsoid(A: np.ndarray, b: np.ndarray) -> Exploration:
+    """Maximum-volume ellipsoid ``{c + B u : ||u|| <= 1}`` inside ``{x : A x <= b}``.
+
+    Solves ``max log det B`` s.t. ``||B a_i|| + a_i^T c <= b_i`` (Boyd & Vandenberghe, 8.4.2) on
+    Clarabel, then scales ``B`` so that every inequality holds in floating point: the returned
+    ellipsoid is certified to lie in the polytope.
+    """
+    d = A.shape[1]
+    B, c = cp.Variable((d, d), PSD=True), cp.Variable(d)
+    problem = cp.Problem(cp.Maximize(cp.log_det(B)),
+                         [cp.norm(B @ A[i], 2) + A[i] @ c <= b[i] for i in range(A.shape[0])])
+    problem.solve(solver=cp.CLARABEL)
+    if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or B.value is None:
+        raise ValueError(f"maximum-volume inscribed ellipsoid program ended {problem.status}")
+    Bv, cv = 0.5 * (B.value + B.value.T), np.asarray(c.value)
+    slack = b - A @ cv
+    if np.any(slack <= 0):
+        raise ValueError("the polytope has an empty interior (no strictly interior centre)")
+    reach = np.linalg.norm(A @ Bv, axis=1)
+    scale = CERTIFY_SHRINK * min(1.0, float(np.min(slack / np.maximum(reach, 1e-300))))
+    return Exploration(cv, scale * Bv, "sphere")
+
+
+def inscribed_cross_polytope(
+    dim: int, constraints: Callable[[cp.Expression], list], contains: Callable[..., bool]
+) -> Exploration:
+    """An axis-aligned cross-polytope ``conv{c +- t_i e_i}`` inside a convex set.
+
+    Maximizes the geometric mean of ``t`` subject to all ``2d`` vertices satisfying the set's
+    constraints, then certifies: each vertex is checked with ``contains(v, tol=0)``; if the
+    solver's point is infeasible by rounding, ``t`` shrinks until every vertex passes.  The set
+    being convex, the whole cross-polytope then lies inside it.
+    """
+    c, t = cp.Variable(dim), cp.Variable(dim, nonneg=True)
+    eye = np.eye(dim)
+    cons = []
+    for i in range(dim):
+        for sign in (1.0, -1.0):
+            cons += constraints(c + sign * t[i] * eye[i])
+    problem = cp.Problem(cp.Maximize(cp.geo_mean(t)), cons)
+    problem.solve(solver=cp.CLARABEL)
+    if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or t.value is None:
+        raise ValueError(f"inscribed cross-polytope program ended {problem.status}")
+    cv, tv = np.asarray(c.value), np.maximum(np.asarray(t.value), 0.0)
+    if not contains(cv, tol=0.0):
+        raise ValueError("could not certify an interior point of the set")
+    for _ in range(60):
+        tv = CERTIFY_SHRINK * tv
+        expl = Exploration(cv, np.diag(tv), "cross") if tv.min() > 1e-9 else None
+        if expl is None:
+            raise ValueError("the set has an empty interior (inscribed cross-polytope "
+                             f"half-widths {tv})")
+        if np.all(contains(expl.vertices(), tol=0.0)):
+            return expl
+        tv = tv * 0.999
+    raise ValueError("could not certify an inscribed cross-polytope")
