@@ -33,6 +33,17 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_study(study) -> None:
+    """One line per algorithm: wall time, violations, worst reward and final mean regret."""
+    for name in ("SEGE", "CLUCB"):
+        s = study.summary[name]
+        last = str(max(int(k) for k in s["regret_mean"])) if s["regret_mean"] else None
+        regret = f"{s['regret_mean'][last]:.1f} at t={last}" if last else "n/a"
+        print(f"{name:>5}: {s['wall_seconds']:.1f} s, safety violations {s['safety_violations']} "
+              f"(first at stage {s['first_violation_stage']}), min expected reward "
+              f"{s['min_expected_reward']:.4f} (b = {study.setup.threshold:.4f}), mean regret {regret}")
+
+
 def _reproduce(args: argparse.Namespace) -> int:
     """The paper's Section 6 study: figures, summary.json and arrays.npz in ``--out``."""
     import json
@@ -45,16 +56,33 @@ def _reproduce(args: argparse.Namespace) -> int:
     study = run_study(runs=runs, horizon=horizon, seed=args.seed, lcb_method=args.lcb_method,
                       progress=not args.no_progress)
     paths = write_outputs(study, args.out)
-    for name in ("SEGE", "CLUCB"):
-        s = study.summary[name]
-        last = str(max(int(k) for k in s["regret_mean"])) if s["regret_mean"] else None
-        regret = f"{s['regret_mean'][last]:.1f} at t={last}" if last else "n/a"
-        print(f"{name:>5}: {s['wall_seconds']:.1f} s, safety violations {s['safety_violations']} "
-              f"(first at stage {s['first_violation_stage']}), min expected reward "
-              f"{s['min_expected_reward']:.4f} (b = {study.setup.threshold:.4f}), mean regret {regret}")
+    _print_study(study)
     print("wrote", ", ".join(str(p) for p in paths))
     if args.print_summary:
         print(json.dumps(study.summary, indent=2))
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    """SEGE and CLUCB on an example arm set: violations, regret, and the figures."""
+    from .experiments import run_study, write_outputs
+    from .experiments.examples import EXAMPLES
+
+    problem = EXAMPLES[args.arm_set]()
+    print(f"{problem.name}: {problem.description}")
+    print(f"  arm set {problem.arm_set!r}")
+    print(f"  theta* = {problem.theta_star}, baseline arm {problem.baseline_arm}, "
+          f"b0 = {problem.baseline_reward:.4f}, b = {problem.threshold:.4f}; "
+          f"{args.runs} runs x {args.horizon} stages, seed {args.seed}", flush=True)
+    study = run_study(runs=args.runs, horizon=args.horizon, seed=args.seed,
+                      lcb_method=args.lcb_method, setup=problem, progress=not args.no_progress)
+    setup, clucb = study.summary["setup"], study.summary["CLUCB"]
+    print(f"  SEGE: rho = {study.summary['SEGE']['rho']:.4f} (rho_bar), L = {setup['L']:.4f}, "
+          f"exploration {setup['exploration']} with sigma^2 = {setup['sigma2']:.4f}; CLUCB: "
+          f"{clucb['n_arms']} arms, discretization error {clucb['discretization_error']:.2e}")
+    _print_study(study)
+    paths = write_outputs(study, args.out)
+    print("wrote", ", ".join(str(p) for p in paths))
     return 0
 
 
@@ -77,6 +105,18 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--no-progress", action="store_true", help="no progress bars")
     rep.add_argument("--print-summary", action="store_true", help="also print summary.json")
     rep.set_defaults(func=_reproduce)
+
+    from .experiments.examples import EXAMPLES
+
+    run = sub.add_parser("run", help="SEGE and CLUCB on an example arm set")
+    run.add_argument("--arm-set", choices=sorted(EXAMPLES), required=True)
+    run.add_argument("--runs", type=int, default=20)
+    run.add_argument("--horizon", type=int, default=3000)
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--out", default="results-run", help="output directory")
+    run.add_argument("--lcb-method", choices=("auto", "closed_form", "solver"), default="auto")
+    run.add_argument("--no-progress", action="store_true", help="no progress bars")
+    run.set_defaults(func=_run)
     return parser
 
 

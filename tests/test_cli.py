@@ -16,11 +16,11 @@ def test_reproduce_writes_figures_summary_and_arrays(tmp_path, capsys):
     summary = json.loads((tmp_path / "summary.json").read_text())
     sege, clucb = summary["SEGE"], summary["CLUCB"]
     assert sege["runs"] == 3 and sege["horizon"] == 600 and sege["seed"] == 5
-    assert sorted(sege["regret_mean"], key=int) == ["100", "250", "500"]
+    assert sorted(sege["regret_mean"], key=int) == ["100", "250", "500", "600"]
     assert sege["safety_violations"] == 0 and sege["first_violation_stage"] is None
     assert sege["min_expected_reward"] >= summary["setup"]["threshold"]
     assert sege["regret_min"]["500"] <= sege["regret_mean"]["500"] <= sege["regret_max"]["500"]
-    assert set(sege["exploration_over_sqrt_t"]) == {"100", "250", "500"}
+    assert set(sege["exploration_over_sqrt_t"]) == {"100", "250", "500", "600"}
     assert summary["setup"]["rho_bar"] == sege["rho"] == 0.224 or abs(sege["rho"] - 0.224) < 1e-12
     assert clucb["n_arms"] == 41
     arrays = np.load(tmp_path / "arrays.npz", allow_pickle=False)

@@ -7,12 +7,12 @@ from hypothesis import strategies as st
 
 import sege_cvx as sc
 from sege_cvx.confidence import lcb_from_precision
-from sege_cvx.experiments import PaperSetup
+from sege_cvx.experiments import paper_problem
 from sege_cvx.policies.clucb import BASELINE, OPTIMISTIC
 from sege_cvx.policies.sege import EXPLOIT, EXPLORE_BASELINE, EXPLORE_LCB
 
-SETUP = PaperSetup()
-DISK = SETUP.arm_set()
+SETUP = paper_problem()
+DISK = SETUP.arm_set
 THETA = np.array(SETUP.theta_star)
 
 
@@ -112,7 +112,7 @@ def test_step_api_and_batched_engine_give_identical_trajectories(algorithm):
 
 def test_closed_form_and_solver_paths_make_the_same_decisions():
     # A lower baseline reward than the paper's so that LCB arms get played in a short test.
-    setup, runs, horizon = PaperSetup(noise_sd=0.3, baseline_arm=(1.0, 1.0)), 2, 400
+    setup, runs, horizon = paper_problem(noise_sd=0.3, baseline_arm=(1.0, 1.0)), 2, 400
     policy_seeds, noise_seeds = sc.run_seeds(3, runs)
     results = {}
     for method in ("closed_form", "solver"):

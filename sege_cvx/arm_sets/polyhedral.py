@@ -114,7 +114,7 @@ class Polytope(ArmSet):
                              f"{self.chebyshev_radius:.3g})")
 
     def __repr__(self) -> str:
-        return f"Polytope(A={self.A!r}, b={self.b!r})"
+        return f"Polytope({self.A.shape[0]} inequalities in dimension {self.dim})"
 
     def _chebyshev_ball(self, row_norms: np.ndarray) -> tuple[np.ndarray, float]:
         x, r = cp.Variable(self.dim), cp.Variable()

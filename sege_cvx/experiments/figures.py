@@ -11,6 +11,7 @@ matplotlib.use("Agg")  # files only; no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ..arm_sets import Ball  # noqa: E402
 from ..confidence import lcb  # noqa: E402
 
 SEGE_COLOR, CLUCB_COLOR = "tab:blue", "tab:green"
@@ -63,7 +64,7 @@ def regret_figure(sege, clucb):
 def safe_set_figure(study):
     """Paper Figure 3: ``{x in X : LCB_t(x) >= b}`` of run 0 at several stages."""
     setup = study.setup
-    center, radius = np.asarray(setup.center), setup.radius
+    center, radius = setup.arm_set.center, setup.arm_set.radius
     theta_star = np.asarray(setup.theta_star)
     fig, ax = plt.subplots(figsize=(4.6, 4.6))
     grid = np.linspace(-1.0, 1.0, 401) * radius
@@ -98,7 +99,7 @@ def safe_set_figure(study):
 
 
 def write_figures(study, out: Path) -> list[Path]:
-    """Write fig2a, fig2b, fig2c and fig3 as PNG and PDF into ``out``."""
+    """Write fig2a, fig2b, fig2c and (for a disk in the plane) fig3, as PNG and PDF, into ``out``."""
     s = study.setup
     paths = []
     paths += _save(reward_figure(study.sege, s.threshold, study.sege.optimal_reward, SEGE_COLOR,
@@ -106,5 +107,6 @@ def write_figures(study, out: Path) -> list[Path]:
     paths += _save(reward_figure(study.clucb, s.threshold, study.clucb.optimal_reward, CLUCB_COLOR,
                                  "CLUCB"), out, "fig2b_clucb_reward")
     paths += _save(regret_figure(study.sege, study.clucb), out, "fig2c_regret")
-    paths += _save(safe_set_figure(study), out, "fig3_safe_sets")
+    if isinstance(s.arm_set, Ball) and s.arm_set.dim == 2 and study.sege.snapshots:
+        paths += _save(safe_set_figure(study), out, "fig3_safe_sets")
     return paths

@@ -1,20 +1,20 @@
-"""The paper's simulation study (Section 6): SEGE against the discretized CLUCB baseline."""
+"""SEGE against the discretized CLUCB baseline: the paper's study (Section 6) and any problem."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from .._validation import as_positive_int
-from ..arm_sets import Ball
+from ..arm_sets import ArmSet, Ball
 from ..policies import CLUCB, SEGE
 from ..policies.sege import EXPLOIT, paper_risk
 from ..simulation import LinearBandit, SimulationResult, run_seeds, simulate
 
-#: Stages at which regret and N_t / sqrt(t) are reported (those <= the horizon).
+#: Stages at which regret and N_t / sqrt(t) are reported (those below the horizon, and the horizon).
 CHECKPOINTS = (100, 250, 500, 1000, 2000, 5000, 10000, 20000, 50000)
 #: Stages of the safe-set figure (paper Figure 3), up to the horizon.
 SAFE_SET_STAGES = (250, 500, 1000, 2000, 5000, 10000, 50000)
@@ -23,24 +23,38 @@ PAPER_RUNS, PAPER_HORIZON = 250, 50_000
 
 
 @dataclass(frozen=True)
-class PaperSetup:
-    """Section 6's model and algorithm parameters, verbatim.
+class BanditProblem:
+    """A safe linear bandit instance and the algorithms' constants.
 
-    Disk of radius 1 centred at (1, 1); ``theta* = (0.6, 0.8)``, ``S = 1``; baseline arm
-    ``x0 = (1.2, 1.9)`` with ``b0 = <x0, theta*> = 2.24``; ``b = 0.8 b0``; N(0, 1) noise;
-    ``c = 0.5``, ``lambda = 0.1``, ``rho = rho_bar = 0.224``, ``delta_t = 6 (0.1) / (pi^2 t^2)``.
+    The baseline reward is the baseline arm's true expected reward ``b0 = <x0, theta*>`` (as in
+    the paper) and the threshold ``b = threshold_fraction * b0``.
+
+    Parameters
+    ----------
+    arm_set : ArmSet
+    theta_star : tuple of float
+    baseline_arm : tuple of float
+    threshold_fraction : float
+    S, noise_sd, c, lam, delta_bar : float
+        ``||theta*|| <= S``, noise sd, SEGE's ``c`` and ``lambda``, and the overall risk
+        ``delta_bar`` (SEGE's ``delta_t = 6 delta_bar / (pi^2 t^2)``; CLUCB's ``delta``).
+    clucb_arms : int, optional
+        CLUCB's number of discrete arms (default: the smallest meeting a 3e-3 error).
+    name, description : str
     """
 
-    center: tuple[float, float] = (1.0, 1.0)
-    radius: float = 1.0
-    theta_star: tuple[float, float] = (0.6, 0.8)
-    S: float = 1.0
-    baseline_arm: tuple[float, float] = (1.2, 1.9)
+    arm_set: ArmSet
+    theta_star: tuple[float, ...]
+    baseline_arm: tuple[float, ...]
     threshold_fraction: float = 0.8
+    S: float = 1.0
     noise_sd: float = 1.0
     c: float = 0.5
     lam: float = 0.1
     delta_bar: float = 0.1
+    clucb_arms: int | None = None
+    name: str = ""
+    description: str = ""
 
     @property
     def baseline_reward(self) -> float:
@@ -50,27 +64,46 @@ class PaperSetup:
     def threshold(self) -> float:
         return self.threshold_fraction * self.baseline_reward
 
-    def arm_set(self) -> Ball:
-        return Ball(self.center, self.radius)
-
     def sege(self, n_runs: int, seed, lcb_method: str = "auto") -> SEGE:
-        return SEGE(self.arm_set(), self.baseline_arm, self.baseline_reward, self.threshold,
+        return SEGE(self.arm_set, self.baseline_arm, self.baseline_reward, self.threshold,
                     S=self.S, noise_sd=self.noise_sd, lam=self.lam, c=self.c,
                     risk=lambda t: paper_risk(t, self.delta_bar), lcb_method=lcb_method,
                     n_runs=n_runs, seed=seed)
 
     def clucb(self, n_runs: int) -> CLUCB:
         # Corollary 1's overall risk: sum_t delta_t = delta_bar.
-        return CLUCB(self.arm_set(), self.baseline_arm, self.baseline_reward, self.threshold,
+        return CLUCB(self.arm_set, self.baseline_arm, self.baseline_reward, self.threshold,
                      S=self.S, noise_sd=self.noise_sd, lam=self.lam, delta=self.delta_bar,
-                     n_runs=n_runs)
+                     n_arms=self.clucb_arms, n_runs=n_runs)
+
+    def describe(self) -> dict:
+        """JSON-ready description (``summary.json``'s ``setup``)."""
+        return {"name": self.name, "description": self.description,
+                "arm_set": repr(self.arm_set), "theta_star": list(self.theta_star),
+                "baseline_arm": list(self.baseline_arm), "baseline_reward": self.baseline_reward,
+                "threshold": self.threshold, "S": self.S, "noise_sd": self.noise_sd, "c": self.c,
+                "lam": self.lam, "delta_bar": self.delta_bar}
+
+
+def paper_problem(**overrides) -> BanditProblem:
+    """Section 6's model and algorithm parameters, verbatim (keyword overrides allowed).
+
+    Disk of radius 1 centred at (1, 1); ``theta* = (0.6, 0.8)``, ``S = 1``; baseline arm
+    ``x0 = (1.2, 1.9)`` with ``b0 = <x0, theta*> = 2.24``; ``b = 0.8 b0``; N(0, 1) noise;
+    ``c = 0.5``, ``lambda = 0.1``, ``rho = rho_bar = 0.224``, ``delta_t = 6 (0.1) / (pi^2 t^2)``.
+    """
+    params = dict(arm_set=Ball((1.0, 1.0), 1.0), theta_star=(0.6, 0.8), baseline_arm=(1.2, 1.9),
+                  threshold_fraction=0.8, S=1.0, noise_sd=1.0, c=0.5, lam=0.1, delta_bar=0.1,
+                  name="paper", description="Khezeli & Bitar (2020), Section 6")
+    params.update(overrides)
+    return BanditProblem(**params)
 
 
 @dataclass
 class StudyResult:
     """Both algorithms' simulations and the summary written to ``summary.json``."""
 
-    setup: PaperSetup
+    setup: BanditProblem
     sege: SimulationResult
     clucb: SimulationResult
     summary: dict = field(default_factory=dict)
@@ -90,7 +123,7 @@ def summarize(result: SimulationResult, threshold: float, seed: int) -> dict:
     regret = result.cumulative_regret
     violated = reward < threshold
     stages_violated = np.flatnonzero(violated.any(axis=1))
-    checkpoints = [c for c in CHECKPOINTS if c <= T]
+    checkpoints = [c for c in CHECKPOINTS if c < T] + [T]
     # Conservative constraint (eq. (conservative const)) with (1 - alpha) b0 = b.
     cumulative = np.cumsum(reward, axis=0)
     met = np.all(cumulative >= threshold * np.arange(1, T + 1)[:, None], axis=0)
@@ -115,7 +148,7 @@ def run_study(
     horizon: int = 10_000,
     seed: int = 0,
     lcb_method: str = "auto",
-    setup: PaperSetup | None = None,
+    setup: BanditProblem | None = None,
     progress: bool = False,
 ) -> StudyResult:
     """Simulate SEGE and CLUCB on the same seeds and summarize both.
@@ -128,7 +161,8 @@ def run_study(
         Root seed; run ``i`` uses the ``i``-th spawned child for both algorithms' noise.
     lcb_method : {"auto", "closed_form", "solver"}
         How SEGE computes LCB arms.
-    setup : PaperSetup, optional
+    setup : BanditProblem, optional
+        Default :func:`paper_problem`.
     progress : bool
         tqdm progress bars on stderr.
 
@@ -137,7 +171,7 @@ def run_study(
     StudyResult
     """
     runs, horizon = as_positive_int("runs", runs), as_positive_int("horizon", horizon)
-    setup = setup or PaperSetup()
+    setup = setup or paper_problem()
     policy_seeds, noise_seeds = run_seeds(seed, runs)
     sege = setup.sege(runs, policy_seeds, lcb_method)
     stages = [t for t in SAFE_SET_STAGES if t <= horizon]
@@ -154,7 +188,7 @@ def run_study(
         "rho": sege.rho,
         "exploration_stages_mean": float(explored[-1].mean()),
         "exploration_over_sqrt_t": {str(c): float(explored[c - 1].mean() / np.sqrt(c))
-                                    for c in CHECKPOINTS if c <= horizon},
+                                    for c in [c for c in CHECKPOINTS if c < horizon] + [horizon]},
         "regret_loglog_slope_last_decade": _loglog_slope(
             sege_result.cumulative_regret.mean(axis=1)),
         "decision_counts": {name: int(v) for name, v in zip(
@@ -170,8 +204,8 @@ def run_study(
         "regret_loglog_slope_last_decade": _loglog_slope(
             clucb_result.cumulative_regret.mean(axis=1)),
     })
-    summary = {"setup": {**asdict(setup), "baseline_reward": setup.baseline_reward,
-                         "threshold": setup.threshold, "rho_bar": sege.rho_bar},
+    summary = {"setup": {**setup.describe(), "rho_bar": sege.rho_bar, "L": sege.L,
+                         "sigma2": sege.sigma2, "exploration": sege.exploration.kind},
                "SEGE": s_sege, "CLUCB": s_clucb}
     return StudyResult(setup, sege_result, clucb_result, summary)
 

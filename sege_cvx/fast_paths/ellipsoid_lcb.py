@@ -74,6 +74,11 @@ With ``C = {theta' : ||theta' - theta||_V <= r}``, ``f(x) = min_{theta' in C} <x
 case (0 on the sphere and optimal) it is the dual point ``g - tau D y`` of (1).  ``theta' = 0``
 (``h = 0``) is used when it lies in C and does better, ``theta`` itself when ``x = 0`` otherwise.
 ``gap = h(theta*) - f(x) >= max_E f - f(x) >= 0`` up to rounding.
+
+Returned arm
+------------
+If rounding leaves ``x`` outside E (``||H^{-1/2}(x - c)|| > 1``), ``x - c`` is scaled down until
+it is inside; the returned value is ``f`` recomputed from the returned arm.
 """
 
 from __future__ import annotations
@@ -420,6 +425,11 @@ class EllipsoidLCBKernel:
         Centre ``c`` of the ellipsoid.
     shape : array_like, shape (d, d)
         Symmetric positive definite shape matrix ``H``.
+
+    Attributes
+    ----------
+    center, shape : ndarray
+        The ellipsoid, as float64 arrays (``shape`` symmetrised).
     """
 
     def __init__(self, center: ArrayLike, shape: ArrayLike) -> None:

@@ -4,6 +4,7 @@ discretization of a convex arm set, for a batch of runs; the paper's baseline (S
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import ndtri
 
 from .._validation import as_positive_int, as_scalar, as_vector
 from ..arm_sets.base import ArmSet
@@ -23,20 +24,25 @@ DEFAULT_DISCRETIZATION_TOL = 3e-3
 
 
 def sphere_directions(dim: int, count: int) -> np.ndarray:
-    """``count`` well-spread unit vectors: equally spaced angles for ``d = 2``, else a
-    generalized Fibonacci lattice on the sphere (deterministic, no seed)."""
-    if dim == 1:
-        return np.array([[1.0], [-1.0]])[: max(count, 2)]
-    if dim == 2:
-        angles = 2.0 * np.pi * np.arange(count) / count
-        return np.column_stack([np.cos(angles), np.sin(angles)])
-    # Map a low-discrepancy (Kronecker) sequence in the cube to the sphere by Gaussian inversion.
-    from scipy.special import ndtri
+    """``count`` well-spread unit vectors, deterministic.
 
-    alphas = np.sqrt(np.array([p for p in range(2, 10 * dim) if all(p % q for q in range(2, p))]
-                              [:dim], dtype=np.float64)) % 1.0
-    points = (0.5 + np.outer(np.arange(count), alphas)) % 1.0
-    points = ndtri(np.clip(points, 1e-12, 1 - 1e-12))
+    ``d = 2``: equally spaced angles.  ``d = 3``: the spherical Fibonacci lattice
+    (``z_k = 1 - (2k + 1)/K``, longitude ``k`` times the golden angle).  ``d > 3``: a generalized
+    Fibonacci lattice in the unit cube (``(k + 1/2)/K`` and ``frac(k sqrt(p_j))`` for primes
+    ``p_j``) mapped to the sphere through the inverse normal CDF (less uniform).
+    """
+    k = np.arange(count)
+    if dim == 2:
+        angles = 2.0 * np.pi * k / count
+        return np.column_stack([np.cos(angles), np.sin(angles)])
+    if dim == 3:
+        z = 1.0 - (2.0 * k + 1.0) / count
+        phi = k * np.pi * (3.0 - np.sqrt(5.0))
+        rho = np.sqrt(1.0 - z**2)
+        return np.column_stack([rho * np.cos(phi), rho * np.sin(phi), z])
+    primes = [p for p in range(2, 20 * dim) if all(p % q for q in range(2, p))][: dim - 1]
+    cube = np.hstack([(k[:, None] + 0.5) / count, (k[:, None] * np.sqrt(primes)) % 1.0])
+    points = ndtri(np.clip(cube, 1e-12, 1 - 1e-12))
     return points / np.linalg.norm(points, axis=1, keepdims=True)
 
 
@@ -47,7 +53,7 @@ def discretization_error(arm_set: ArmSet, arms: np.ndarray, S: float) -> float:
     ``||theta*|| <= S``.
     """
     d = arm_set.dim
-    tests = sphere_directions(d, 3600 if d == 2 else 2000 * d)
+    tests = sphere_directions(d, 3600 if d == 2 else 1000 * d)
     gap = arm_set.support(tests) - (tests @ arms.T).max(axis=1)
     return float(S * max(gap.max(), 0.0))
 
