@@ -24,6 +24,8 @@ KINDS = ("sphere", "cross")
 
 #: Shrink factor applied to a solver's inscribed body before it is certified.
 CERTIFY_SHRINK = 1.0 - 1e-7
+#: Half-width below which an inscribed cross-polytope means the interior is empty.
+MIN_HALF_WIDTH = 1e-7
 
 
 @dataclass(frozen=True)
@@ -127,14 +129,13 @@ def inscribed_cross_polytope(
     if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or t.value is None:
         raise ValueError(f"inscribed cross-polytope program ended {problem.status}")
     cv, tv = np.asarray(c.value), np.maximum(np.asarray(t.value), 0.0)
+    if tv.min() <= MIN_HALF_WIDTH:
+        raise ValueError(f"the set has an empty interior (inscribed cross-polytope half-widths {tv})")
     if not contains(cv, tol=0.0):
-        raise ValueError("could not certify an interior point of the set")
+        raise ValueError("could not certify the centre of the inscribed cross-polytope")
     for _ in range(60):
         tv = CERTIFY_SHRINK * tv
-        expl = Exploration(cv, np.diag(tv), "cross") if tv.min() > 1e-9 else None
-        if expl is None:
-            raise ValueError("the set has an empty interior (inscribed cross-polytope "
-                             f"half-widths {tv})")
+        expl = Exploration(cv, np.diag(tv), "cross")
         if np.all(contains(expl.vertices(), tol=0.0)):
             return expl
         tv = tv * 0.999

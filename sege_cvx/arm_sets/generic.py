@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 
 import cvxpy as cp
 import numpy as np
@@ -62,10 +63,15 @@ class ConvexArmSet(ArmSet):
     def contains(self, x: np.ndarray, tol: float = 1e-9) -> bool | np.ndarray:
         xs, single = as_batch_of_vectors("x", x, self.dim)
         tol = check_tol(tol)
-        var = cp.Variable(self.dim)
-        cons = self.constraints(var)
+        var, cons = self._membership
         inside = np.empty(xs.shape[0], dtype=bool)
         for i, row in enumerate(xs):
             var.value = row
             inside[i] = all(np.all(c.violation() <= tol) for c in cons)
         return bool(inside[0]) if single else inside
+
+    @cached_property
+    def _membership(self) -> tuple[cp.Variable, list]:
+        # Built once: constructing cvxpy expressions costs far more than evaluating them.
+        var = cp.Variable(self.dim)
+        return var, self.constraints(var)

@@ -2,6 +2,11 @@
 
 Each states its ``theta*``, baseline arm and threshold; the baseline reward is the baseline
 arm's true expected reward ``b0 = <x0, theta*>`` and the threshold ``b = 0.8 b0``.
+
+SEGE's ``c`` is set per problem: exploitation needs ``lambda_min(V_{t-1}) >= c sqrt(t)`` while
+safe exploration raises ``lambda_min`` by about ``rho^2 sigma^2`` per stage (Lemma 4), so a ``c``
+of about ``10 rho^2 sigma^2`` (the values below, rounded) lets exploitation start after
+a few hundred stages.  The paper's ``c = 0.5`` is ``20 rho^2 sigma^2`` for its disk.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ def treatment_mix_problem() -> BanditProblem:
     A = np.vstack([np.eye(3), -np.eye(3), np.ones((1, 3))])
     b = np.concatenate([upper, np.zeros(3), [1.5]])
     return BanditProblem(Polytope(A, b), theta_star=(0.4, 0.7, 0.5), baseline_arm=(0.6, 0.2, 0.2),
-                         S=1.0, noise_sd=0.5, name="treatment-mix",
+                         S=1.0, noise_sd=0.5, c=8e-4, name="treatment-mix",
                          description="3 treatments, dose bounds and a total budget (polytope)")
 
 
@@ -35,14 +40,14 @@ def ellipsoid_problem() -> BanditProblem:
     rotation = np.linalg.qr(np.array([[1.0, 0.5, 0.2], [0.3, 1.0, 0.4], [0.1, 0.2, 1.0]]))[0]
     shape = rotation @ np.diag([1.0, 0.5, 0.2]) @ rotation.T
     return BanditProblem(Ellipsoid((1.0, 1.0, 1.0), shape), theta_star=(0.5, 0.6, 0.4),
-                         baseline_arm=(1.2, 1.3, 1.1), noise_sd=0.5, name="ellipsoid",
+                         baseline_arm=(1.2, 1.3, 1.1), noise_sd=0.5, c=0.02, name="ellipsoid",
                          description="rotated ellipsoid, semi-axes 1, 0.71, 0.45")
 
 
 def box_problem() -> BanditProblem:
     """The unit cube in 3-D."""
     return BanditProblem(Box((0.0, 0.0, 0.0), (1.0, 1.0, 1.0)), theta_star=(0.3, 0.5, 0.7),
-                         baseline_arm=(0.5, 0.5, 0.5), noise_sd=0.5, name="box",
+                         baseline_arm=(0.5, 0.5, 0.5), noise_sd=0.5, c=6e-3, name="box",
                          description="unit cube [0, 1]^3")
 
 
@@ -51,7 +56,7 @@ def polytope_problem() -> BanditProblem:
     A = np.vstack([np.eye(3), -np.eye(3), [[1.0, 1.0, 1.0], [1.0, -1.0, 0.0]]])
     b = np.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 2.0, 0.5])
     return BanditProblem(Polytope(A, b), theta_star=(0.6, 0.3, 0.5),
-                         baseline_arm=(0.4, 0.5, 0.4), noise_sd=0.5, name="polytope",
+                         baseline_arm=(0.4, 0.5, 0.4), noise_sd=0.5, c=2e-3, name="polytope",
                          description="unit cube with x1+x2+x3 <= 2 and x1-x2 <= 0.5")
 
 
@@ -62,7 +67,7 @@ def lp_ball_problem() -> BanditProblem:
     # 1024 CLUCB arms (error 3.3e-3): the default search for a 3e-3 error would take ~20 solver
     # passes over thousands of directions on this solver-only set.
     return BanditProblem(arm_set, theta_star=(0.5, 0.4, 0.6), baseline_arm=(1.1, 1.0, 1.2),
-                         noise_sd=0.5, clucb_arms=1024, name="lp-ball",
+                         noise_sd=0.5, c=0.03, clucb_arms=1024, name="lp-ball",
                          description="l_1.5 ball of radius 1 at (1, 1, 1) (ConvexArmSet)")
 
 

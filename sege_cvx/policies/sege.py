@@ -215,15 +215,20 @@ class SEGE(BatchPolicy):
         r = np.full(self.n_runs, self.radius(t))
         zeta = self._zeta.next()
 
-        # Safe greedy exploitation (lines 5-6).
-        greedy, greedy_ok, _ = self.arm_set.greedy_arm_batch(conf.theta_hat)
-        self.solver_fallbacks += ~greedy_ok
-        lcb_greedy = np.where(greedy_ok, lcb_from_precision(np.nan_to_num(greedy), conf.theta_hat,
-                                                            conf.V_inv, r), -np.inf)
-        exploit = (lcb_greedy >= self.threshold) & (conf.lambda_min() >= self.c * np.sqrt(t))
+        # Safe greedy exploitation (lines 5-6).  The greedy arm (eq. (greedy arm)) is computed
+        # only for runs that pass the information test, which is cheap and often fails.
+        arms = np.full((self.n_runs, self.arm_set.dim), np.nan)
+        exploit = conf.lambda_min() >= self.c * np.sqrt(t)
+        ready = np.flatnonzero(exploit)
+        if ready.size:
+            greedy, greedy_ok, _ = self.arm_set.greedy_arm_batch(conf.theta_hat[ready])
+            self.solver_fallbacks[ready] += ~greedy_ok
+            lcb_greedy = lcb_from_precision(np.nan_to_num(greedy), conf.theta_hat[ready],
+                                            conf.V_inv[ready], r[ready])
+            exploit[ready] = greedy_ok & (lcb_greedy >= self.threshold)
+            arms[ready] = greedy
 
         # Safe exploration (lines 7-8) for the other runs.
-        arms = np.where(exploit[:, None], greedy, np.nan)
         decision = np.full(self.n_runs, EXPLOIT, dtype=np.int8)
         self.last_safe_arm.fill(np.nan)
         self.last_exploration_arm.fill(np.nan)

@@ -1,0 +1,132 @@
+"""Any convex arm set, end to end: exploration certificates, SEGE and CLUCB."""
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import sege_cvx as sc
+from sege_cvx.arm_sets.exploration import Exploration
+from sege_cvx.experiments.examples import EXAMPLES
+from sege_cvx.policies.clucb import discretization_error, sphere_directions
+
+H = np.array([[1.0, 0.3], [0.3, 0.5]])
+CENTER = np.array([1.0, 1.0])
+H_INV_SQRT = np.linalg.inv(sc.Ellipsoid(CENTER, H).shape_sqrt)
+
+
+def generic_ellipsoid() -> sc.ConvexArmSet:
+    return sc.ConvexArmSet(2, lambda x: [cp.norm(H_INV_SQRT @ (x - CENTER)) <= 1])
+
+
+def test_box_exploration_is_its_inscribed_ellipsoid():
+    box = sc.Box([0.0, -1.0, 2.0], [2.0, 1.0, 2.5])
+    e = box.exploration()
+    assert e.kind == "sphere"
+    np.testing.assert_allclose(e.center, [1.0, 0.0, 2.25])
+    np.testing.assert_allclose(np.diag(e.B), [1.0, 1.0, 0.25])
+    assert e.sigma2 == pytest.approx(0.25**2 / 3)
+    assert box.certify_exploration(e)
+    assert not box.certify_exploration(Exploration(e.center, 1.01 * e.B, "sphere"))
+
+
+def test_polytope_max_volume_ellipsoid_is_certified_and_tight():
+    # Square [-1, 1]^2: its maximum-volume inscribed ellipsoid is the unit disk.
+    square = sc.Polytope(np.vstack([np.eye(2), -np.eye(2)]), np.ones(4))
+    e = square.exploration()
+    np.testing.assert_allclose(e.center, 0.0, atol=1e-6)
+    np.testing.assert_allclose(e.B, np.eye(2), atol=1e-5)
+    assert square.certify_exploration(e)
+    # Points of the ellipsoid stay inside the polytope (certificate is exact).
+    angles = np.linspace(0, 2 * np.pi, 1000)
+    pts = e.center + np.column_stack([np.cos(angles), np.sin(angles)]) @ e.B.T
+    assert np.all(square.contains(pts, tol=0.0))
+
+
+def test_generic_set_explores_on_a_certified_cross_polytope():
+    l15 = sc.ConvexArmSet(3, lambda x: [cp.pnorm(x - 1, 1.5) <= 1])
+    e = l15.exploration()
+    assert e.kind == "cross"
+    np.testing.assert_allclose(e.center, 1.0, atol=1e-5)
+    np.testing.assert_allclose(np.diag(e.B), 1.0, atol=1e-5)  # vertices on the axes' tips
+    assert np.all(l15.contains(e.vertices(), tol=0.0))
+    assert e.sigma2 == pytest.approx(1 / 3, rel=1e-4)
+    # U is uniform on the 2d vertices: zero mean, covariance B B^T / d.
+    U = e.points(np.random.default_rng(0).standard_normal((60000, 3)))
+    np.testing.assert_allclose(U.mean(axis=0), e.center, atol=0.01)
+    np.testing.assert_allclose(np.cov(U.T), e.B @ e.B.T / 3, atol=0.01)
+    with pytest.raises(ValueError, match="cannot be certified"):
+        sc.SEGE(l15, [1.0, 1.0, 1.0], 3.0, 2.5, S=1.0, noise_sd=1.0,
+                exploration=Exploration(e.center, 0.5 * np.eye(3), "sphere"))
+
+
+def test_sets_without_interior_are_rejected():
+    with pytest.raises(ValueError, match="empty interior"):
+        sc.ConvexArmSet(2, lambda x: [cp.abs(x[0]) <= 1, x[1] == 0])
+
+
+def test_uncertified_exploration_and_small_L_are_rejected():
+    disk = sc.Ball([1.0, 1.0], 1.0)
+    outside = Exploration(np.array([1.0, 1.0]), 1.2 * np.eye(2), "cross")
+    with pytest.raises(ValueError, match="not certified"):
+        sc.SEGE(disk, [1.2, 1.9], 2.24, 1.8, S=1.0, noise_sd=1.0, exploration=outside)
+    with pytest.raises(ValueError, match="below the norm"):
+        sc.SEGE(disk, [1.2, 1.9], 2.24, 1.8, S=1.0, noise_sd=1.0, L=1.0)
+
+
+def test_generic_ellipsoid_gives_the_same_sege_trajectory_as_the_ellipsoid_class():
+    exact, generic = sc.Ellipsoid(CENTER, H), generic_ellipsoid()
+    theta = np.array([0.6, 0.8])
+    x0 = np.array([1.3, 1.3])
+    b0 = float(x0 @ theta)
+    common = dict(S=1.0, noise_sd=0.3, lam=0.1, c=0.05)
+    rho_exact = sc.SEGE(exact, x0, b0, 0.8 * b0, **common).rho_bar
+    rho_generic = sc.SEGE(generic, x0, b0, 0.8 * b0, **common).rho_bar
+    assert 0 < rho_generic <= rho_exact
+    assert rho_exact == pytest.approx(0.2 * b0 / (2 * np.sqrt(np.linalg.eigvalsh(H)[-1])))
+    # Same exploration distribution (the generic set's certified cross-polytope, which the
+    # Ellipsoid also certifies), same L and rho: only the arm computations differ (closed form
+    # against Clarabel).
+    shared = dict(common, rho=rho_generic, L=exact.norm_bound(), exploration=generic.exploration())
+    runs, horizon = 3, 600
+    policy_seeds, noise_seeds = sc.run_seeds(2, runs)
+    results = [sc.simulate(sc.SEGE(arm_set, x0, b0, 0.8 * b0, n_runs=runs, seed=policy_seeds,
+                                   **shared),
+                           sc.LinearBandit(theta, 0.3, noise_seeds), horizon)
+               for arm_set in (exact, generic)]
+    np.testing.assert_array_equal(results[0].decisions, results[1].decisions)
+    assert len(np.unique(results[0].decisions)) == 3  # exploit, LCB and baseline explorations
+    np.testing.assert_allclose(results[0].expected_reward, results[1].expected_reward, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["box", "polytope", "lp-ball"])
+def test_sege_is_safe_on_general_sets(name):
+    problem = EXAMPLES[name]()
+    runs, horizon = 20, 3000
+    policy_seeds, noise_seeds = sc.run_seeds(1, runs)
+    policy = problem.sege(runs, policy_seeds)
+    result = sc.simulate(policy, sc.LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds),
+                         horizon)
+    assert (result.expected_reward < problem.threshold).sum() == 0
+    assert policy.solver_fallbacks.sum() == 0
+    assert np.all(result.expected_reward >= problem.threshold)
+
+
+def test_clucb_on_a_general_set_reports_its_discretization_error():
+    l15 = sc.ConvexArmSet(2, lambda x: [cp.pnorm(x, 1.5) <= 1])
+    policy = sc.CLUCB(l15, [0.0, 0.0], 0.5, 0.4, S=1.0, noise_sd=1.0, n_arms=64)
+    assert policy.arms.shape == (64, 2)
+    assert np.all(l15.contains(policy.arms, tol=1e-7))
+    assert 0 < policy.discretization_error < 0.01
+    more = discretization_error(l15, l15.greedy_arm(sphere_directions(2, 256)), 1.0)
+    assert more < policy.discretization_error / 4  # error ~ 1/K^2 for a smooth boundary
+
+
+def test_sphere_directions_are_unit_and_well_spread():
+    for d, K in ((3, 500), (5, 800)):
+        u = sphere_directions(d, K)
+        np.testing.assert_allclose(np.linalg.norm(u, axis=1), 1.0)
+        # every test direction has a lattice point within a modest angle
+        tests = np.random.default_rng(0).standard_normal((4000, d))
+        tests /= np.linalg.norm(tests, axis=1, keepdims=True)
+        worst = np.degrees(np.arccos((tests @ u.T).max(axis=1).min()))
+        assert worst < (12 if d == 3 else 45)
