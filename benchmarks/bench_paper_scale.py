@@ -19,10 +19,10 @@ import time
 import numpy as np
 
 import sege_cvx as sc
-from sege_cvx.experiments import PAPER_HORIZON, PAPER_RUNS, PaperSetup
+from sege_cvx.experiments import PAPER_HORIZON, PAPER_RUNS, BanditProblem, paper_problem
 
 
-def time_one(setup: PaperSetup, algorithm: str, runs: int, horizon: int, seed: int,
+def time_one(setup: BanditProblem, algorithm: str, runs: int, horizon: int, seed: int,
              lcb_method: str) -> tuple[float, dict]:
     policy_seeds, noise_seeds = sc.run_seeds(seed, runs)
     policy = setup.sege(runs, policy_seeds, lcb_method) if algorithm == "SEGE" else setup.clucb(runs)
@@ -52,7 +52,7 @@ def main() -> None:
     print(f"machine: {platform.machine()} {platform.processor() or ''}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}, numpy {np.__version__}")
     print(f"paper setup, {args.runs} runs x {args.horizon} stages, seed {args.seed}")
-    setup = PaperSetup()
+    setup = paper_problem()
     time_one(setup, "SEGE", 2, 50, args.seed, "closed_form")  # JIT warm-up, not timed
     rows = [("CLUCB", "-", args.repeats), ("SEGE", "closed_form", args.repeats),
             ("SEGE", "solver", args.solver_repeats)]

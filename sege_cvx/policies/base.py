@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validation import as_positive_int, as_scalar, as_vector
+from ..arm_sets.base import ArmSet
+
 
 class BatchPolicy:
     """Enforces ``select`` then ``observe``, and the shapes of arms and rewards.
@@ -16,6 +19,22 @@ class BatchPolicy:
     n_runs: int
     t: int
     _pending: np.ndarray | None = None
+
+    def _set_problem(self, arm_set: ArmSet, baseline_arm, baseline_reward, threshold, S, noise_sd,
+                     lam, n_runs) -> None:
+        """Validate and store what every safe-bandit policy is given (Assumptions 1-3, b < b0)."""
+        if not isinstance(arm_set, ArmSet):
+            raise TypeError(f"arm_set must be an ArmSet, got {type(arm_set).__name__}")
+        self.arm_set = arm_set
+        self.baseline_arm = as_vector("baseline_arm", baseline_arm, arm_set.dim)
+        if not arm_set.contains(self.baseline_arm):
+            raise ValueError(f"baseline_arm {self.baseline_arm} lies outside the arm set")
+        self.baseline_reward = as_scalar("baseline_reward", baseline_reward)
+        self.threshold = as_scalar("threshold", threshold, high=self.baseline_reward, high_open=True)
+        self.S = as_scalar("S", S, low=0.0, low_open=True)
+        self.noise_sd = as_scalar("noise_sd", noise_sd, low=0.0)
+        self.lam = as_scalar("lam", lam, low=0.0, low_open=True)
+        self.n_runs = as_positive_int("n_runs", n_runs)
 
     def _stage_start(self) -> int:
         if self._pending is not None:

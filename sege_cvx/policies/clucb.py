@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtri
 
-from .._validation import as_positive_int, as_scalar, as_vector
+from .._validation import as_positive_int, as_scalar
 from ..arm_sets.base import ArmSet
 from ..confidence.ellipsoid import (
     ConfidenceEllipsoid,
@@ -144,21 +144,12 @@ class CLUCB(BatchPolicy):
         n_arms: int | None = None,
         n_runs: int = 1,
     ) -> None:
-        if not isinstance(arm_set, ArmSet):
-            raise TypeError(f"arm_set must be an ArmSet, got {type(arm_set).__name__}")
-        self.arm_set = arm_set
+        self._set_problem(arm_set, baseline_arm, baseline_reward, threshold, S, noise_sd, lam, n_runs)
         d = arm_set.dim
-        self.baseline_arm = as_vector("baseline_arm", baseline_arm, d)
-        if not arm_set.contains(self.baseline_arm):
-            raise ValueError(f"baseline_arm {self.baseline_arm} lies outside the arm set")
-        self.baseline_reward = as_scalar("baseline_reward", baseline_reward, low=0.0, low_open=True)
-        self.threshold = as_scalar("threshold", threshold, high=self.baseline_reward, high_open=True)
+        # The conservative constraint is stated for a positive baseline reward r_b = b0.
+        as_scalar("baseline_reward", baseline_reward, low=0.0, low_open=True)
         self.alpha = 1.0 - self.threshold / self.baseline_reward
-        self.S = as_scalar("S", S, low=0.0, low_open=True)
-        self.noise_sd = as_scalar("noise_sd", noise_sd, low=0.0)
-        self.lam = as_scalar("lam", lam, low=0.0, low_open=True)
         self.delta = as_scalar("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
-        self.n_runs = as_positive_int("n_runs", n_runs)
         K = default_arm_count(arm_set, self.S) if n_arms is None else as_positive_int("n_arms", n_arms)
         self.arms = discretize(arm_set, K)
         self.discretization_error = discretization_error(arm_set, self.arms, self.S)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._random import NormalStreams, SeedLike, seed_sequences
-from .._validation import as_positive_int, as_scalar, as_vector
+from .._validation import as_scalar
 from ..arm_sets.base import LCB_METHODS, ArmSet
 from ..arm_sets.exploration import Exploration
 from ..confidence.ellipsoid import (
@@ -143,18 +143,8 @@ class SEGE(BatchPolicy):
         n_runs: int = 1,
         seed: SeedLike = None,
     ) -> None:
-        if not isinstance(arm_set, ArmSet):
-            raise TypeError(f"arm_set must be an ArmSet, got {type(arm_set).__name__}")
-        self.arm_set = arm_set
+        self._set_problem(arm_set, baseline_arm, baseline_reward, threshold, S, noise_sd, lam, n_runs)
         d = arm_set.dim
-        self.baseline_arm = as_vector("baseline_arm", baseline_arm, d)
-        if not arm_set.contains(self.baseline_arm):
-            raise ValueError(f"baseline_arm {self.baseline_arm} lies outside the arm set")
-        self.baseline_reward = as_scalar("baseline_reward", baseline_reward)
-        self.threshold = as_scalar("threshold", threshold, high=self.baseline_reward, high_open=True)
-        self.S = as_scalar("S", S, low=0.0, low_open=True)
-        self.noise_sd = as_scalar("noise_sd", noise_sd, low=0.0)
-        self.lam = as_scalar("lam", lam, low=0.0, low_open=True)
         self.c = as_scalar("c", c, low=0.0, low_open=True)
         if lcb_method not in LCB_METHODS:
             raise ValueError(f"lcb_method must be one of {LCB_METHODS}, got {lcb_method!r}")
@@ -162,7 +152,6 @@ class SEGE(BatchPolicy):
         self.risk = paper_risk if risk is None else risk
         if not callable(self.risk):
             raise TypeError(f"risk must be callable t -> delta_t, got {type(risk).__name__}")
-        self.n_runs = as_positive_int("n_runs", n_runs)
 
         self.rho_bar = rho_bar(self.baseline_reward, self.threshold, self.S, arm_set.diameter_bound())
         self.rho = self.rho_bar if rho is None else as_scalar(
