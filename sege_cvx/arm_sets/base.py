@@ -21,8 +21,9 @@ from ..conic.compiled import CompiledConicProgram, SolverFailure
 from ..conic.programs import greedy_program, lcb_arm_program
 from .exploration import Exploration, inscribed_cross_polytope
 
-#: Constraint violation tolerated in a solver's point before it is rejected.
-MEMBERSHIP_TOL = 1e-7
+#: Largest relative contraction toward the set's certified interior point used to move a
+#: solver's slightly infeasible point exactly into the set (:meth:`ArmSet.pull_inside`).
+MAX_CONTRACTION = 1e-5
 
 #: Agreement required by ``cross_check``: objective (relative) and arm (relative to its scale).
 CROSS_CHECK_OBJECTIVE_RTOL = 1e-7
@@ -82,11 +83,6 @@ class ArmSet(ABC):
     def _lcb_program(self) -> CompiledConicProgram:
         return lcb_arm_program(self.dim, self.constraints)
 
-    def _verified(self, x: np.ndarray, what: str) -> np.ndarray:
-        if not self.contains(x, tol=MEMBERSHIP_TOL):
-            raise SolverFailure(f"solver's {what} lies outside the arm set", status="NotMember")
-        return x
-
     # ----------------------------------------------------------------- greedy arm
     def support(self, theta: np.ndarray) -> np.ndarray | float:
         """Support function ``h(theta) = max_{x in X} <x, theta>``."""
@@ -121,10 +117,9 @@ class ArmSet(ABC):
         return None
 
     def _solve_each(self, program: CompiledConicProgram, *batches: np.ndarray) -> BatchArms:
-        """Solve ``program`` per instance; a failed or unverified instance gives NaN, ``ok=False``."""
+        """Solve ``program`` per instance, then verify the points (see :meth:`_verified`)."""
         n = len(batches[0])
-        arms = np.full((n, self.dim), np.nan)
-        ok = np.zeros(n, dtype=bool)
+        points = np.full((n, self.dim), np.nan)
         status = []
         for i, args in enumerate(zip(*batches, strict=True)):
             try:
@@ -132,15 +127,49 @@ class ArmSet(ABC):
             except SolverFailure as exc:
                 status.append(exc.status)
                 continue
-            x = solution.x
-            if not np.all(np.isfinite(x)):
-                status.append("NotFinite")
-            elif not self.contains(x, tol=MEMBERSHIP_TOL):
-                status.append("NotMember")
+            points[i] = solution.x
+            status.append(solution.status)
+        return self._verified(points, status)
+
+    def _verified(self, points: np.ndarray, status: list[str]) -> BatchArms:
+        """Keep the points that lie in the set exactly (``tol=0``), after :meth:`pull_inside`.
+
+        Rows already marked failed in ``status`` (NaN points) stay failed; others become
+        ``"NotFinite"`` or ``"NotMember"`` if they cannot be verified.
+        """
+        arms = np.full_like(points, np.nan)
+        finite = np.all(np.isfinite(points), axis=1)
+        ok = finite.copy()
+        ok[finite] = self.contains(points[finite], tol=0.0)
+        arms[ok] = points[ok]
+        for i in np.flatnonzero(finite & ~ok):
+            pulled = self.pull_inside(points[i])
+            if pulled is None:
+                status[i] = "NotMember"
             else:
-                arms[i], ok[i] = x, True
-                status.append(solution.status)
+                arms[i], ok[i] = pulled, True
+        for i in np.flatnonzero(~finite):
+            if status[i] in ("Solved", "AlmostSolved", "closed_form"):
+                status[i] = "NotFinite"
         return BatchArms(arms, ok, status)
+
+    def pull_inside(self, x: np.ndarray) -> np.ndarray | None:
+        """Move a point just outside the set exactly into it.
+
+        Returns the least contraction ``c + (1 - eps)(x - c)`` toward the certified interior
+        point ``c`` of :meth:`exploration` that passes ``contains(tol=0)``, for ``eps`` from 1e-12
+        up to :data:`MAX_CONTRACTION`; ``None`` if none does.  Solvers (and rounding) leave points
+        feasible only up to a tolerance; by convexity the contraction moves them inside by a
+        distance of order ``eps ||x - c||``.
+        """
+        center = self.exploration().center
+        eps = 1e-12
+        while eps <= MAX_CONTRACTION:
+            y = center + (1.0 - eps) * (x - center)
+            if self.contains(y, tol=0.0):
+                return y
+            eps *= 10.0
+        return None
 
     @staticmethod
     def _checked(result: BatchArms) -> np.ndarray:
@@ -221,11 +250,7 @@ class ArmSet(ABC):
         """
         if method == "closed_form" or (method == "auto" and self.has_closed_form_lcb):
             arms = self._lcb_closed_form(thetas, V_inv, radii)
-            finite = np.all(np.isfinite(arms), axis=1)
-            ok = finite.copy()
-            ok[finite] = self.contains(arms[finite], tol=MEMBERSHIP_TOL)
-            status = np.where(ok, "closed_form", np.where(finite, "NotMember", "NotFinite"))
-            return BatchArms(np.where(ok[:, None], arms, np.nan), ok, status.tolist())
+            return self._verified(arms, ["closed_form"] * len(arms))
         # ||x||_{V^{-1}} = ||P^T x|| with V^{-1} = P P^T, so M = r P^T (see conic.programs).
         factors = np.swapaxes(np.linalg.cholesky(V_inv), 1, 2) * radii[:, None, None]
         return self._solve_each(self._lcb_program, thetas, factors)

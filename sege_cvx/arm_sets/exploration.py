@@ -43,8 +43,11 @@ class Exploration:
     --------
     >>> import numpy as np
     >>> e = Exploration(np.zeros(2), np.diag([2.0, 1.0]), "cross")
-    >>> e.sigma2, e.vertices().tolist()
-    (0.5, [[2.0, 0.0], [0.0, 1.0], [-2.0, -0.0], [-0.0, -1.0]])
+    >>> e.sigma2, e.vertices() + 0.0
+    (0.5, array([[ 2.,  0.],
+           [ 0.,  1.],
+           [-2.,  0.],
+           [ 0., -1.]]))
     """
 
     center: np.ndarray
@@ -96,9 +99,13 @@ def max_volume_inscribed_ellipsoid(A: np.ndarray, b: np.ndarray) -> Exploration:
     B, c = cp.Variable((d, d), PSD=True), cp.Variable(d)
     problem = cp.Problem(cp.Maximize(cp.log_det(B)),
                          [cp.norm(B @ A[i], 2) + A[i] @ c <= b[i] for i in range(A.shape[0])])
-    problem.solve(solver=cp.CLARABEL)
+    try:
+        problem.solve(solver=cp.CLARABEL)
+    except cp.error.SolverError:
+        pass  # reported below through the status
     if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or B.value is None:
-        raise ValueError(f"maximum-volume inscribed ellipsoid program ended {problem.status}")
+        raise ValueError("maximum-volume inscribed ellipsoid program ended "
+                         f"{problem.status}: the polytope may have an empty interior")
     Bv, cv = 0.5 * (B.value + B.value.T), np.asarray(c.value)
     slack = b - A @ cv
     if np.any(slack <= 0):
