@@ -95,8 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_demo)
 
     rep = sub.add_parser("reproduce", help="the paper's Section 6 study with its figures")
-    rep.add_argument("--runs", type=int, default=100, help="independent runs (paper: 250)")
-    rep.add_argument("--horizon", type=int, default=10_000, help="stages per run (paper: 50,000)")
+    rep.add_argument("--runs", type=int, default=250, help="independent runs (paper: 250)")
+    rep.add_argument("--horizon", type=int, default=20_000, help="stages per run (paper: 50,000)")
     rep.add_argument("--seed", type=int, default=0)
     rep.add_argument("--out", default="results", help="output directory (default: results)")
     rep.add_argument("--full", action="store_true", help="the paper's scale: 250 runs x 50,000")
