@@ -68,16 +68,14 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import platform
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import clarabel
 import cvxpy as cp
-import numba
 import numpy as np
+from _machine import machine
 
 import sege_cvx as sc
 from sege_cvx.arm_sets.base import ArmSet
@@ -394,20 +392,6 @@ def solve_rows(results: dict[tuple[str, int, str], SolveResult]) -> list[list[st
         rows.append([name, str(d), prog, str(r.calls), *cells, fmt_tiers(r.tiers),
                      f"{r.failures}/{r.calls}"])
     return rows
-
-
-def machine() -> list[str]:
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return [
-        f"Machine: {platform.platform()}, {cpu}, {os.cpu_count()} CPUs",
-        f"Python {platform.python_version()}, numpy {np.__version__}, cvxpy {cp.__version__}, "
-        f"clarabel {clarabel.__version__}, numba {numba.__version__}, sege_cvx {sc.__version__}",
-    ]
 
 
 def load() -> str:

@@ -11,12 +11,11 @@ the same seeds.  The issue's target: both algorithms at full scale in <= 30 s on
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import time
 
 import numpy as np
+from _machine import machine
 
 import sege_cvx as sc
 from sege_cvx.experiments import PAPER_HORIZON, PAPER_RUNS, BanditProblem, paper_problem
@@ -49,8 +48,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    print(f"machine: {platform.machine()} {platform.processor() or ''}, {os.cpu_count()} CPUs, "
-          f"Python {platform.python_version()}, numpy {np.__version__}")
+    print("\n".join(machine()))
     print(f"paper setup, {args.runs} runs x {args.horizon} stages, seed {args.seed}")
     setup = paper_problem()
     time_one(setup, "SEGE", 2, 50, args.seed, "closed_form")  # JIT warm-up, not timed

@@ -62,6 +62,22 @@ def test_call_errors(call, error, match):
         call()
 
 
+def test_exploration_and_bandit_errors():
+    from sege_cvx.arm_sets.exploration import Exploration
+    with pytest.raises(ValueError, match="kind"):
+        Exploration([0.0, 0.0], np.eye(2), "cube")
+    with pytest.raises(ValueError, match="center must be finite"):
+        Exploration([0.0, np.nan], np.eye(2), "sphere")
+    with pytest.raises(ValueError, match=r"B must have shape \(2, 2\)"):
+        Exploration([0.0, 0.0], np.eye(3), "sphere")
+    with pytest.raises(ValueError, match="nonsingular"):
+        Exploration([0.0, 0.0], np.zeros((2, 2)), "cross")
+    with pytest.raises(TypeError, match="seeds"):
+        sc.LinearBandit([0.6, 0.8], 1.0, 7)
+    with pytest.raises(ValueError, match="SeedSequence"):
+        sc.LinearBandit([0.6, 0.8], 1.0, [1, 2])
+
+
 def test_simulation_and_reproduce_errors():
     policy = sc.SEGE(DISK, [1.2, 1.9], 2.24, 1.8, S=1.0, noise_sd=1.0)
     with pytest.raises(ValueError, match="horizon"):

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import cvxpy as cp
 import numpy as np
 
+from .._validation import as_finite_array, as_vector
+
 KINDS = ("sphere", "cross")
 
 #: Shrink factor applied to a solver's inscribed body before it is certified.
@@ -57,9 +59,13 @@ class Exploration:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
-        d = self.center.shape[0]
-        if self.B.shape != (d, d):
-            raise ValueError(f"B must have shape ({d}, {d}), got {self.B.shape}")
+        center = as_vector("center", self.center)
+        B = as_finite_array("B", self.B)
+        d = center.shape[0]
+        if B.shape != (d, d):
+            raise ValueError(f"B must have shape ({d}, {d}), got {B.shape}")
+        object.__setattr__(self, "center", center)  # frozen: store the validated arrays
+        object.__setattr__(self, "B", B)
         if self.sigma2 <= 0:
             raise ValueError("B must be nonsingular (sigma^2 = lambda_min(B B^T)/d must be > 0)")
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from tqdm.auto import tqdm
 
-from .._random import NormalStreams
+from .._random import NormalStreams, seed_sequences
 from .._validation import as_positive_int, as_scalar, as_vector
 
 
@@ -28,7 +28,9 @@ class LinearBandit:
                  seeds: Sequence[np.random.SeedSequence]) -> None:
         self.theta_star = as_vector("theta_star", theta_star)
         self.noise_sd = as_scalar("noise_sd", noise_sd, low=0.0)
-        self._noise = NormalStreams(seeds, 1)
+        if not isinstance(seeds, Sequence) or not seeds:
+            raise TypeError(f"seeds must be a nonempty list of SeedSequence (one per run), got {seeds!r}")
+        self._noise = NormalStreams(seed_sequences(list(seeds), len(seeds)), 1)
 
     def pull(self, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Expected rewards ``<X_i, theta*>`` and observed rewards for arms of shape ``(n_runs, d)``."""
