@@ -30,12 +30,22 @@ def seed_sequences(seed: SeedLike, n_runs: int) -> list[np.random.SeedSequence]:
     if isinstance(seed, bool) or not (seed is None or isinstance(seed, int | np.random.SeedSequence)):
         raise TypeError(f"seed must be an int, a SeedSequence, a list of them, or None, got {seed!r}")
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    return [root] if n_runs == 1 else root.spawn(n_runs)
+    return [root] if n_runs == 1 else children(root, n_runs)
+
+
+def children(root: np.random.SeedSequence, n: int) -> list[np.random.SeedSequence]:
+    """The first ``n`` children of ``root``, as ``root.spawn(n)`` would give on a fresh root.
+
+    Unlike ``spawn``, this does not advance ``root``: the same seed object always maps to the
+    same children, so a run can be reproduced alone from the seeds that produced it in a batch.
+    """
+    return [np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, i),
+                                   pool_size=root.pool_size) for i in range(n)]
 
 
 def run_seeds(seed: SeedLike, n_runs: int) -> tuple[list, list]:
     """Split each run's seed into a policy stream and an environment (noise) stream."""
-    pairs = [s.spawn(2) for s in seed_sequences(seed, n_runs)]
+    pairs = [children(s, 2) for s in seed_sequences(seed, n_runs)]
     return [p for p, _ in pairs], [e for _, e in pairs]
 
 

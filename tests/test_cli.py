@@ -21,7 +21,7 @@ def test_reproduce_writes_figures_summary_and_arrays(tmp_path, capsys):
     assert sege["min_expected_reward"] >= summary["setup"]["threshold"]
     assert sege["regret_min"]["500"] <= sege["regret_mean"]["500"] <= sege["regret_max"]["500"]
     assert set(sege["exploration_over_sqrt_t"]) == {"100", "250", "500", "600"}
-    assert summary["setup"]["rho_bar"] == sege["rho"] == 0.224 or abs(sege["rho"] - 0.224) < 1e-12
+    assert abs(summary["setup"]["rho_bar"] - 0.224) < 1e-12 and sege["rho"] == summary["setup"]["rho_bar"]
     assert clucb["n_arms"] == 41
     arrays = np.load(tmp_path / "arrays.npz", allow_pickle=False)
     assert arrays["sege_reward_mean"].shape == (600,)

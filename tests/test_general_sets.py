@@ -98,9 +98,16 @@ def test_generic_ellipsoid_gives_the_same_sege_trajectory_as_the_ellipsoid_class
     np.testing.assert_allclose(results[0].expected_reward, results[1].expected_reward, atol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["box", "polytope", "lp-ball"])
-def test_sege_is_safe_on_general_sets(name):
+@pytest.mark.parametrize("name, rho_bar", [
+    # rho_bar = (b0 - b) / (S D) with D the bounding-box diagonal: sqrt(3) for the unit cube and
+    # the cut cube, 2 sqrt(3) for the l_1.5 ball of radius 1 (widened by the 1e-5 margin).
+    ("box", 0.2 * 0.75 / np.sqrt(3)),
+    ("polytope", 0.2 * 0.59 / np.sqrt(3)),
+    ("lp-ball", 0.2 * 1.67 / (2 * np.sqrt(3))),
+])
+def test_sege_is_safe_on_general_sets(name, rho_bar):
     problem = EXAMPLES[name]()
+    assert problem.sege(1, 0).rho_bar == pytest.approx(rho_bar, rel=3e-5)
     runs, horizon = 20, 3000
     policy_seeds, noise_seeds = sc.run_seeds(1, runs)
     policy = problem.sege(runs, policy_seeds)
@@ -108,7 +115,6 @@ def test_sege_is_safe_on_general_sets(name):
                          horizon)
     assert (result.expected_reward < problem.threshold).sum() == 0
     assert policy.solver_fallbacks.sum() == 0
-    assert np.all(result.expected_reward >= problem.threshold)
 
 
 def test_clucb_on_a_general_set_reports_its_discretization_error():

@@ -64,6 +64,30 @@ def test_sege_rejects_bad_threshold_baseline_and_risk():
         paper_sege(risk=0.1)
 
 
+def test_seed_objects_are_not_consumed():
+    seq = np.random.SeedSequence(5)
+    a, b = (sc.SEGE(DISK, [1.2, 1.9], 2.24, 1.8, S=1.0, noise_sd=1.0, n_runs=2, seed=seq)
+            for _ in range(2))
+    np.testing.assert_array_equal(a.select(), b.select())
+    first, again = sc.run_seeds(seq, 3), sc.run_seeds(seq, 3)
+    assert [s.spawn_key for s in first[0]] == [s.spawn_key for s in again[0]]
+
+
+def test_baseline_on_the_boundary_is_played_exactly_inside():
+    x0 = np.array([1.0, 1.0]) + np.array([0.6, 0.8]) * (1 + 5e-10)  # 5e-10 outside the disk
+    policy = sc.SEGE(DISK, x0, float(x0 @ THETA), 1.8, S=1.0, noise_sd=1.0)
+    assert DISK.contains(policy.baseline_arm, tol=0.0)
+    np.testing.assert_allclose(policy.baseline_arm, x0, atol=1e-8)
+    with pytest.raises(ValueError, match="outside the arm set"):
+        sc.SEGE(DISK, x0 + 1e-6, 2.0, 1.8, S=1.0, noise_sd=1.0)
+
+
+def test_closed_form_lcb_method_needs_a_closed_form():
+    with pytest.raises(ValueError, match="no closed-form"):
+        sc.SEGE(sc.Box([0, 0], [2, 2]), [1, 1], 1.4, 1.2, S=1.0, noise_sd=1.0,
+                lcb_method="closed_form")
+
+
 def test_step_protocol_is_enforced():
     policy = paper_sege(seed=0)
     with pytest.raises(RuntimeError, match="before select"):
@@ -92,20 +116,25 @@ def _single_run_trajectory(make_policy, policy_seed, noise_seed, horizon):
     return np.array(rewards), np.array(decisions)
 
 
-@pytest.mark.parametrize("algorithm", ["SEGE", "CLUCB"])
+@pytest.mark.parametrize("algorithm", ["SEGE", "CLUCB", "SEGE on a polytope (solver)"])
 def test_step_api_and_batched_engine_give_identical_trajectories(algorithm):
-    runs, horizon = 3, 1500
+    runs, horizon = 3, (300 if "polytope" in algorithm else 1500)
     policy_seeds, noise_seeds = sc.run_seeds(7, runs)
+    square = sc.Polytope(np.vstack([np.eye(2), -np.eye(2)]), [2.0, 2.0, 0.0, 0.0])
 
     def make(n, seed):
         if algorithm == "SEGE":
             return SETUP.sege(n, seed)
-        return SETUP.clucb(n)
+        if algorithm == "CLUCB":
+            return SETUP.clucb(n)
+        return sc.SEGE(square, [1.0, 1.0], 1.4, 1.2, S=1.0, noise_sd=1.0, c=0.01, n_runs=n,
+                       seed=seed)
 
     batch = sc.simulate(make(runs, policy_seeds), sc.LinearBandit(THETA, 1.0, noise_seeds), horizon)
     for r in range(runs):
         rewards, decisions = _single_run_trajectory(make, policy_seeds[r], noise_seeds[r], horizon)
         np.testing.assert_array_equal(decisions, batch.decisions[:, r])
+        # Identical up to rounding: numpy's batched products may differ from single ones by an ulp.
         np.testing.assert_allclose(rewards, batch.expected_reward[:, r], rtol=0, atol=1e-12)
     assert len(np.unique(batch.decisions)) > 1  # the runs do switch decisions
 
@@ -160,10 +189,15 @@ def small_problems(draw):
     rng = np.random.default_rng(seed)
     Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
     H = (Q * rng.uniform(0.3, 2.0, d)) @ Q.T
-    E = sc.Ellipsoid(rng.uniform(-1, 2, d), H)
+    center = rng.uniform(-1, 2, d)
+    if draw(st.booleans()):
+        E = sc.Ellipsoid(center, H)  # closed-form greedy and LCB arms
+    else:
+        E = sc.Box(center - 1.0, center + rng.uniform(0.5, 2.0, d))  # LCB arms by Clarabel
     theta = rng.standard_normal(d)
     theta *= rng.uniform(0.3, 1.0) / np.linalg.norm(theta)
-    x0 = E.center + 0.5 * E.shape_sqrt @ (u := rng.standard_normal(d)) / np.linalg.norm(u)
+    expl = E.exploration()
+    x0 = expl.center + 0.5 * expl.B @ (u := rng.standard_normal(d)) / np.linalg.norm(u)
     b0 = float(x0 @ theta) - draw(st.floats(0.0, 0.2))
     b = b0 - draw(st.floats(0.05, 1.0))
     return E, theta, x0, b0, b, seed
@@ -174,25 +208,29 @@ def small_problems(draw):
 def test_every_sege_arm_is_in_the_set_and_certified(problem):
     E, theta, x0, b0, b, seed = problem
     policy = sc.SEGE(E, x0, b0, b, S=1.0, noise_sd=0.5, lam=0.5, c=0.2, n_runs=3, seed=seed)
+    x0 = policy.baseline_arm  # as stored: moved exactly inside if it was on the boundary
     bandit = sc.LinearBandit(theta, 0.5, sc.run_seeds(seed, 3)[1])
     D = E.diameter_bound()
     for t in range(1, 301):
         conf = policy.confidence
         theta_hat, V_inv, r = conf.theta_hat.copy(), conf.V_inv.copy(), policy.radius(t)
         x = policy.select()
-        assert np.all(E.contains(x, tol=1e-9))
+        assert np.all(E.contains(x, tol=0.0))  # every played arm lies in the set exactly
         dec = policy.last_decision
         expl = dec == EXPLOIT
         lcb_t = lcb_from_precision(x, theta_hat, V_inv, np.full(3, r))
         assert np.all(lcb_t[expl] >= b)  # exploitation only with LCB_t(X_t) >= b (line 5)
         XS, U = policy.last_safe_arm[~expl], policy.last_exploration_arm[~expl]
-        # Lemma 1: <X^SE, theta*> >= <X^S, theta*> - rho ||X^S - U|| ||theta*||, ||X^S - U|| <= D.
-        assert np.all(np.linalg.norm(XS - U, axis=1) <= D + 1e-12)
-        assert np.all(x[~expl] @ theta >= XS @ theta - policy.rho * D * np.linalg.norm(theta) - 1e-12)
+        # Lemma 1: X^SE = (1 - rho) X^S + rho U with ||X^S - U|| <= D, hence
+        # <X^SE, theta*> >= <X^S, theta*> - rho D ||theta*||.
         np.testing.assert_allclose(x[~expl], (1 - policy.rho) * XS + policy.rho * U, atol=1e-12)
-        assert np.all(E.gauge(U) == pytest.approx(1.0))  # U_t on the exploration ellipsoid
+        assert np.all(np.linalg.norm(XS - U, axis=1) <= D + 1e-12)
+        assert np.all(E.contains(U, tol=1e-12))  # U may sit on the boundary, up to rounding
+        B_inv = np.linalg.inv(policy.exploration.B)  # U_t on the exploration ellipsoid's boundary
+        np.testing.assert_allclose(np.linalg.norm((U - policy.exploration.center) @ B_inv.T, axis=1), 1.0)
         base = dec[~expl] == EXPLORE_BASELINE
         np.testing.assert_array_equal(XS[base], np.tile(x0, (base.sum(), 1)))
+        assert policy.solver_fallbacks.sum() == 0
         lcb_safe = lcb_from_precision(XS[~base], theta_hat[~expl][~base], V_inv[~expl][~base],
                                       np.full((~base).sum(), r))
         assert np.all(lcb_safe >= b0)  # X^S = LCB arm only if LCB_t(X^LCB) >= b0

@@ -25,6 +25,9 @@ from .exploration import Exploration, inscribed_cross_polytope
 #: solver's slightly infeasible point exactly into the set (:meth:`ArmSet.pull_inside`).
 MAX_CONTRACTION = 1e-5
 
+#: Relative widening of solver-computed support values in :meth:`ArmSet.bounding_box`.
+SUPPORT_MARGIN = 1e-5
+
 #: Agreement required by ``cross_check``: objective (relative) and arm (relative to its scale).
 CROSS_CHECK_OBJECTIVE_RTOL = 1e-7
 CROSS_CHECK_ARM_RTOL = 1e-5
@@ -96,7 +99,8 @@ class ArmSet(ABC):
         Raises
         ------
         SolverFailure
-            The solver's status was not ``Solved`` or its point was not in the set.
+            The solver's status was not one its accuracy tier accepts
+            (:data:`sege_cvx.conic.compiled.TIERS`), or its point could not be verified in the set.
         """
         thetas, single = as_batch_of_vectors("theta", theta, self.dim)
         arms = self._checked(self.greedy_arm_batch(thetas))
@@ -109,7 +113,7 @@ class ArmSet(ABC):
         """
         closed = self._greedy_closed_form(thetas)
         if closed is not None:
-            return BatchArms(closed, np.ones(len(thetas), dtype=bool), ["closed_form"] * len(thetas))
+            return self._verified(closed, ["closed_form"] * len(thetas))
         return self._solve_each(self._greedy_program, thetas)
 
     def _greedy_closed_form(self, thetas: np.ndarray) -> np.ndarray | None:
@@ -137,39 +141,50 @@ class ArmSet(ABC):
         Rows already marked failed in ``status`` (NaN points) stay failed; others become
         ``"NotFinite"`` or ``"NotMember"`` if they cannot be verified.
         """
-        arms = np.full_like(points, np.nan)
         finite = np.all(np.isfinite(points), axis=1)
-        ok = finite.copy()
-        ok[finite] = self.contains(points[finite], tol=0.0)
-        arms[ok] = points[ok]
-        for i in np.flatnonzero(finite & ~ok):
-            pulled = self.pull_inside(points[i])
-            if pulled is None:
+        arms = np.full_like(points, np.nan)
+        ok = np.zeros(len(points), dtype=bool)
+        if finite.any():
+            arms[finite], ok[finite] = self.pull_inside(points[finite])
+        for i in np.flatnonzero(~ok):
+            if finite[i]:
                 status[i] = "NotMember"
-            else:
-                arms[i], ok[i] = pulled, True
-        for i in np.flatnonzero(~finite):
-            if status[i] in ("Solved", "AlmostSolved", "closed_form"):
+            elif status[i] in ("Solved", "AlmostSolved", "closed_form"):
                 status[i] = "NotFinite"
-        return BatchArms(arms, ok, status)
+        return BatchArms(np.where(ok[:, None], arms, np.nan), ok, status)
 
-    def pull_inside(self, x: np.ndarray) -> np.ndarray | None:
-        """Move a point just outside the set exactly into it.
+    def pull_inside(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Move points that lie just outside the set exactly into it.
 
-        Returns the least contraction ``c + (1 - eps)(x - c)`` toward the certified interior
-        point ``c`` of :meth:`exploration` that passes ``contains(tol=0)``, for ``eps`` from 1e-12
-        up to :data:`MAX_CONTRACTION`; ``None`` if none does.  Solvers (and rounding) leave points
-        feasible only up to a tolerance; by convexity the contraction moves them inside by a
-        distance of order ``eps ||x - c||``.
+        Each row failing ``contains(tol=0)`` is replaced by the least contraction
+        ``c + (1 - eps)(x - c)`` toward the certified interior point ``c`` of :meth:`exploration`
+        that passes, for ``eps`` from 1e-15 (rounding) up to :data:`MAX_CONTRACTION` (solver
+        tolerance), in steps of 10.  Solvers and rounding
+        leave points feasible only up to a tolerance; by convexity the contraction moves them
+        inside by a distance of order ``eps ||x - c||``.
+
+        Parameters
+        ----------
+        points : ndarray, shape (n, d)
+
+        Returns
+        -------
+        points : ndarray, shape (n, d)
+            Rows in the set (unchanged where they already were).
+        ok : ndarray of bool, shape (n,)
+            False where no contraction up to :data:`MAX_CONTRACTION` sufficed.
         """
-        center = self.exploration().center
-        eps = 1e-12
-        while eps <= MAX_CONTRACTION:
-            y = center + (1.0 - eps) * (x - center)
-            if self.contains(y, tol=0.0):
-                return y
-            eps *= 10.0
-        return None
+        points = np.array(points, dtype=np.float64)
+        ok = np.atleast_1d(np.asarray(self.contains(points, tol=0.0), dtype=bool))
+        bad = np.flatnonzero(~ok)
+        eps = 1e-15
+        while bad.size and eps <= MAX_CONTRACTION:
+            center = self.exploration().center
+            trial = center + (1.0 - eps) * (points[bad] - center)
+            inside = np.atleast_1d(np.asarray(self.contains(trial, tol=0.0), dtype=bool))
+            points[bad[inside]], ok[bad[inside]] = trial[inside], True
+            bad, eps = bad[~inside], eps * 10.0
+        return points, ok
 
     @staticmethod
     def _checked(result: BatchArms) -> np.ndarray:
@@ -214,7 +229,8 @@ class ArmSet(ABC):
         Raises
         ------
         SolverFailure
-            The solver's status was not ``Solved`` or its point was not in the set.
+            The solver's status was not one its accuracy tier accepts
+            (:data:`sege_cvx.conic.compiled.TIERS`), or its point could not be verified in the set.
         """
         thetas, single = as_batch_of_vectors("theta_hat", theta_hat, self.dim)
         _, chol = as_spd_batch("V", V, self.dim)
@@ -329,6 +345,10 @@ class ArmSet(ABC):
         try:
             hi = np.asarray(self.support(eye))
             lo = -np.asarray(self.support(-eye))
+            # Support values at feasible solver points are lower bounds on the true support;
+            # widening by more than any accepted tier's gap (1e-6 relative) makes the box certified.
+            hi = hi + SUPPORT_MARGIN * np.maximum(1.0, np.abs(hi))
+            lo = lo - SUPPORT_MARGIN * np.maximum(1.0, np.abs(lo))
         except SolverFailure as exc:
             if exc.status == "PrimalInfeasible":
                 raise ValueError(f"{type(self).__name__} is empty (its constraints are "

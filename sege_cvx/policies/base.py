@@ -26,9 +26,14 @@ class BatchPolicy:
         if not isinstance(arm_set, ArmSet):
             raise TypeError(f"arm_set must be an ArmSet, got {type(arm_set).__name__}")
         self.arm_set = arm_set
-        self.baseline_arm = as_vector("baseline_arm", baseline_arm, arm_set.dim)
-        if not arm_set.contains(self.baseline_arm):
-            raise ValueError(f"baseline_arm {self.baseline_arm} lies outside the arm set")
+        x0 = as_vector("baseline_arm", baseline_arm, arm_set.dim)
+        if not arm_set.contains(x0, tol=1e-9):
+            raise ValueError(f"baseline_arm {x0} lies outside the arm set")
+        # A baseline on the boundary may miss exact membership by rounding; play it moved inside.
+        inside, ok = arm_set.pull_inside(x0[None])
+        if not ok[0]:
+            raise ValueError(f"baseline_arm {x0} could not be moved exactly into the arm set")
+        self.baseline_arm = inside[0]
         self.baseline_reward = as_scalar("baseline_reward", baseline_reward)
         self.threshold = as_scalar("threshold", threshold, high=self.baseline_reward, high_open=True)
         self.S = as_scalar("S", S, low=0.0, low_open=True)

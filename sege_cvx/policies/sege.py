@@ -109,7 +109,8 @@ class SEGE(BatchPolicy):
     decision_counts : ndarray of int, shape (n_runs, 3)
         Stages of each decision type so far.
     solver_fallbacks : ndarray of int, shape (n_runs,)
-        Solver failures that forced a fallback.
+        Failed or unverified computations (solver failures, arms not verified in the set) that
+        forced a fallback.
 
     Examples
     --------
@@ -148,6 +149,9 @@ class SEGE(BatchPolicy):
         self.c = as_scalar("c", c, low=0.0, low_open=True)
         if lcb_method not in LCB_METHODS:
             raise ValueError(f"lcb_method must be one of {LCB_METHODS}, got {lcb_method!r}")
+        if lcb_method == "closed_form" and not arm_set.has_closed_form_lcb:
+            raise ValueError(f"lcb_method='closed_form': {type(arm_set).__name__} has no closed-form "
+                             "LCB arm; use 'auto' or 'solver'")
         self.lcb_method = lcb_method
         self.risk = paper_risk if risk is None else risk
         if not callable(self.risk):
@@ -231,7 +235,11 @@ class SEGE(BatchPolicy):
             use_lcb = ok & (lcb_val >= self.baseline_reward)  # eq. (safe arm t)
             safe = np.where(use_lcb[:, None], lcb_arm, self.baseline_arm)
             U = self.exploration.points(zeta[idx])  # eq. (U_t)
-            arms[idx] = (1.0 - self.rho) * safe + self.rho * U  # eq. (safe exp arm)
+            # eq. (safe exp arm); a convex combination of points of the set, verified exactly in
+            # it (rounding can leave it an ulp outside); the baseline if that ever failed.
+            explore, inside = self.arm_set.pull_inside((1.0 - self.rho) * safe + self.rho * U)
+            self.solver_fallbacks[idx] += ~inside
+            arms[idx] = np.where(inside[:, None], explore, self.baseline_arm)
             decision[idx] = np.where(use_lcb, EXPLORE_LCB, EXPLORE_BASELINE)
             self.last_safe_arm[idx] = safe
             self.last_exploration_arm[idx] = U
