@@ -73,9 +73,26 @@ class ArmSet(ABC):
     def constraints(self, x: cp.Variable) -> list:
         """cvxpy constraints describing ``x in X``."""
 
-    @abstractmethod
     def contains(self, x: np.ndarray, tol: float = 1e-9) -> bool | np.ndarray:
-        """Whether ``x`` (or each row of ``x``) lies in the set, up to ``tol``."""
+        """Whether ``x`` (or each row of ``x``) lies in the set, up to ``tol``.
+
+        Parameters
+        ----------
+        x : array_like, shape (d,) or (n, d)
+        tol : float, default 1e-9
+            Allowed constraint violation (0 for exact membership).
+
+        Returns
+        -------
+        bool, or ndarray of bool of shape (n,)
+        """
+        xs, single = as_batch_of_vectors("x", x, self.dim)
+        inside = self._inside(xs, check_tol(tol))
+        return bool(inside[0]) if single else inside
+
+    @abstractmethod
+    def _inside(self, xs: np.ndarray, tol: float) -> np.ndarray:
+        """Unvalidated membership of the rows of ``xs`` (NaN rows are outside)."""
 
     # ----------------------------------------------------------------- compiled programs
     @cached_property
@@ -141,6 +158,9 @@ class ArmSet(ABC):
         Rows already marked failed in ``status`` (NaN points) stay failed; others become
         ``"NotFinite"`` or ``"NotMember"`` if they cannot be verified.
         """
+        inside = self._inside(points, 0.0)
+        if inside.all():  # the common case, kept cheap for simulation loops
+            return BatchArms(points, inside, status)
         finite = np.all(np.isfinite(points), axis=1)
         arms = np.full_like(points, np.nan)
         ok = np.zeros(len(points), dtype=bool)
@@ -175,13 +195,13 @@ class ArmSet(ABC):
             False where no contraction up to :data:`MAX_CONTRACTION` sufficed.
         """
         points = np.array(points, dtype=np.float64)
-        ok = np.atleast_1d(np.asarray(self.contains(points, tol=0.0), dtype=bool))
+        ok = self._inside(points, 0.0)
         bad = np.flatnonzero(~ok)
         eps = 1e-15
         while bad.size and eps <= MAX_CONTRACTION:
             center = self.exploration().center
             trial = center + (1.0 - eps) * (points[bad] - center)
-            inside = np.atleast_1d(np.asarray(self.contains(trial, tol=0.0), dtype=bool))
+            inside = self._inside(trial, 0.0)
             points[bad[inside]], ok[bad[inside]] = trial[inside], True
             bad, eps = bad[~inside], eps * 10.0
         return points, ok

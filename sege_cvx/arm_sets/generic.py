@@ -8,8 +8,8 @@ from functools import cached_property
 import cvxpy as cp
 import numpy as np
 
-from .._validation import as_batch_of_vectors, as_positive_int
-from .base import ArmSet, check_tol
+from .._validation import as_positive_int
+from .base import ArmSet
 
 
 class ConvexArmSet(ArmSet):
@@ -60,15 +60,14 @@ class ConvexArmSet(ArmSet):
                             f"got {cons!r}")
         return list(cons)
 
-    def contains(self, x: np.ndarray, tol: float = 1e-9) -> bool | np.ndarray:
-        xs, single = as_batch_of_vectors("x", x, self.dim)
-        tol = check_tol(tol)
+    def _inside(self, xs: np.ndarray, tol: float) -> np.ndarray:
         var, cons = self._membership
-        inside = np.empty(xs.shape[0], dtype=bool)
+        inside = np.zeros(xs.shape[0], dtype=bool)
         for i, row in enumerate(xs):
-            var.value = row
-            inside[i] = all(np.all(c.violation() <= tol) for c in cons)
-        return bool(inside[0]) if single else inside
+            if np.all(np.isfinite(row)):
+                var.value = row
+                inside[i] = all(np.all(c.violation() <= tol) for c in cons)
+        return inside
 
     @cached_property
     def _membership(self) -> tuple[cp.Variable, list]:

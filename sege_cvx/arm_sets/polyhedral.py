@@ -7,8 +7,8 @@ from functools import cached_property
 import cvxpy as cp
 import numpy as np
 
-from .._validation import as_batch_of_vectors, as_finite_array, as_vector
-from .base import ArmSet, check_tol
+from .._validation import as_finite_array, as_vector
+from .base import ArmSet
 from .exploration import Exploration, max_volume_inscribed_ellipsoid
 
 #: Chebyshev radius below which a polytope is said to have an empty interior.
@@ -47,11 +47,8 @@ class Box(ArmSet):
     def constraints(self, x: cp.Variable) -> list:
         return [x >= self.lower, x <= self.upper]
 
-    def contains(self, x: np.ndarray, tol: float = 1e-9) -> bool | np.ndarray:
-        xs, single = as_batch_of_vectors("x", x, self.dim)
-        tol = check_tol(tol)
-        inside = np.all((xs >= self.lower - tol) & (xs <= self.upper + tol), axis=1)
-        return bool(inside[0]) if single else inside
+    def _inside(self, xs: np.ndarray, tol: float) -> np.ndarray:
+        return np.all((xs >= self.lower - tol) & (xs <= self.upper + tol), axis=1)
 
     def _greedy_closed_form(self, thetas: np.ndarray) -> np.ndarray:
         # Coordinate-wise maximization; a zero coordinate of theta leaves every value optimal.
@@ -140,8 +137,5 @@ class Polytope(ArmSet):
         # max over the ellipsoid of a_i^T x is a_i^T center + ||B^T a_i||.
         return bool(np.all(self.A @ center + np.linalg.norm(self.A @ B, axis=1) <= self.b))
 
-    def contains(self, x: np.ndarray, tol: float = 1e-9) -> bool | np.ndarray:
-        xs, single = as_batch_of_vectors("x", x, self.dim)
-        tol = check_tol(tol)
-        inside = np.all(xs @ self.A.T <= self.b + tol, axis=1)
-        return bool(inside[0]) if single else inside
+    def _inside(self, xs: np.ndarray, tol: float) -> np.ndarray:
+        return np.all(xs @ self.A.T <= self.b + tol, axis=1)

@@ -11,7 +11,6 @@ from ..arm_sets.base import ArmSet
 from ..confidence.ellipsoid import (
     ConfidenceEllipsoid,
     RadiusFormula,
-    confidence_radius,
     lcb_from_precision,
 )
 from .base import BatchPolicy
@@ -154,7 +153,6 @@ class CLUCB(BatchPolicy):
         self.arms = discretize(arm_set, K)
         self.discretization_error = discretization_error(arm_set, self.arms, self.S)
         self.L = arm_set.norm_bound()
-        confidence_radius(0, self.delta, dim=d, noise_sd=self.noise_sd, lam=self.lam, S=self.S, L=self.L)
         self._radius = RadiusFormula(d, self.noise_sd, self.lam, self.S, self.L)
         self._arm_outer = (self.arms[:, :, None] * self.arms[:, None, :]).reshape(len(self.arms), -1).T
 

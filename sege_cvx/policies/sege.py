@@ -13,7 +13,6 @@ from ..arm_sets.exploration import Exploration
 from ..confidence.ellipsoid import (
     ConfidenceEllipsoid,
     RadiusFormula,
-    confidence_radius,
     lcb_from_precision,
 )
 from .base import BatchPolicy
@@ -172,7 +171,6 @@ class SEGE(BatchPolicy):
         if self.L < np.linalg.norm(known, axis=1).max():
             raise ValueError(f"L = {self.L} is below the norm of a point of the arm set")
 
-        confidence_radius(1, 0.5, dim=d, noise_sd=self.noise_sd, lam=self.lam, S=self.S, L=self.L)
         self._radius = RadiusFormula(d, self.noise_sd, self.lam, self.S, self.L)
         self._zeta = NormalStreams(seed_sequences(seed, self.n_runs), d)
         self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
