@@ -205,11 +205,6 @@ class ConfidenceEllipsoid:
         self.theta_hat[idx] = np.einsum("nij,nj->ni", self.V_inv[idx], self.xy_sum[idx])
         self.counts[idx] += 1
 
-    def lcb(self, x: np.ndarray, radius: np.ndarray | float) -> np.ndarray:
-        """LCB of arm ``x_i`` for run ``i`` with radius ``radius_i``."""
-        r = np.broadcast_to(np.asarray(radius, dtype=np.float64), (self.n_runs,))
-        return lcb_from_precision(x, self.theta_hat, self.V_inv, r)
-
     def lambda_min(self) -> np.ndarray:
         """Smallest eigenvalue of ``V`` per run."""
         if self.dim == 2:

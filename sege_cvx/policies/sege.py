@@ -19,8 +19,7 @@ from .base import BatchPolicy
 
 #: Decision codes recorded per stage (``SEGE.last_decision``).
 EXPLOIT, EXPLORE_LCB, EXPLORE_BASELINE = 0, 1, 2
-DECISION_NAMES = {EXPLOIT: "exploit", EXPLORE_LCB: "explore with LCB arm",
-                  EXPLORE_BASELINE: "explore with baseline"}
+
 
 
 def paper_risk(t: int, delta_bar: float = 0.1) -> float:
