@@ -21,7 +21,6 @@ from .base import BatchPolicy
 EXPLOIT, EXPLORE_LCB, EXPLORE_BASELINE = 0, 1, 2
 
 
-
 def paper_risk(t: int, delta_bar: float = 0.1) -> float:
     """The paper's risk schedule ``delta_t = 6 delta_bar / (pi^2 t^2)`` (sums to ``delta_bar``)."""
     return 6.0 * delta_bar / (np.pi**2 * t**2)
