@@ -83,9 +83,10 @@ it is inside; the returned value is ``f`` recomputed from the returned arm.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+from .._numba import njit
 
 __all__ = ["EllipsoidLCBKernel", "ellipsoid_lcb_arms"]
 
@@ -96,7 +97,7 @@ _MAX_OUTER = 200  # evaluations (typically ~6; up to ~60 seen with 0 on the boun
 _LOG_TAU_CAP = 300.0  # cap on log(tau * max D): keeps a_i^2 in (2) far from overflow
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit
 def _congruence(s, m, tmp, out):
     """Write ``s @ m @ s`` (symmetrised) into ``out``; ``s`` is symmetric."""
     d = s.shape[0]
@@ -122,7 +123,7 @@ def _congruence(s, m, tmp, out):
             out[j, i] = sym
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit
 def _eigh(bmat, dvec, q):
     """Ascending eigenvalues ``dvec`` and eigenvectors (columns of ``q``) of symmetric ``bmat``.
 
@@ -150,7 +151,7 @@ def _eigh(bmat, dvec, q):
         q[0, 0], q[1, 0], q[0, 1], q[1, 1] = sn, cs, cs, -sn
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit
 def _dot(v, w):
     """``<v, w>`` as a plain loop (no BLAS call for these short vectors)."""
     acc = 0.0
@@ -159,7 +160,7 @@ def _dot(v, w):
     return acc
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit
 def _matvec(m, v, out):
     """Write ``m @ v`` into ``out``."""
     d = v.shape[0]
@@ -170,7 +171,7 @@ def _matvec(m, v, out):
         out[i] = acc
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit
 def _scaled_vinv_norm(x, m, x_dir, m_dir):
     """Return ``(max|x|, ||x / max|x| ||_M)``; ``x_dir = x / max|x|`` and ``m_dir = M x_dir``.
 
@@ -188,7 +189,7 @@ def _scaled_vinv_norm(x, m, x_dir, m_dir):
     return x_max, np.sqrt(max(_dot(x_dir, m_dir), 0.0))
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit
 def _sphere_excess(nu, g, chat, kappa, a, b, u, y):
     """Fill ``u, y`` of (2) at ``nu``; return ``(||u||^2 - 1, sum_i u_i^2 / (b_i + nu))``."""
     y2 = 0.0
@@ -209,7 +210,7 @@ def _sphere_excess(nu, g, chat, kappa, a, b, u, y):
     return excess, s3
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit
 def _secular(tau, g, chat, kappa, dvec, a, b, u, y):
     """Solve the inner trust-region problem (2) at ``tau``; fill ``a, b, u, y``, return ``nu``."""
     norm_a2 = 0.0
@@ -242,7 +243,7 @@ def _secular(tau, g, chat, kappa, dvec, a, b, u, y):
     return nu
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit
 def _solve_whitened(g, chat, kappa, dvec, r, a, b, u, y):
     """Write the maximiser of (P) into ``y`` (``r > 0``, case ``y* != 0`` or 0 on the sphere).
 
@@ -325,7 +326,7 @@ def _solve_whitened(g, chat, kappa, dvec, r, a, b, u, y):
     return tau
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit
 def _lcb_batch(center, shape, h_sqrt, h_inv_sqrt, white_center, theta_hat, v_inv, radius, want_gap):
     """Arms, values and (if ``want_gap``, else an empty array) gaps for every instance."""
     n, d = theta_hat.shape
