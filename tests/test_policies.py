@@ -73,13 +73,25 @@ def test_seed_objects_are_not_consumed():
     assert [s.spawn_key for s in first[0]] == [s.spawn_key for s in again[0]]
 
 
-def test_baseline_on_the_boundary_is_played_exactly_inside():
+def test_baseline_on_the_boundary_is_played_exactly_inside_with_a_certified_reward():
     x0 = np.array([1.0, 1.0]) + np.array([0.6, 0.8]) * (1 + 5e-10)  # 5e-10 outside the disk
-    policy = sc.SEGE(DISK, x0, float(x0 @ THETA), 1.8, S=1.0, noise_sd=1.0)
+    b0 = float(x0 @ THETA)
+    policy = sc.SEGE(DISK, x0, b0, 1.8, S=1.0, noise_sd=1.0)
     assert DISK.contains(policy.baseline_arm, tol=0.0)
-    np.testing.assert_allclose(policy.baseline_arm, x0, atol=1e-8)
+    shift = np.linalg.norm(policy.baseline_arm - x0)
+    assert policy.baseline_shift == shift and 4e-10 < shift <= 1.01e-9
+    # <x0', theta*> >= b0 - S ||x0' - x0||: the bound SEGE uses is that of the arm it plays.
+    assert b0 - 1.01 * shift < policy.baseline_reward < b0 - shift
+    assert float(policy.baseline_arm @ THETA) >= policy.baseline_reward
+    assert policy.rho_bar == pytest.approx((policy.baseline_reward - 1.8) / 2.0, rel=1e-15)
+    # The case: b = b0 - 1e-10 is above the moved arm's certified reward.
+    with pytest.raises(ValueError, match=r"threshold must be < baseline_reward .*moved \d(\.\d+)?e-(10|09) into the set"):
+        sc.SEGE(DISK, x0, b0, b0 - 1e-10, S=1.0, noise_sd=1.0)
     with pytest.raises(ValueError, match="outside the arm set"):
         sc.SEGE(DISK, x0 + 1e-6, 2.0, 1.8, S=1.0, noise_sd=1.0)
+    inside = np.array([1.2, 1.9])  # strictly inside: nothing moves, b0 is kept exactly
+    policy = sc.SEGE(DISK, inside, 2.24, 1.8, S=1.0, noise_sd=1.0)
+    assert policy.baseline_shift == 0.0 and policy.baseline_reward == 2.24
 
 
 def test_closed_form_lcb_method_needs_a_closed_form():
@@ -134,8 +146,7 @@ def test_step_api_and_batched_engine_give_identical_trajectories(algorithm):
     for r in range(runs):
         rewards, decisions = _single_run_trajectory(make, policy_seeds[r], noise_seeds[r], horizon)
         np.testing.assert_array_equal(decisions, batch.decisions[:, r])
-        # Identical up to rounding: numpy's batched products may differ from single ones by an ulp.
-        np.testing.assert_allclose(rewards, batch.expected_reward[:, r], rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(rewards, batch.expected_reward[:, r])  # bit for bit
     assert len(np.unique(batch.decisions)) > 1  # the runs do switch decisions
 
 
@@ -170,7 +181,7 @@ def test_clucb_conservative_check_on_every_round():
     baseline_plays = np.zeros(4)
     for t in range(1, 801):
         conf = policy.confidence
-        beta = policy._radius(conf.counts, policy.delta)
+        beta = policy.beta(conf.counts)
         z = policy.optimistic_sum.copy()
         x = policy.select()
         opt = policy.last_decision == OPTIMISTIC

@@ -15,8 +15,9 @@ from typing import NamedTuple
 import cvxpy as cp
 import numpy as np
 
+from .._rowwise import row_dots
 from .._validation import as_batch_of_vectors, as_radius_batch, as_scalar, as_spd_batch
-from ..confidence.ellipsoid import lcb_from_precision
+from ..confidence import cholesky
 from ..conic.compiled import CompiledConicProgram, SolverFailure
 from ..conic.programs import greedy_program, lcb_arm_program
 from .exploration import Exploration, inscribed_cross_polytope
@@ -46,7 +47,8 @@ class BatchArms(NamedTuple):
         Instances that succeeded and whose arm was verified to lie in the set.
     status : list of str
         Per instance: ``"closed_form"``, Clarabel's accepted status, or why it failed
-        (Clarabel's status, ``"NotMember"`` or ``"NotFinite"``).
+        (Clarabel's status, ``"NotMember"``, ``"NotFinite"``, or ``"error: <type>"`` for an
+        exception raised inside the solve).
     """
 
     arms: np.ndarray
@@ -107,7 +109,7 @@ class ArmSet(ABC):
     def support(self, theta: np.ndarray) -> np.ndarray | float:
         """Support function ``h(theta) = max_{x in X} <x, theta>``."""
         thetas, single = as_batch_of_vectors("theta", theta, self.dim)
-        values = np.einsum("ni,ni->n", self._checked(self.greedy_arm_batch(thetas)), thetas)
+        values = row_dots(self._checked(self.greedy_arm_batch(thetas)), thetas)
         return float(values[0]) if single else values
 
     def greedy_arm(self, theta: np.ndarray) -> np.ndarray:
@@ -128,7 +130,10 @@ class ArmSet(ABC):
 
         Never raises for a solver failure: failed instances are flagged in the result.
         """
-        closed = self._greedy_closed_form(thetas)
+        try:
+            closed = self._greedy_closed_form(thetas)
+        except Exception as exc:  # a fault in a fast path falls back like a failed solve
+            return _all_failed(len(thetas), self.dim, exc)
         if closed is not None:
             return self._verified(closed, ["closed_form"] * len(thetas))
         return self._solve_each(self._greedy_program, thetas)
@@ -138,7 +143,11 @@ class ArmSet(ABC):
         return None
 
     def _solve_each(self, program: CompiledConicProgram, *batches: np.ndarray) -> BatchArms:
-        """Solve ``program`` per instance, then verify the points (see :meth:`_verified`)."""
+        """Solve ``program`` per instance, then verify the points (see :meth:`_verified`).
+
+        Any exception inside a solve (a failed status, or an error raised by the solver or its
+        binding) marks that instance failed; ``KeyboardInterrupt`` and ``SystemExit`` propagate.
+        """
         n = len(batches[0])
         points = np.full((n, self.dim), np.nan)
         status = []
@@ -147,6 +156,9 @@ class ArmSet(ABC):
                 solution = program.solve(*args)
             except SolverFailure as exc:
                 status.append(exc.status)
+                continue
+            except Exception as exc:
+                status.append(_error_status(exc))
                 continue
             points[i] = solution.x
             status.append(solution.status)
@@ -257,38 +269,41 @@ class ArmSet(ABC):
         n = max(thetas.shape[0], chol.shape[0])
         if thetas.shape[0] not in (1, n) or chol.shape[0] not in (1, n):
             raise ValueError(f"theta_hat has {thetas.shape[0]} rows but V has {chol.shape[0]}")
-        thetas = np.broadcast_to(thetas, (n, self.dim))
-        # V^{-1} = L^{-T} L^{-1} from the Cholesky factor that proved V positive definite.
-        L_inv = np.linalg.inv(chol)
-        V_inv = np.broadcast_to(np.swapaxes(L_inv, 1, 2) @ L_inv, (n, self.dim, self.dim))
+        thetas = np.ascontiguousarray(np.broadcast_to(thetas, (n, self.dim)))
+        # The Cholesky factor that proved V positive definite carries everything else.
+        chols = np.ascontiguousarray(np.broadcast_to(chol, (n, self.dim, self.dim)))
         radii = as_radius_batch("radius", radius, n)
         if method not in LCB_METHODS:
             raise ValueError(f"method must be one of {LCB_METHODS}, got {method!r}")
         if (method == "closed_form" or cross_check) and not self.has_closed_form_lcb:
             raise ValueError(f"{type(self).__name__} has no closed-form LCB arm; use 'solver'")
         if cross_check:
-            closed = self._checked(self.lcb_arm_batch(thetas, V_inv, radii, "closed_form"))
-            solved = self._checked(self.lcb_arm_batch(thetas, V_inv, radii, "solver"))
-            self._cross_check(closed, solved, thetas, V_inv, radii)
+            closed = self._checked(self.lcb_arm_batch(thetas, chols, radii, "closed_form"))
+            solved = self._checked(self.lcb_arm_batch(thetas, chols, radii, "solver"))
+            self._cross_check(closed, solved, thetas, chols, radii)
             arms = closed
         else:
-            arms = self._checked(self.lcb_arm_batch(thetas, V_inv, radii, method))
+            arms = self._checked(self.lcb_arm_batch(thetas, chols, radii, method))
         return arms[0] if single and n == 1 else arms
 
     def lcb_arm_batch(
-        self, thetas: np.ndarray, V_inv: np.ndarray, radii: np.ndarray, method: str = "auto"
+        self, thetas: np.ndarray, chols: np.ndarray, radii: np.ndarray, method: str = "auto"
     ) -> BatchArms:
-        """LCB arms from ``(n, d)`` estimates, ``(n, d, d)`` inverses ``V^{-1}`` and ``(n,)`` radii.
+        """LCB arms from ``(n, d)`` estimates, ``(n, d, d)`` lower Cholesky factors of ``V`` and
+        ``(n,)`` radii.
 
         Unvalidated, for simulation loops.  Never raises for a solver failure: failed or
         unverified instances are flagged in the result and the caller falls back to a provably
-        safe arm.
+        safe arm.  Each instance is computed alone, whatever the batch.
         """
         if method == "closed_form" or (method == "auto" and self.has_closed_form_lcb):
-            arms = self._lcb_closed_form(thetas, V_inv, radii)
+            try:
+                arms = self._lcb_closed_form(thetas, cholesky.precision(chols), radii)
+            except Exception as exc:  # a fault in a fast path falls back like a failed solve
+                return _all_failed(len(thetas), self.dim, exc)
             return self._verified(arms, ["closed_form"] * len(arms))
-        # ||x||_{V^{-1}} = ||P^T x|| with V^{-1} = P P^T, so M = r P^T (see conic.programs).
-        factors = np.swapaxes(np.linalg.cholesky(V_inv), 1, 2) * radii[:, None, None]
+        # ||x||_{V^{-1}} = ||L^{-1} x|| with V = L L^T, so M = r L^{-1} (see conic.programs).
+        factors = cholesky.inverse_factor(chols) * radii[:, None, None]
         return self._solve_each(self._lcb_program, thetas, factors)
 
     @property
@@ -301,9 +316,9 @@ class ArmSet(ABC):
         raise NotImplementedError
 
     def _cross_check(self, closed: np.ndarray, solved: np.ndarray, thetas: np.ndarray,
-                     V_inv: np.ndarray, radii: np.ndarray) -> None:
-        f_closed = lcb_from_precision(closed, thetas, V_inv, radii)
-        f_solved = lcb_from_precision(solved, thetas, V_inv, radii)
+                     chols: np.ndarray, radii: np.ndarray) -> None:
+        f_closed = cholesky.lcb_values(closed, thetas, chols, radii)
+        f_solved = cholesky.lcb_values(solved, thetas, chols, radii)
         obj_err = np.abs(f_closed - f_solved) / np.maximum(1.0, np.abs(f_solved))
         arm_err = np.linalg.norm(closed - solved, axis=1) / np.maximum(
             1.0, np.linalg.norm(solved, axis=1))
@@ -386,6 +401,16 @@ class ArmSet(ABC):
         """
         lo, hi = self._box
         return lo.copy(), hi.copy()
+
+
+def _error_status(exc: Exception) -> str:
+    """The status recorded for an instance whose solve raised ``exc``."""
+    return f"error: {type(exc).__name__}"
+
+
+def _all_failed(n: int, dim: int, exc: Exception) -> BatchArms:
+    """Every instance failed because the batched computation raised ``exc``."""
+    return BatchArms(np.full((n, dim), np.nan), np.zeros(n, dtype=bool), [_error_status(exc)] * n)
 
 
 def check_tol(tol: float) -> float:

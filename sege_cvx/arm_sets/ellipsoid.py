@@ -7,6 +7,7 @@ from functools import cached_property
 import cvxpy as cp
 import numpy as np
 
+from .._rowwise import row_dots, row_matvec, row_norms
 from .._validation import as_scalar, as_spd_matrix, as_vector
 from ..fast_paths.ellipsoid_lcb import EllipsoidLCBKernel
 from .base import ArmSet
@@ -61,17 +62,17 @@ class Ellipsoid(ArmSet):
 
     def gauge(self, xs: np.ndarray) -> np.ndarray:
         """``||x - c||_{H^{-1}}`` for each row: <= 1 exactly on the set."""
-        return np.linalg.norm((xs - self.center) @ self._shape_inv_sqrt, axis=1)
+        return row_norms(row_matvec(np.ascontiguousarray(xs - self.center), self._shape_inv_sqrt))
 
     def _greedy_closed_form(self, thetas: np.ndarray) -> np.ndarray:
         # X^CE = x-bar + H theta / ||theta||_H (paper eq. (greedy arm)); theta = 0: the centre.
-        H_theta = thetas @ self.shape
-        norm_H = np.sqrt(np.maximum(np.einsum("ni,ni->n", thetas, H_theta), 0.0))
+        H_theta = row_matvec(np.ascontiguousarray(thetas), self.shape)
+        norm_H = np.sqrt(np.maximum(row_dots(thetas, H_theta), 0.0))
         scale = np.divide(1.0, norm_H, out=np.zeros_like(norm_H), where=norm_H > 0)
         step = H_theta * scale[:, None]
         # Rounding can leave the arm an ulp outside the set's own gauge test; scale the step by
         # its computed gauge (times 1 - 4 eps) so that the arm passes it exactly.
-        gauge = np.linalg.norm(step @ self._shape_inv_sqrt, axis=1)
+        gauge = row_norms(row_matvec(step, self._shape_inv_sqrt))
         step *= ((1.0 - 4 * np.finfo(float).eps) / np.maximum(gauge, 1.0))[:, None]
         return self.center + step
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import cvxpy as cp
 import numpy as np
 
+from .._rowwise import row_matvec, row_norms
 from .._validation import as_finite_array, as_vector
 
 KINDS = ("sphere", "cross")
@@ -78,16 +79,18 @@ class Exploration:
         """Map standard normal draws ``(n, d)`` to exploratory arms ``(n, d)``.
 
         ``sphere``: ``zeta = g / ||g||``.  ``cross``: ``zeta = sign(g_k) e_k`` with ``k`` the
-        largest ``|g_k|``, uniform on ``{+-e_i}`` by the symmetry of i.i.d. normals.
+        largest ``|g_k|``, uniform on ``{+-e_i}`` by the symmetry of i.i.d. normals.  Row by row:
+        a run's arm does not depend on the other rows.
         """
+        gaussians = np.ascontiguousarray(gaussians)
         if self.kind == "sphere":
-            zeta = gaussians / np.linalg.norm(gaussians, axis=1, keepdims=True)
+            zeta = gaussians / row_norms(gaussians)[:, None]
         else:
             k = np.argmax(np.abs(gaussians), axis=1)
             zeta = np.zeros_like(gaussians)
             rows = np.arange(len(k))
             zeta[rows, k] = np.sign(gaussians[rows, k])
-        return self.center + zeta @ self.B.T
+        return self.center + row_matvec(zeta, self.B)
 
     def vertices(self) -> np.ndarray:
         """The ``2d`` points ``center +- B e_i``: the support of ``U`` for ``kind="cross"``."""

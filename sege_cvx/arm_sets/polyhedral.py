@@ -7,6 +7,7 @@ from functools import cached_property
 import cvxpy as cp
 import numpy as np
 
+from .._rowwise import row_matvec
 from .._validation import as_finite_array, as_vector
 from .base import ArmSet
 from .exploration import Exploration, max_volume_inscribed_ellipsoid
@@ -138,4 +139,4 @@ class Polytope(ArmSet):
         return bool(np.all(self.A @ center + np.linalg.norm(self.A @ B, axis=1) <= self.b))
 
     def _inside(self, xs: np.ndarray, tol: float) -> np.ndarray:
-        return np.all(xs @ self.A.T <= self.b + tol, axis=1)
+        return np.all(row_matvec(np.ascontiguousarray(xs), self.A) <= self.b + tol, axis=1)

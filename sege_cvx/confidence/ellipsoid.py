@@ -4,19 +4,27 @@
 (eq. (estimate)) and ``C_t(delta) = {theta : ||theta_hat_t - theta||_{V_t} <= r_t(delta)}``
 (eq. (C_t)) with the radius of eq. (r_t).  The lower confidence bound on an arm's reward is
 ``LCB(x) = min_{theta in C} <x, theta> = <x, theta_hat> - r ||x||_{V^{-1}}``.
+
+Everything is computed from a Cholesky factor of ``V`` (:mod:`sege_cvx.confidence.cholesky`),
+never from a propagated inverse: see that module for why the error does not grow with ``t``.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from .._numba import njit
 from .._validation import (
     as_batch_of_vectors,
+    as_finite_array,
     as_positive_int,
     as_scalar,
     as_spd_batch,
     as_vector,
 )
+from . import cholesky
 
 
 def confidence_radius(
@@ -65,8 +73,8 @@ def confidence_radius(
     lam = as_scalar("lam", lam, low=0.0, low_open=True)
     S = as_scalar("S", S, low=0.0, low_open=True)
     L = as_scalar("L", L, low=0.0)
-    t_arr = np.asarray(t, dtype=np.float64)
-    d_arr = np.asarray(delta, dtype=np.float64)
+    t_arr = _real_array("t", t)
+    d_arr = _real_array("delta", delta)
     if np.any(~np.isfinite(t_arr)) or np.any(t_arr < 0):
         raise ValueError(f"t must be finite and >= 0, got {t!r}")
     if np.any(~(d_arr > 0)) or np.any(~(d_arr < 1)):
@@ -75,26 +83,57 @@ def confidence_radius(
     return float(r) if np.ndim(r) == 0 else r
 
 
+def _real_array(name: str, value: object) -> np.ndarray:
+    """A real (not bool, not string) scalar or array, as float64."""
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a real number or array of them, got {value!r}")
+    return arr.astype(np.float64)
+
+
 class RadiusFormula:
-    """Eq. (r_t) with its constants fixed; unvalidated, for per-stage use in simulation loops."""
+    """Eq. (r_t) with its constants fixed; unvalidated, for per-stage use in simulation loops.
+
+    :meth:`scalar` uses Python's ``math`` on one value, so a radius is the same number whether
+    it is computed for a run alone or for a batch (numpy's vectorized ``log`` may round a lane
+    of a SIMD register differently from its scalar tail).
+    """
 
     def __init__(self, dim: int, noise_sd: float, lam: float, S: float, L: float) -> None:
         self._dim, self._noise_sd = dim, noise_sd
         self._growth = L**2 / lam
-        self._offset = np.sqrt(lam) * S
+        self._offset = math.sqrt(lam) * S
 
     def __call__(self, t, delta):
         return self._noise_sd * np.sqrt(self._dim * np.log((1.0 + t * self._growth) / delta)) \
             + self._offset
 
+    def scalar(self, t: float, delta: float) -> float:
+        """``r_t(delta)`` for one ``t`` and ``delta``."""
+        return self._noise_sd * math.sqrt(self._dim * math.log((1.0 + t * self._growth) / delta)) \
+            + self._offset
 
-def lcb_from_precision(
-    x: np.ndarray, theta_hat: np.ndarray, V_inv: np.ndarray, radius: np.ndarray
-) -> np.ndarray:
-    """Unvalidated batched LCB: ``<x_i, theta_hat_i> - r_i sqrt(x_i^T V_inv_i x_i)``, all batched."""
-    Vx = np.einsum("nij,nj->ni", V_inv, x)
-    quad = np.maximum(np.einsum("ni,ni->n", x, Vx), 0.0)
-    return np.einsum("ni,ni->n", x, theta_hat) - radius * np.sqrt(quad)
+
+@njit
+def lcb_from_precision(x, theta_hat, V_inv, radius):
+    """Unvalidated LCB from precision matrices, ``<x_i, theta_hat_i> - r_i sqrt(x_i^T V_inv_i x_i)``.
+
+    One row at a time (the same arithmetic whatever the batch); for checks against a given
+    ``V^{-1}``.  Simulation loops use :meth:`ConfidenceEllipsoid.lcb` (Cholesky factor).
+    """
+    n, d = x.shape
+    out = np.empty(n)
+    for i in range(n):
+        quad = 0.0
+        dot = 0.0
+        for a in range(d):
+            acc = 0.0
+            for b in range(d):
+                acc += V_inv[i, a, b] * x[i, b]
+            quad += x[i, a] * acc
+            dot += x[i, a] * theta_hat[i, a]
+        out[i] = dot - radius[i] * np.sqrt(max(quad, 0.0))
+    return out
 
 
 def lcb(x: np.ndarray, theta_hat: np.ndarray, V: np.ndarray, radius: float) -> np.ndarray | float:
@@ -139,9 +178,10 @@ def lcb(x: np.ndarray, theta_hat: np.ndarray, V: np.ndarray, radius: float) -> n
 class ConfidenceEllipsoid:
     """Regularized least-squares confidence ellipsoids for a batch of independent runs.
 
-    Holds, per run, ``V`` and ``V^{-1}`` (updated by Sherman-Morrison: no O(d^3) inverse per
-    observation), ``sum_k X_k Y_k``, the estimate ``theta_hat`` and the observation count.
-    A single learner is a batch of one.
+    Holds, per run, the exact sums ``V = lam I + sum_k X_k X_k^T`` and ``sum_k X_k Y_k``, the
+    lower Cholesky factor of ``V`` (refactored after every observation; see
+    :mod:`sege_cvx.confidence.cholesky`), the estimate ``theta_hat`` and the observation count.
+    A single learner is a batch of one; each run is computed independently of the others.
 
     Parameters
     ----------
@@ -154,7 +194,9 @@ class ConfidenceEllipsoid:
 
     Attributes
     ----------
-    V, V_inv : ndarray, shape (n_runs, d, d)
+    V : ndarray, shape (n_runs, d, d)
+    chol : ndarray, shape (n_runs, d, d)
+        Lower Cholesky factors, ``V = chol @ chol.T``.
     xy_sum : ndarray, shape (n_runs, d)
     theta_hat : ndarray, shape (n_runs, d)
     counts : ndarray of int, shape (n_runs,)
@@ -166,6 +208,8 @@ class ConfidenceEllipsoid:
     >>> ce.update(np.array([[1.0, 0.0]]), np.array([2.0]))
     >>> ce.theta_hat
     array([[1., 0.]])
+    >>> ce.lcb(np.array([[1.0, 0.0]]), radius=1.0).round(4)
+    array([0.2929])
     """
 
     def __init__(self, dim: int, lam: float, n_runs: int = 1) -> None:
@@ -174,41 +218,83 @@ class ConfidenceEllipsoid:
         self.n_runs = as_positive_int("n_runs", n_runs)
         eye = np.eye(self.dim)
         self.V = np.repeat((self.lam * eye)[None], self.n_runs, axis=0)
-        self.V_inv = np.repeat((eye / self.lam)[None], self.n_runs, axis=0)
+        self.chol = np.repeat((math.sqrt(self.lam) * eye)[None], self.n_runs, axis=0)
         self.xy_sum = np.zeros((self.n_runs, self.dim))
         self.theta_hat = np.zeros((self.n_runs, self.dim))
         self.counts = np.zeros(self.n_runs, dtype=np.int64)
 
+    # ------------------------------------------------------------------ observations
     def update(self, x: np.ndarray, y: np.ndarray, mask: np.ndarray | None = None) -> None:
         """Add one observation ``(x_i, y_i)`` to each run (only runs where ``mask`` is true).
 
         Parameters
         ----------
         x : ndarray, shape (n_runs, d)
+            One arm per run (a single ``(d,)`` arm only when ``n_runs == 1``).
         y : ndarray, shape (n_runs,)
+            One reward per run.
         mask : ndarray of bool, shape (n_runs,), optional
         """
+        x = as_finite_array("x", x)
+        if x.shape == (self.dim,) and self.n_runs == 1:
+            x = x[None]
+        if x.shape != (self.n_runs, self.dim):
+            raise ValueError(f"x must have shape ({self.n_runs}, {self.dim}): one arm per run, "
+                             f"got shape {x.shape}")
+        y = np.atleast_1d(as_finite_array("y", y))
+        if y.shape != (self.n_runs,):
+            raise ValueError(f"y must hold one reward per run, shape ({self.n_runs},), got shape "
+                             f"{np.shape(y)}")
         if mask is not None:
-            idx = np.flatnonzero(mask)
-            if idx.size == 0:
-                return
-            x, y = x[idx], y[idx]
-        else:
-            idx = slice(None)
-        V_inv = self.V_inv[idx]
-        u = np.einsum("nij,nj->ni", V_inv, x)
-        denom = 1.0 + np.einsum("ni,ni->n", x, u)
-        # Sherman-Morrison: (V + x x^T)^{-1} = V^{-1} - u u^T / (1 + x^T u), u = V^{-1} x.
-        self.V_inv[idx] = V_inv - u[:, :, None] * (u / denom[:, None])[:, None, :]
-        self.V[idx] += x[:, :, None] * x[:, None, :]
-        self.xy_sum[idx] += x * y[:, None]
-        self.theta_hat[idx] = np.einsum("nij,nj->ni", self.V_inv[idx], self.xy_sum[idx])
-        self.counts[idx] += 1
+            mask = np.asarray(mask)
+            if mask.dtype != np.bool_ or mask.shape != (self.n_runs,):
+                raise ValueError(f"mask must be a boolean array of shape ({self.n_runs},), got "
+                                 f"{mask.dtype} array of shape {mask.shape}")
+        self._update(x, y, mask)
+
+    def _update(self, x: np.ndarray, y: np.ndarray, mask: np.ndarray | None = None) -> None:
+        """:meth:`update` without validation (policies pass validated observations)."""
+        rows = np.arange(self.n_runs) if mask is None else np.flatnonzero(mask)
+        if rows.size == 0:
+            return
+        x, y = (x, y) if mask is None else (x[rows], y[rows])
+        failed = cholesky.observe(self.V, self.chol, self.xy_sum, self.theta_hat, self.counts,
+                                  rows, np.ascontiguousarray(x), np.ascontiguousarray(y))
+        if failed >= 0:
+            run = int(rows[failed])
+            raise FloatingPointError(
+                f"run {run}: V = lam I + sum x x^T is not numerically positive definite after "
+                f"{self.counts[run]} observations (lam = {self.lam:g} is too small for arms of "
+                f"norm {np.linalg.norm(x[failed]):.3g}); use a larger lam")
+
+    # ------------------------------------------------------------------ queries
+    def lcb(self, x: np.ndarray, radius: float | np.ndarray,
+            rows: np.ndarray | None = None) -> np.ndarray:
+        """``LCB = <x, theta_hat> - r ||x||_{V^{-1}}`` for one arm per selected run.
+
+        Parameters
+        ----------
+        x : ndarray, shape (m, d)
+            Arms, row ``j`` for run ``rows[j]``.
+        radius : float or ndarray of shape (m,)
+        rows : ndarray of int, optional
+            Runs (default all, ``m = n_runs``).
+        """
+        rows = slice(None) if rows is None else rows
+        radii = np.broadcast_to(np.asarray(radius, dtype=np.float64), (len(x),))
+        return cholesky.lcb_values(np.ascontiguousarray(x), self.theta_hat[rows],
+                                   self.chol[rows], np.ascontiguousarray(radii))
+
+    def min_eigenvalue_at_least(self, bound: float) -> np.ndarray:
+        """``lambda_min(V) >= bound`` per run, decided by factoring ``V - bound I``."""
+        return cholesky.min_eigenvalue_at_least(self.V, float(bound))
+
+    @property
+    def V_inv(self) -> np.ndarray:
+        """``V^{-1}`` per run, from the Cholesky factor (computed on each access)."""
+        return cholesky.precision(self.chol)
 
     def lambda_min(self) -> np.ndarray:
-        """Smallest eigenvalue of ``V`` per run."""
-        if self.dim == 2:
-            # Closed form for 2 x 2 (5x faster than a batched eigvalsh in the simulation loop).
-            a, b, d = self.V[:, 0, 0], self.V[:, 0, 1], self.V[:, 1, 1]
-            return 0.5 * (a + d) - np.hypot(0.5 * (a - d), b)
-        return np.linalg.eigvalsh(self.V)[:, 0]
+        """Smallest eigenvalue of ``V`` per run (for reporting; decisions use
+        :meth:`min_eigenvalue_at_least`)."""
+        return np.array([np.linalg.eigvalsh(v)[0] for v in self.V])

@@ -22,24 +22,43 @@ class BatchPolicy:
 
     def _set_problem(self, arm_set: ArmSet, baseline_arm, baseline_reward, threshold, S, noise_sd,
                      lam, n_runs) -> None:
-        """Validate and store what every safe-bandit policy is given (Assumptions 1-3, b < b0)."""
+        """Validate and store what every safe-bandit policy is given (Assumptions 1-3, b < b0).
+
+        A baseline arm on the boundary may miss exact membership by rounding (up to 1e-9); it is
+        then moved exactly into the set (:meth:`ArmSet.pull_inside`) and its reward bound is
+        certified for the arm actually played: ``<x0', theta*> >= b0 - S ||x0' - x0||`` by
+        Cauchy-Schwarz and Assumption 1.  That certified bound is ``baseline_reward`` from then
+        on (rho-bar, the safe-arm test, CLUCB's budget), and it must still exceed ``threshold``.
+        """
         if not isinstance(arm_set, ArmSet):
             raise TypeError(f"arm_set must be an ArmSet, got {type(arm_set).__name__}")
         self.arm_set = arm_set
-        x0 = as_vector("baseline_arm", baseline_arm, arm_set.dim)
-        if not arm_set.contains(x0, tol=1e-9):
-            raise ValueError(f"baseline_arm {x0} lies outside the arm set")
-        # A baseline on the boundary may miss exact membership by rounding; play it moved inside.
-        inside, ok = arm_set.pull_inside(x0[None])
-        if not ok[0]:
-            raise ValueError(f"baseline_arm {x0} could not be moved exactly into the arm set")
-        self.baseline_arm = inside[0]
-        self.baseline_reward = as_scalar("baseline_reward", baseline_reward)
-        self.threshold = as_scalar("threshold", threshold, high=self.baseline_reward, high_open=True)
         self.S = as_scalar("S", S, low=0.0, low_open=True)
         self.noise_sd = as_scalar("noise_sd", noise_sd, low=0.0)
         self.lam = as_scalar("lam", lam, low=0.0, low_open=True)
         self.n_runs = as_positive_int("n_runs", n_runs)
+        x0 = as_vector("baseline_arm", baseline_arm, arm_set.dim)
+        b0 = as_scalar("baseline_reward", baseline_reward)
+        if not arm_set.contains(x0, tol=1e-9):
+            raise ValueError(f"baseline_arm {x0} lies outside the arm set")
+        inside, ok = arm_set.pull_inside(x0[None])
+        if not ok[0]:
+            raise ValueError(f"baseline_arm {x0} could not be moved exactly into the arm set")
+        self.baseline_arm = inside[0]
+        #: ``||x0' - x0||``: how far the given baseline arm was moved into the set (0 if inside).
+        self.baseline_shift = float(np.linalg.norm(self.baseline_arm - x0))
+        if self.baseline_shift > 0.0:
+            # A few ulps more than S * shift, so that rounding cannot overstate the bound.
+            loss = self.S * self.baseline_shift
+            b0 = b0 - loss - 4.0 * np.finfo(float).eps * (abs(b0) + loss)
+        self.baseline_reward = b0
+        b = as_scalar("threshold", threshold)
+        if not b < b0:
+            moved = (f" (the baseline arm was moved {self.baseline_shift:.3g} into the set, so "
+                     f"its certified reward is b0 - S * {self.baseline_shift:.3g} = {float(b0)!r})"
+                     if self.baseline_shift > 0.0 else "")
+            raise ValueError(f"threshold must be < baseline_reward {float(b0)!r}{moved}, got {b!r}")
+        self.threshold = b
 
     def _stage_start(self) -> int:
         if self._pending is not None:

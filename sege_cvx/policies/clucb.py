@@ -6,13 +6,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtri
 
+from .._numba import njit
 from .._validation import as_positive_int, as_scalar
 from ..arm_sets.base import ArmSet
-from ..confidence.ellipsoid import (
-    ConfidenceEllipsoid,
-    RadiusFormula,
-    lcb_from_precision,
-)
+from ..confidence.cholesky import solve_lower
+from ..confidence.ellipsoid import ConfidenceEllipsoid, RadiusFormula
 from .base import BatchPolicy
 
 #: Decision codes recorded per stage (``CLUCB.last_decision``).
@@ -79,6 +77,33 @@ def default_arm_count(arm_set: ArmSet, S: float, tol: float = DEFAULT_DISCRETIZA
         else:
             lo = mid
     return hi
+
+
+@njit
+def optimistic_arms(chol, theta_hat, beta, arms):
+    """Per run, the index of ``argmax_k <theta_hat, a_k> + beta ||a_k||_{V^{-1}}`` (first of ties).
+
+    ``||a||_{V^{-1}} = ||L^{-1} a||`` by forward substitution with the run's Cholesky factor.
+    """
+    n, d = theta_hat.shape
+    out = np.empty(n, dtype=np.int64)
+    w = np.empty(d)
+    for i in range(n):
+        best = -np.inf
+        best_k = 0
+        for k in range(arms.shape[0]):
+            solve_lower(chol[i], arms[k], w)
+            quad = 0.0
+            dot = 0.0
+            for j in range(d):
+                quad += w[j] * w[j]
+                dot += theta_hat[i, j] * arms[k, j]
+            ucb = dot + beta[i] * np.sqrt(quad)
+            if ucb > best:
+                best = ucb
+                best_k = k
+        out[i] = best_k
+    return out
 
 
 class CLUCB(BatchPolicy):
@@ -154,7 +179,7 @@ class CLUCB(BatchPolicy):
         self.discretization_error = discretization_error(arm_set, self.arms, self.S)
         self.L = arm_set.norm_bound()
         self._radius = RadiusFormula(d, self.noise_sd, self.lam, self.S, self.L)
-        self._arm_outer = (self.arms[:, :, None] * self.arms[:, None, :]).reshape(len(self.arms), -1).T
+        self._beta_table = np.empty(0)  # r_n(delta) for n = 0, 1, ...: see beta()
 
         self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
         self.optimistic_sum = np.zeros((self.n_runs, d))  # z in the conservative check
@@ -166,14 +191,10 @@ class CLUCB(BatchPolicy):
         """Choose round ``t``'s arms: optimistic if the conservative check passes, else baseline."""
         t = self._stage_start()
         conf = self.confidence
-        beta = self._radius(conf.counts, self.delta)
-        # UCB_k = <theta_hat, a_k> + beta ||a_k||_{V^{-1}} for every run and arm; the quadratic
-        # forms a_k^T V^{-1} a_k come from one matmul with the arms' flattened outer products.
-        quad = conf.V_inv.reshape(self.n_runs, -1) @ self._arm_outer
-        ucb = conf.theta_hat @ self.arms.T + beta[:, None] * np.sqrt(np.maximum(quad, 0.0))
-        optimistic = self.arms[np.argmax(ucb, axis=1)]
+        beta = self.beta(conf.counts)
+        optimistic = self.arms[optimistic_arms(conf.chol, conf.theta_hat, beta, self.arms)]
         # L_t = min_{theta in C} <theta, z + x> (a lower confidence bound on z + x).
-        low = lcb_from_precision(self.optimistic_sum + optimistic, conf.theta_hat, conf.V_inv, beta)
+        low = conf.lcb(self.optimistic_sum + optimistic, beta)
         baseline_plays = self.decision_counts[:, 1]
         play = low + baseline_plays * self.baseline_reward >= (1.0 - self.alpha) * t * self.baseline_reward
         arms = np.where(play[:, None], optimistic, self.baseline_arm)
@@ -182,9 +203,22 @@ class CLUCB(BatchPolicy):
         self.decision_counts[:, 1] += ~play
         return self._stage_arms(arms)
 
+    def beta(self, counts: np.ndarray) -> np.ndarray:
+        """``beta = r_n(delta)`` (eq. (r_t) at ``n`` optimistic rounds) per run.
+
+        Looked up in a table of scalar radii, so that a run's radius is the same number alone
+        and in any batch.
+        """
+        top = int(counts.max())
+        if top >= self._beta_table.size:
+            size = max(2 * top + 1, 1024)
+            extra = [self._radius.scalar(n, self.delta) for n in range(self._beta_table.size, size)]
+            self._beta_table = np.concatenate([self._beta_table, extra])
+        return self._beta_table[counts]
+
     def observe(self, x: np.ndarray, y: np.ndarray | float) -> None:
         """Record rewards; only optimistic rounds enter the confidence set."""
         xs, ys = self._observation(x, y)
         optimistic = self.last_decision == OPTIMISTIC
-        self.confidence.update(xs, ys, mask=optimistic)
+        self.confidence._update(xs, ys, mask=optimistic)
         self.optimistic_sum[optimistic] += xs[optimistic]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
@@ -10,11 +12,7 @@ from .._random import NormalStreams, SeedLike, seed_sequences
 from .._validation import as_scalar
 from ..arm_sets.base import LCB_METHODS, ArmSet
 from ..arm_sets.exploration import Exploration
-from ..confidence.ellipsoid import (
-    ConfidenceEllipsoid,
-    RadiusFormula,
-    lcb_from_precision,
-)
+from ..confidence.ellipsoid import ConfidenceEllipsoid, RadiusFormula
 from .base import BatchPolicy
 
 #: Decision codes recorded per stage (``SEGE.last_decision``).
@@ -106,8 +104,11 @@ class SEGE(BatchPolicy):
     decision_counts : ndarray of int, shape (n_runs, 3)
         Stages of each decision type so far.
     solver_fallbacks : ndarray of int, shape (n_runs,)
-        Failed or unverified computations (solver failures, arms not verified in the set) that
-        forced a fallback.
+        Failed or unverified computations (solver failures, arms not verified in the set,
+        exceptions raised inside a solve) that forced a fallback.
+    fallback_reasons : collections.Counter
+        How often each failure status (e.g. ``"NotMember"``, ``"error: RuntimeError"``) forced
+        a fallback, over all runs.
 
     Examples
     --------
@@ -178,6 +179,7 @@ class SEGE(BatchPolicy):
         self.last_exploration_arm = np.full((self.n_runs, d), np.nan)
         self.decision_counts = np.zeros((self.n_runs, 3), dtype=np.int64)
         self.solver_fallbacks = np.zeros(self.n_runs, dtype=np.int64)
+        self.fallback_reasons: Counter[str] = Counter()
 
     # ------------------------------------------------------------------ stage quantities
     def risk_level(self, t: int) -> float:
@@ -189,7 +191,7 @@ class SEGE(BatchPolicy):
 
     def radius(self, t: int) -> float:
         """``r_t(delta_t)`` of eq. (r_t)."""
-        return float(self._radius(t, self.risk_level(t)))
+        return self._radius.scalar(t, self.risk_level(t))
 
     # ------------------------------------------------------------------ Algorithm 1
     def select(self) -> np.ndarray:
@@ -201,21 +203,20 @@ class SEGE(BatchPolicy):
         """
         t = self._stage_start()
         conf = self.confidence
-        r = np.full(self.n_runs, self.radius(t))
+        r = self.radius(t)
         zeta = self._zeta.next()
 
         # Safe greedy exploitation (lines 5-6).  The greedy arm (eq. (greedy arm)) is computed
         # only for runs that pass the information test, which is cheap and often fails.
         arms = np.full((self.n_runs, self.arm_set.dim), np.nan)
-        exploit = conf.lambda_min() >= self.c * np.sqrt(t)
+        exploit = conf.min_eigenvalue_at_least(self.c * math.sqrt(t))
         ready = np.flatnonzero(exploit)
         if ready.size:
-            greedy, greedy_ok, _ = self.arm_set.greedy_arm_batch(conf.theta_hat[ready])
-            self.solver_fallbacks[ready] += ~greedy_ok
-            lcb_greedy = lcb_from_precision(np.nan_to_num(greedy), conf.theta_hat[ready],
-                                            conf.V_inv[ready], r[ready])
-            exploit[ready] = greedy_ok & (lcb_greedy >= self.threshold)
-            arms[ready] = greedy
+            greedy = self.arm_set.greedy_arm_batch(conf.theta_hat[ready])
+            self._count_fallbacks(ready, greedy)
+            lcb_greedy = conf.lcb(np.nan_to_num(greedy.arms), r, ready)
+            exploit[ready] = greedy.ok & (lcb_greedy >= self.threshold)
+            arms[ready] = greedy.arms
 
         # Safe exploration (lines 7-8) for the other runs.
         decision = np.full(self.n_runs, EXPLOIT, dtype=np.int8)
@@ -223,18 +224,19 @@ class SEGE(BatchPolicy):
         self.last_exploration_arm.fill(np.nan)
         idx = np.flatnonzero(~exploit)
         if idx.size:
-            lcb_arm, ok, _ = self.arm_set.lcb_arm_batch(conf.theta_hat[idx], conf.V_inv[idx], r[idx],
-                                                     self.lcb_method)
-            self.solver_fallbacks[idx] += ~ok
-            lcb_val = lcb_from_precision(np.nan_to_num(lcb_arm), conf.theta_hat[idx],
-                                         conf.V_inv[idx], r[idx])
-            use_lcb = ok & (lcb_val >= self.baseline_reward)  # eq. (safe arm t)
-            safe = np.where(use_lcb[:, None], lcb_arm, self.baseline_arm)
+            lcb_arm = self.arm_set.lcb_arm_batch(conf.theta_hat[idx], conf.chol[idx],
+                                                 np.full(idx.size, r), self.lcb_method)
+            self._count_fallbacks(idx, lcb_arm)
+            lcb_val = conf.lcb(np.nan_to_num(lcb_arm.arms), r, idx)
+            use_lcb = lcb_arm.ok & (lcb_val >= self.baseline_reward)  # eq. (safe arm t)
+            safe = np.where(use_lcb[:, None], lcb_arm.arms, self.baseline_arm)
             U = self.exploration.points(zeta[idx])  # eq. (U_t)
             # eq. (safe exp arm); a convex combination of points of the set, verified exactly in
             # it (rounding can leave it an ulp outside); the baseline if that ever failed.
             explore, inside = self.arm_set.pull_inside((1.0 - self.rho) * safe + self.rho * U)
-            self.solver_fallbacks[idx] += ~inside
+            if not inside.all():
+                self.solver_fallbacks[idx] += ~inside
+                self.fallback_reasons["NotMember"] += int((~inside).sum())
             arms[idx] = np.where(inside[:, None], explore, self.baseline_arm)
             decision[idx] = np.where(use_lcb, EXPLORE_LCB, EXPLORE_BASELINE)
             self.last_safe_arm[idx] = safe
@@ -243,6 +245,14 @@ class SEGE(BatchPolicy):
         self.last_decision = decision
         self.decision_counts[np.arange(self.n_runs), decision] += 1
         return self._stage_arms(arms)
+
+    def _count_fallbacks(self, rows: np.ndarray, result) -> None:
+        """Count the instances of a :class:`~sege_cvx.arm_sets.base.BatchArms` that failed."""
+        failed = ~result.ok
+        if failed.any():
+            self.solver_fallbacks[rows] += failed
+            self.fallback_reasons.update(s for s, ok in zip(result.status, result.ok, strict=True)
+                                         if not ok)
 
     def observe(self, x: np.ndarray, y: np.ndarray | float) -> None:
         """Record the observed rewards of the arms returned by :meth:`select` (line 11).
@@ -255,4 +265,4 @@ class SEGE(BatchPolicy):
             Observed rewards.
         """
         xs, ys = self._observation(x, y)
-        self.confidence.update(xs, ys)
+        self.confidence._update(xs, ys)

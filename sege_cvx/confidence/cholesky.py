@@ -1,0 +1,166 @@
+r"""Per-run Cholesky kernels for the regularized least-squares confidence ellipsoid.
+
+Every quantity of the confidence set comes from the lower Cholesky factor ``L`` of
+``V = lambda I + sum_k X_k X_k^T`` (eq. (infomat)) by triangular solves:
+
+* ``theta_hat = V^{-1} sum_k X_k Y_k`` (eq. (estimate)): ``L w = s``, ``L^T theta_hat = w``;
+* ``||x||_{V^{-1}} = ||L^{-1} x||``: one forward substitution;
+* ``lambda_min(V) >= a`` (SEGE's information test, Algorithm 1 line 5) iff ``V - a I`` is
+  positive semidefinite, decided by attempting its Cholesky factorization.
+
+``V`` itself is accumulated exactly as a sum, and ``L`` is refactored from it after every
+observation (``d^3 / 6`` flops, as cheap as a rank-one update for the small ``d`` of bandits).
+The error of ``L`` is then that of one backward-stable factorization of the current ``V``,
+``O(eps ||V||)``, whatever the number of updates and however small ``lambda`` was: it neither
+accumulates with ``t`` nor grows like ``1 / lambda``, as propagating ``V^{-1}`` by
+Sherman-Morrison from ``I / lambda`` does.
+
+Each kernel loops over runs and computes every run with the same operations in the same
+order, so a run's numbers do not depend on which other runs share its batch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._numba import njit
+
+
+@njit
+def factor(A: np.ndarray, shift: float, L: np.ndarray) -> bool:
+    """Lower Cholesky factor of ``A - shift I`` into ``L`` (lower triangle of ``A`` read).
+
+    Returns False, leaving ``L`` partly written, if a pivot is not positive (the matrix is not
+    numerically positive definite).
+    """
+    d = A.shape[0]
+    for j in range(d):
+        s = A[j, j] - shift
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > 0.0:
+            return False
+        ljj = np.sqrt(s)
+        L[j, j] = ljj
+        for i in range(j + 1, d):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / ljj
+        for i in range(j):
+            L[i, j] = 0.0
+    return True
+
+
+@njit
+def solve_lower(L: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """Solve ``L out = b`` (``L`` lower triangular)."""
+    d = b.shape[0]
+    for i in range(d):
+        s = b[i]
+        for k in range(i):
+            s -= L[i, k] * out[k]
+        out[i] = s / L[i, i]
+
+
+@njit
+def solve_lower_transposed(L: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """Solve ``L^T out = b`` (``L`` lower triangular)."""
+    d = b.shape[0]
+    for i in range(d - 1, -1, -1):
+        s = b[i]
+        for k in range(i + 1, d):
+            s -= L[k, i] * out[k]
+        out[i] = s / L[i, i]
+
+
+@njit
+def observe(V, chol, xy_sum, theta_hat, counts, rows, x, y) -> int:
+    """Add observation ``(x_j, y_j)`` to run ``rows[j]`` for every ``j``; refactor and re-solve.
+
+    Updates ``V``, ``xy_sum`` (exact sums), ``chol`` and ``theta_hat`` in place.  Returns the
+    index ``j`` of the first observation after which ``V`` was not numerically positive
+    definite (that run's factor and estimate are then left as before), or -1.
+    """
+    d = x.shape[1]
+    w = np.empty(d)
+    L = np.empty((d, d))
+    failed = -1
+    for j in range(rows.shape[0]):
+        i = rows[j]
+        for a in range(d):
+            xa = x[j, a]
+            for b in range(d):
+                V[i, a, b] += xa * x[j, b]  # exactly symmetric: the products commute
+            xy_sum[i, a] += xa * y[j]
+        counts[i] += 1
+        if not factor(V[i], 0.0, L):
+            if failed < 0:
+                failed = j
+            continue
+        chol[i] = L
+        solve_lower(L, xy_sum[i], w)
+        solve_lower_transposed(L, w, theta_hat[i])
+    return failed
+
+
+@njit
+def lcb_values(x, theta_hat, chol, radius) -> np.ndarray:
+    """``LCB_i = <x_i, theta_hat_i> - r_i ||x_i||_{V_i^{-1}}`` per row (``||.|| = ||L^{-1} .||``)."""
+    n, d = x.shape
+    out = np.empty(n)
+    w = np.empty(d)
+    for i in range(n):
+        solve_lower(chol[i], x[i], w)
+        quad = 0.0
+        dot = 0.0
+        for k in range(d):
+            quad += w[k] * w[k]
+            dot += x[i, k] * theta_hat[i, k]
+        out[i] = dot - radius[i] * np.sqrt(quad)
+    return out
+
+
+@njit
+def min_eigenvalue_at_least(V, bound) -> np.ndarray:
+    """Whether ``lambda_min(V_i) >= bound``, i.e. whether ``V_i - bound I`` factors, per run."""
+    n, d, _ = V.shape
+    out = np.empty(n, dtype=np.bool_)
+    L = np.empty((d, d))
+    for i in range(n):
+        out[i] = factor(V[i], bound, L)
+    return out
+
+
+@njit
+def inverse_factor(chol) -> np.ndarray:
+    """``L_i^{-1}`` per run (lower triangular): ``||x||_{V^{-1}} = ||L^{-1} x||``."""
+    n, d, _ = chol.shape
+    out = np.zeros((n, d, d))
+    col = np.empty(d)
+    e = np.zeros(d)
+    for i in range(n):
+        for j in range(d):
+            e[:] = 0.0
+            e[j] = 1.0
+            solve_lower(chol[i], e, col)
+            for k in range(d):
+                out[i, k, j] = col[k]
+    return out
+
+
+@njit
+def precision(chol) -> np.ndarray:
+    """``V_i^{-1} = L_i^{-T} L_i^{-1}`` per run, exactly symmetric."""
+    inv = inverse_factor(chol)
+    n, d, _ = chol.shape
+    out = np.empty((n, d, d))
+    for i in range(n):
+        for a in range(d):
+            for b in range(a, d):
+                acc = 0.0
+                for k in range(max(a, b), d):  # L^{-1} is lower triangular
+                    acc += inv[i, k, a] * inv[i, k, b]
+                out[i, a, b] = acc
+                out[i, b, a] = acc
+    return out

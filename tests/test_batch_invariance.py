@@ -1,0 +1,88 @@
+"""A run's numbers depend only on its seeds: alone, in any batch, at any position, bit for bit.
+
+Every comparison is ``assert_array_equal``: no tolerance.  The property holds by construction
+(each run computed by the same per-run arithmetic whatever its companions), so a difference of
+one ulp is a bug, on any machine.
+"""
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import sege_cvx as sc
+from sege_cvx.experiments import paper_problem
+
+THETA = np.array([0.6, 0.8])
+NOISE = 0.3
+HORIZON = 300
+# Runs 1 and 5 are followed alone, inside two batches of 3 and inside a permuted batch of 8.
+BATCHES = [[1], [6, 1, 2], [5], [5, 0, 3], [4, 7, 1, 0, 6, 3, 5, 2]]
+
+
+def l15_ball(x):
+    """A ConvexArmSet's constraints (module level, so the set also pickles)."""
+    return [cp.pnorm(x - 1.0, 1.5) <= 1]
+
+
+def _policy(case, n_runs, seeds):
+    if case == "SEGE closed form (disk)":
+        return paper_problem(noise_sd=NOISE, baseline_arm=(1.0, 1.0), c=0.05).sege(
+            n_runs, seeds, "closed_form")
+    if case == "SEGE solver (disk)":
+        return paper_problem(noise_sd=NOISE, baseline_arm=(1.0, 1.0), c=0.05).sege(
+            n_runs, seeds, "solver")
+    if case == "SEGE solver (polytope)":
+        square = sc.Polytope(np.vstack([np.eye(2), -np.eye(2)]), [2.0, 2.0, 0.0, 0.0])
+        return sc.SEGE(square, [1.0, 1.0], 1.4, 1.2, S=1.0, noise_sd=NOISE, c=0.01,
+                       n_runs=n_runs, seed=seeds)
+    if case == "SEGE solver (ConvexArmSet)":
+        return sc.SEGE(sc.ConvexArmSet(2, l15_ball), [1.0, 1.0], 1.4, 1.2, S=1.0,
+                       noise_sd=NOISE, c=0.01, n_runs=n_runs, seed=seeds)
+    return paper_problem(noise_sd=NOISE).clucb(n_runs)
+
+
+def _trajectories(case, runs, policy_seeds, noise_seeds):
+    """Arms, expected and observed rewards and decisions of ``runs``, simulated side by side
+    through the step API."""
+    policy = _policy(case, len(runs), [policy_seeds[r] for r in runs])
+    bandit = sc.LinearBandit(THETA, NOISE, [noise_seeds[r] for r in runs])
+    out = {"arms": [], "mean": [], "observed": [], "decision": []}
+    for _ in range(HORIZON):
+        x = policy.select()
+        mean, y = bandit.pull(x)
+        policy.observe(x, y if len(runs) > 1 else y[0])
+        for key, value in zip(out, (x.reshape(len(runs), -1), mean, y, policy.last_decision),
+                              strict=True):
+            out[key].append(np.array(value))
+    return {key: np.stack(value, axis=1) for key, value in out.items()}  # (runs, HORIZON, ...)
+
+
+CASES = ["SEGE closed form (disk)", "SEGE solver (disk)", "SEGE solver (polytope)",
+         "SEGE solver (ConvexArmSet)", "CLUCB"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_run_is_bitwise_the_same_alone_and_in_any_batch(case):
+    policy_seeds, noise_seeds = sc.run_seeds(2024, 8)
+    batches = [(runs, _trajectories(case, runs, policy_seeds, noise_seeds)) for runs in BATCHES]
+    for run in (1, 5):
+        views = [{k: v[runs.index(run)] for k, v in traj.items()}
+                 for runs, traj in batches if run in runs]
+        assert len(views) == 3
+        for other in views[1:]:
+            for key in views[0]:
+                np.testing.assert_array_equal(views[0][key], other[key], err_msg=f"{case}: {key}")
+    # The runs do switch decisions, so the comparison covers every branch of the rule.
+    decisions = batches[-1][1]["decision"]
+    expected = {0, 2} if case == "CLUCB" else {0, 1, 2}
+    assert set(np.unique(decisions)) == expected
+
+
+@pytest.mark.parametrize("case", ["SEGE closed form (disk)", "CLUCB"])
+def test_the_engine_equals_the_step_api_bitwise(case):
+    policy_seeds, noise_seeds = sc.run_seeds(5, 3)
+    step = _trajectories(case, [0, 1, 2], policy_seeds, noise_seeds)
+    result = sc.simulate(_policy(case, 3, policy_seeds), sc.LinearBandit(THETA, NOISE, noise_seeds),
+                         HORIZON)
+    np.testing.assert_array_equal(result.expected_reward.T, step["mean"])
+    np.testing.assert_array_equal(result.decisions.T, step["decision"])

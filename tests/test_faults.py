@@ -1,0 +1,133 @@
+"""Faults are contained: a solve that raises falls back like a failed status, and simulate checks
+everything it needs before the first stage."""
+
+import numpy as np
+import pytest
+
+import sege_cvx as sc
+from sege_cvx.conic.compiled import SolverFailure
+from sege_cvx.policies.sege import EXPLORE_BASELINE
+
+SQUARE = np.vstack([np.eye(2), -np.eye(2)]), [2.0, 2.0, 0.0, 0.0]
+THETA = np.array([0.6, 0.8])
+
+
+class FlakySolve:
+    """Wraps a compiled program's ``solve``: raises ``error`` on every ``every``-th call."""
+
+    def __init__(self, solve, error, every):
+        self.solve, self.error, self.every, self.calls = solve, error, every, 0
+
+    def __call__(self, *args):
+        self.calls += 1
+        if self.calls % self.every == 0:
+            raise self.error
+        return self.solve(*args)
+
+
+def _policy(n_runs=3):
+    return sc.SEGE(sc.Polytope(*SQUARE), [1.0, 1.0], 1.4, 1.2, S=1.0, noise_sd=0.3, c=0.01,
+                   n_runs=n_runs, seed=0)
+
+
+def test_an_exception_inside_a_solve_falls_back_and_is_counted():
+    policy = _policy()
+    program = policy.arm_set._lcb_program
+    program.solve = FlakySolve(program.solve, RuntimeError("panic in the binding"), every=4)
+    bandit = sc.LinearBandit(THETA, 0.3, sc.run_seeds(1, 3)[1])
+    for _ in range(60):
+        x = policy.select()
+        assert np.all(policy.arm_set.contains(x, tol=0.0))
+        policy.observe(x, bandit.pull(x)[1])
+    raised = program.solve.calls // 4
+    assert raised > 0
+    assert policy.solver_fallbacks.sum() == raised
+    assert policy.fallback_reasons == {"error: RuntimeError": raised}
+
+
+def test_a_failed_lcb_arm_means_the_baseline_is_the_safe_arm():
+    policy = _policy(1)
+    program = policy.arm_set._lcb_program
+    program.solve = FlakySolve(program.solve, ValueError("bad data"), every=1)
+    x = policy.select()
+    assert policy.last_decision[0] == EXPLORE_BASELINE
+    np.testing.assert_array_equal(policy.last_safe_arm[0], policy.baseline_arm)
+    assert policy.arm_set.contains(x, tol=0.0)
+    assert policy.fallback_reasons == {"error: ValueError": 1}
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt(), SystemExit(3)])
+def test_interrupts_propagate(error):
+    policy = _policy(1)
+    program = policy.arm_set._lcb_program
+    program.solve = FlakySolve(program.solve, error, every=1)
+    with pytest.raises(type(error)):
+        policy.select()
+
+
+def test_a_fast_path_exception_also_falls_back(monkeypatch):
+    disk = sc.Ball([1.0, 1.0], 1.0)
+    policy = sc.SEGE(disk, [1.2, 1.9], 2.24, 1.8, S=1.0, noise_sd=1.0, seed=0)
+
+    def broken(*args):
+        raise ZeroDivisionError("fast path")
+
+    monkeypatch.setattr(disk, "_lcb_closed_form", broken)
+    x = policy.select()
+    assert disk.contains(x, tol=0.0) and policy.last_decision[0] == EXPLORE_BASELINE
+    assert policy.fallback_reasons == {"error: ZeroDivisionError": 1}
+
+
+def _bandit(n_runs, dim=2):
+    return sc.LinearBandit(np.full(dim, 0.5), 1.0, sc.run_seeds(0, n_runs)[1])
+
+
+class NeverSelect(sc.SEGE):
+    def select(self):
+        raise AssertionError("simulate started stages before checking its inputs")
+
+
+def _never(n_runs):
+    return NeverSelect(sc.Ball([1.0, 1.0], 1.0), [1.2, 1.9], 2.24, 1.8, S=1.0, noise_sd=1.0,
+                       n_runs=n_runs)
+
+
+@pytest.mark.parametrize("policy, bandit, error, match", [
+    ("x", _bandit(1), TypeError, "policy must be a sege_cvx policy"),
+    (_never(1), "bandit", TypeError, "bandit must be a LinearBandit"),
+    (_never(1), _bandit(1, dim=3), ValueError, "bandit has dimension 3 but the policy's arm set "
+                                               "has dimension 2"),
+    (_never(4), _bandit(1), ValueError, "bandit has 1 noise stream.* acts on 4 runs"),
+])
+def test_simulate_checks_its_inputs_before_the_first_stage(policy, bandit, error, match):
+    with pytest.raises(error, match=match):
+        sc.simulate(policy, bandit, 10)
+
+
+def test_simulate_computes_the_optimal_reward_first(monkeypatch):
+    policy = _never(2)
+
+    def failing_support(theta):
+        raise SolverFailure("instance 0: solver failed (status NumericalError)", "NumericalError")
+
+    monkeypatch.setattr(policy.arm_set, "support", failing_support)
+    with pytest.raises(ValueError, match="could not compute the optimal reward"):
+        sc.simulate(policy, _bandit(2), 10)
+    with pytest.raises(ValueError, match="snapshot_stages"):
+        sc.simulate(_never(2), _bandit(2), 10, snapshot_stages=[11])
+
+
+def test_confidence_update_rejects_bad_observations():
+    ce = sc.ConfidenceEllipsoid(2, 0.1, n_runs=3)
+    with pytest.raises(ValueError, match="x must be finite"):
+        ce.update(np.array([[1.0, np.nan]] * 3), np.zeros(3))
+    with pytest.raises(ValueError, match="y must be finite"):
+        ce.update(np.ones((3, 2)), np.array([0.0, np.inf, 0.0]))
+    with pytest.raises(ValueError, match=r"x must have shape \(3, 2\): one arm per run"):
+        ce.update(np.ones((1, 2)), np.zeros(3))  # one row for three runs: no broadcasting
+    with pytest.raises(ValueError, match="y must hold one reward per run"):
+        ce.update(np.ones((3, 2)), np.zeros(1))
+    with pytest.raises(ValueError, match="mask must be a boolean array"):
+        ce.update(np.ones((3, 2)), np.zeros(3), mask=[1, 0, 1])
+    ce.update(np.ones((3, 2)), np.zeros(3), mask=np.array([True, False, True]))
+    np.testing.assert_array_equal(ce.counts, [1, 0, 1])
