@@ -66,9 +66,32 @@ class ArmSet(ABC):
     Subclasses implement :meth:`constraints` and :meth:`contains`; they may override the
     closed-form hooks.  All batched methods accept a single vector ``(d,)`` or a batch
     ``(n, d)`` and return the same layout.
+
+    Arm sets pickle (and copy): the caches named in ``_UNPICKLED_CACHES`` are left out and
+    rebuilt at first use, while certified data computed once (bounding box, exploration
+    ellipsoid or cross-polytope) is kept, so that a loaded set solves nothing it had solved.
     """
 
     dim: int
+
+    #: Lazily built attributes left out of a pickle: they hold Clarabel solvers and cones, which
+    #: do not pickle, or cvxpy expressions, bulky to ship and rebuilt cheaply from
+    #: :meth:`constraints`.
+    #: Rebuilt programs solve each instance from scratch (they never warm start), so a loaded
+    #: set returns the same arms bit for bit; only a program's ``tier_counts`` restart at zero.
+    #: Subclasses with more such caches extend this tuple.
+    _UNPICKLED_CACHES: tuple[str, ...] = ("_greedy_program", "_lcb_program")
+
+    def __getstate__(self) -> dict:
+        """The instance dictionary without the caches named in ``_UNPICKLED_CACHES``.
+
+        Nothing else is needed to load: the caches are ``cached_property`` values, recomputed
+        when absent from the instance dictionary.
+        """
+        state = self.__dict__.copy()
+        for name in self._UNPICKLED_CACHES:
+            state.pop(name, None)
+        return state
 
     # ----------------------------------------------------------------- representation
     @abstractmethod

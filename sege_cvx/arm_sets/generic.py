@@ -19,6 +19,9 @@ class ConvexArmSet(ArmSet):
     interior (checked at construction: ``2 * dim`` linear programs, and an inscribed
     cross-polytope whose vertices are verified, which SEGE then explores on).
 
+    The set pickles with the standard library if ``constraints`` does (a module-level
+    function); a lambda or closure needs ``cloudpickle`` (as used by Dask).
+
     Parameters
     ----------
     dim : int
@@ -33,6 +36,9 @@ class ConvexArmSet(ArmSet):
     >>> np.round(l15.greedy_arm([1.0, 0.0]), 5)
     array([1., 0.])
     """
+
+    # The membership expressions are rebuilt from the constraint function after loading.
+    _UNPICKLED_CACHES = (*ArmSet._UNPICKLED_CACHES, "_membership")
 
     def __init__(self, dim: int, constraints: Callable[[cp.Variable], list]) -> None:
         self.dim = as_positive_int("dim", dim)
