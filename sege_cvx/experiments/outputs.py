@@ -5,18 +5,19 @@ A study's files are written into a hidden directory beside the target
 place. A failure or an interrupt removes the hidden directory, so the target either holds a
 complete set of results (listed, with sizes and SHA-256, in its manifest) or is left as it was.
 
->>> import tempfile
+>>> import shutil, tempfile
 >>> from pathlib import Path
 >>> root = Path(tempfile.mkdtemp())
 >>> with atomic_output_dir(root / "results") as tmp:
 ...     _ = (tmp / "a.txt").write_text("hello")
 ...     _ = write_manifest(tmp, {"seed": 0})
->>> sorted(p.name for p in (root / "results").iterdir())
-['a.txt', 'manifest.json']
+>>> [p.name for p in root.iterdir()], sorted(p.name for p in (root / "results").iterdir())
+(['results'], ['a.txt', 'manifest.json'])
 >>> check_output_dir(root / "results")
 Traceback (most recent call last):
 ...
 sege_cvx.experiments.outputs.OutputPathError: out_dir ... already exists and is not empty ...
+>>> shutil.rmtree(root)
 """
 
 from __future__ import annotations
