@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 import numpy as np
 
@@ -39,33 +40,44 @@ def _print_study(study) -> None:
         s = study.summary[name]
         last = str(max(int(k) for k in s["regret_mean"])) if s["regret_mean"] else None
         regret = f"{s['regret_mean'][last]:.1f} at t={last}" if last else "n/a"
-        print(f"{name:>5}: {s['wall_seconds']:.1f} s, safety violations {s['safety_violations']} "
-              f"(first at stage {s['first_violation_stage']}), min expected reward "
+        n = s["safety_violations"]
+        safety = (f"{n} safety violation{'s' if n != 1 else ''} (first at stage "
+                  f"{s['first_violation_stage']})" if n else "no safety violation")
+        print(f"{name:>5}: {s['wall_seconds']:.1f} s, {safety}, min expected reward "
               f"{s['min_expected_reward']:.4f} (b = {study.setup.threshold:.4f}), mean regret {regret}")
 
 
+def _write(study, args: argparse.Namespace) -> list:
+    """The study's files into ``--out``, published whole (see :func:`write_outputs`)."""
+    from .experiments import write_outputs
+
+    paths = write_outputs(study, args.out, overwrite=args.overwrite, command_line=args.command_line)
+    args.published = True
+    print(f"wrote {len(paths)} files to {args.out}: " + ", ".join(p.name for p in paths))
+    return paths
+
+
 def _reproduce(args: argparse.Namespace) -> int:
-    """The paper's Section 6 study: figures, summary.json and arrays.npz in ``--out``."""
+    """The paper's Section 6 study: figures, summary.json, arrays.npz and manifest.json in ``--out``."""
     import json
 
-    from .experiments import PAPER_HORIZON, PAPER_RUNS, run_study, write_outputs
+    from .experiments import PAPER_HORIZON, PAPER_RUNS, run_study
 
     runs, horizon = (PAPER_RUNS, PAPER_HORIZON) if args.full else (args.runs, args.horizon)
     print(f"SEGE and CLUCB on the paper's setup: {runs} runs x {horizon} stages, seed {args.seed}, "
           f"LCB arms by {args.lcb_method}", flush=True)
     study = run_study(runs=runs, horizon=horizon, seed=args.seed, lcb_method=args.lcb_method,
                       progress=not args.no_progress)
-    paths = write_outputs(study, args.out)
     _print_study(study)
-    print("wrote", ", ".join(str(p) for p in paths))
+    paths = _write(study, args)
     if args.print_summary:
-        print(json.dumps(study.summary, indent=2))
+        print(json.dumps(json.loads(paths[0].read_text()), indent=2))
     return 0
 
 
 def _run(args: argparse.Namespace) -> int:
     """SEGE and CLUCB on an example arm set: violations, regret, and the figures."""
-    from .experiments import run_study, write_outputs
+    from .experiments import run_study
     from .experiments.examples import EXAMPLES
 
     problem = EXAMPLES[args.arm_set]()
@@ -81,49 +93,121 @@ def _run(args: argparse.Namespace) -> int:
           f"exploration {setup['exploration']} with sigma^2 = {setup['sigma2']:.4f}; CLUCB: "
           f"{clucb['n_arms']} arms, discretization error {clucb['discretization_error']:.2e}")
     _print_study(study)
-    paths = write_outputs(study, args.out)
-    print("wrote", ", ".join(str(p) for p in paths))
+    _write(study, args)
     return 0
 
 
+def _int_at_least(low: int):
+    """An argparse ``type=``: an integer >= ``low``, else a message naming the value."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {value}")
+        return value
+
+    return parse
+
+
+positive_int, nonnegative_int = _int_at_least(1), _int_at_least(0)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Errors as one line, ``sege-cvx: error: ...``, exit status 2 (also from subcommands)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"sege-cvx: error: {' '.join(str(message).split())}\n")
+
+
+def _add_output_options(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument("--out", default=default,
+                        help="results directory; must be new or empty unless --overwrite")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing non-empty --out whole (its old files are deleted)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sege-cvx", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="LCB arms by closed form and by Clarabel, side by side")
-    demo.add_argument("--cases", type=int, default=5)
-    demo.add_argument("--seed", type=int, default=0)
+    """The ``sege-cvx`` argument parser (every option documented, defaults shown by ``--help``)."""
+    from . import __version__
+
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    parser = _Parser(prog="sege-cvx", formatter_class=fmt, description=(
+        "Safe linear stochastic bandits (Khezeli & Bitar, AAAI 2020): SEGE against CLUCB."))
+    parser.add_argument("--version", action="version", version=f"sege-cvx {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,reproduce,run}")
+    demo = sub.add_parser("demo", help="LCB arms by closed form and by Clarabel, side by side",
+                          description=_demo.__doc__, formatter_class=fmt)
+    demo.add_argument("--cases", type=positive_int, default=5, help="random instances to compare")
+    demo.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the random instances")
     demo.set_defaults(func=_demo)
 
-    rep = sub.add_parser("reproduce", help="the paper's Section 6 study with its figures")
-    rep.add_argument("--runs", type=int, default=250, help="independent runs (paper: 250)")
-    rep.add_argument("--horizon", type=int, default=20_000, help="stages per run (paper: 50,000)")
-    rep.add_argument("--seed", type=int, default=0)
-    rep.add_argument("--out", default="results", help="output directory (default: results)")
-    rep.add_argument("--full", action="store_true", help="the paper's scale: 250 runs x 50,000")
-    rep.add_argument("--lcb-method", choices=("closed_form", "solver"), default="closed_form",
-                     help="SEGE's LCB arms by the exact fast path or by Clarabel")
+    rep = sub.add_parser("reproduce", help="the paper's Section 6 study with its figures",
+                         description=_reproduce.__doc__, formatter_class=fmt)
+    rep.add_argument("--runs", type=positive_int, default=250, help="independent runs (paper: 250)")
+    rep.add_argument("--horizon", type=positive_int, default=20_000,
+                     help="stages per run (paper: 50,000)")
+    rep.add_argument("--seed", type=nonnegative_int, default=0, help="root seed of every run")
+    _add_output_options(rep, "results")
+    rep.add_argument("--full", action="store_true",
+                     help="the paper's scale, 250 runs x 50,000 stages (overrides --runs, --horizon)")
+    rep.add_argument("--lcb-method", choices=("auto", "closed_form", "solver"), default="closed_form",
+                     help="SEGE's LCB arms by the exact fast path, by Clarabel, or automatically")
     rep.add_argument("--no-progress", action="store_true", help="no progress bars")
     rep.add_argument("--print-summary", action="store_true", help="also print summary.json")
     rep.set_defaults(func=_reproduce)
 
     from .experiments.examples import EXAMPLES
 
-    run = sub.add_parser("run", help="SEGE and CLUCB on an example arm set")
-    run.add_argument("--arm-set", choices=sorted(EXAMPLES), required=True)
-    run.add_argument("--runs", type=int, default=20)
-    run.add_argument("--horizon", type=int, default=3000)
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--out", default="results-run", help="output directory")
-    run.add_argument("--lcb-method", choices=("auto", "closed_form", "solver"), default="auto")
+    run = sub.add_parser("run", help="SEGE and CLUCB on an example arm set",
+                         description=_run.__doc__, formatter_class=fmt)
+    run.add_argument("--arm-set", choices=sorted(EXAMPLES), required=True, help="the example problem")
+    run.add_argument("--runs", type=positive_int, default=20, help="independent runs")
+    run.add_argument("--horizon", type=positive_int, default=3000, help="stages per run")
+    run.add_argument("--seed", type=nonnegative_int, default=0, help="root seed of every run")
+    _add_output_options(run, "results-run")
+    run.add_argument("--lcb-method", choices=("auto", "closed_form", "solver"), default="auto",
+                     help="SEGE's LCB arms by the exact fast path, by Clarabel, or automatically")
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     run.set_defaults(func=_run)
     return parser
 
 
+def _validate(args: argparse.Namespace) -> None:
+    """Every check that needs no simulation, so a user's mistake costs no computing time."""
+    if getattr(args, "out", None) is not None:
+        from .experiments.outputs import check_output_dir
+
+        check_output_dir(args.out, args.overwrite, name="--out", overwrite_hint="--overwrite")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``sege-cvx`` console script."""
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    """Entry point of the ``sege-cvx`` console script.
+
+    A user's error (a bad option value, an unusable ``--out``) ends with one line
+    ``sege-cvx: error: ...`` on stderr and exit status 2, before any simulation starts.
+    """
+    from .experiments.outputs import OutputPathError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.command_line = ["sege-cvx", *argv] if argv is not None else list(sys.argv)
+    try:
+        _validate(args)
+    except (ValueError, TypeError) as exc:
+        parser.error(str(exc))
+    try:
+        return args.func(args)
+    except OutputPathError as exc:  # --out changed while the study ran; nothing was published
+        parser.error(f"--out {args.out!r} changed while the study ran, nothing was published: {exc}")
+    except KeyboardInterrupt:
+        done = f"results are complete in {args.out}" if getattr(args, "published", False) else (
+            "no results were written" if getattr(args, "out", None) is None else
+            f"nothing was written to {args.out}")
+        print(f"sege-cvx: interrupted; {done}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -1,9 +1,15 @@
 """The command line end to end, at a tiny size."""
 
+import argparse
 import json
+from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
+import sege_cvx
+import sege_cvx.experiments
+from sege_cvx import cli
 from sege_cvx.cli import main
 
 
@@ -34,3 +40,142 @@ def test_demo_prints_both_paths(capsys):
     assert main(["demo", "--cases", "2"]) == 0
     out = capsys.readouterr().out
     assert "closed-form arm" in out and "solver arm" in out
+
+
+# --- a user's error is one line and exit status 2, never a traceback ---------------------------
+
+COMMANDS = (["demo"], ["reproduce"], ["run", "--arm-set", "box"])
+
+
+def _error_line(capsys, argv) -> str:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sege-cvx: error: "), captured.err
+    assert "Traceback" not in captured.err + captured.out
+    return lines[0]
+
+
+@pytest.fixture
+def no_simulation(monkeypatch):
+    def forbidden(*args, **kwargs):
+        raise AssertionError("run_study was called")
+
+    monkeypatch.setattr(sege_cvx.experiments, "run_study", forbidden)
+
+
+@pytest.mark.parametrize("command", COMMANDS[1:])
+@pytest.mark.parametrize("option, value, want", [
+    ("--runs", "0", "argument --runs: must be an integer >= 1, got 0"),
+    ("--runs", "-4", "argument --runs: must be an integer >= 1, got -4"),
+    ("--runs", "2.5", "argument --runs: must be an integer >= 1, got '2.5'"),
+    ("--horizon", "0", "argument --horizon: must be an integer >= 1, got 0"),
+    ("--seed", "-1", "argument --seed: must be an integer >= 0, got -1"),
+])
+def test_bad_numbers_are_one_line_errors(command, option, value, want, capsys, no_simulation):
+    assert _error_line(capsys, [*command, option, value]) == f"sege-cvx: error: {want}"
+
+
+@pytest.mark.parametrize("argv, want", [
+    (["demo", "--seed", "-1"], "argument --seed: must be an integer >= 0, got -1"),
+    (["demo", "--cases", "-2"], "argument --cases: must be an integer >= 1, got -2"),
+    (["demo", "--cases", "0"], "argument --cases: must be an integer >= 1, got 0"),
+    (["reproduce", "--lcb-method", "fast"], "argument --lcb-method: invalid choice: 'fast'"),
+    (["run"], "the following arguments are required: --arm-set"),
+    ([], "the following arguments are required: {demo,reproduce,run}"),
+    (["reproduce", "--out", ""], "--out must be a nonempty path, got ''"),
+])
+def test_other_user_errors_are_one_line(argv, want, capsys, no_simulation):
+    assert _error_line(capsys, argv).startswith(f"sege-cvx: error: {want}")
+
+
+def test_value_error_while_validating_is_one_line(monkeypatch, capsys):
+    def validate(args):
+        raise ValueError("radius must be >= 0,\ngot -1")
+
+    monkeypatch.setattr(cli, "_validate", validate)
+    assert _error_line(capsys, ["demo"]) == "sege-cvx: error: radius must be >= 0, got -1"
+
+
+def test_errors_during_the_simulation_are_not_swallowed(monkeypatch, tmp_path):
+    def broken(*args, **kwargs):
+        raise ValueError("a genuine bug")
+
+    monkeypatch.setattr(sege_cvx.experiments, "run_study", broken)
+    with pytest.raises(ValueError, match="a genuine bug"):
+        main(["reproduce", "--out", str(tmp_path / "r"), "--no-progress"])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_horizon_one_works(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main(["reproduce", "--runs", "2", "--horizon", "1", "--out", str(out), "--no-progress"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    for name in ("SEGE", "CLUCB"):
+        assert summary[name]["regret_loglog_slope_last_decade"] is None
+        assert list(summary[name]["regret_mean"]) == ["1"]
+    assert "mean regret" in capsys.readouterr().out
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"sege-cvx {sege_cvx.__version__}"
+
+
+def _subparsers(parser):
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return action.choices
+
+
+def test_help_documents_every_option_and_its_default():
+    parser = cli.build_parser()
+    for name, sub in {"": parser, **_subparsers(parser)}.items():
+        text = " ".join(sub.format_help().split())
+        for action in sub._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                continue
+            assert action.help, (name, action.dest)
+            if action.default not in (None, argparse.SUPPRESS):
+                assert f"(default: {action.default})" in text, (name, action.dest)
+
+
+def test_lcb_method_and_overwrite_options():
+    parser = cli.build_parser()
+    rep = parser.parse_args(["reproduce"])
+    assert rep.lcb_method == "closed_form" and rep.overwrite is False
+    assert parser.parse_args(["reproduce", "--lcb-method", "auto", "--overwrite"]).lcb_method == "auto"
+    run = parser.parse_args(["run", "--arm-set", "box", "--overwrite"])
+    assert run.lcb_method == "auto" and run.overwrite is True
+
+
+def test_print_study_names_violations(capsys):
+    common = {"wall_seconds": 1.0, "min_expected_reward": 2.0, "regret_mean": {"10": 3.0}}
+    study = SimpleNamespace(setup=SimpleNamespace(threshold=1.5), summary={
+        "SEGE": {**common, "safety_violations": 0, "first_violation_stage": None},
+        "CLUCB": {**common, "safety_violations": 4, "first_violation_stage": 7},
+    })
+    cli._print_study(study)
+    sege, clucb = capsys.readouterr().out.splitlines()
+    assert "no safety violation" in sege and "None" not in sege
+    assert "4 safety violations (first at stage 7)" in clucb
+
+
+def test_out_filled_during_the_study_is_one_line_error(monkeypatch, tmp_path, capsys):
+    out = tmp_path / "r"
+    real = sege_cvx.experiments.run_study
+
+    def meanwhile(*args, **kwargs):
+        study = real(*args, **kwargs)
+        out.mkdir()
+        (out / "other.txt").write_text("someone else's")
+        return study
+
+    monkeypatch.setattr(sege_cvx.experiments, "run_study", meanwhile)
+    line = _error_line(capsys, ["reproduce", "--runs", "2", "--horizon", "20", "--out", str(out),
+                                "--no-progress"])
+    assert "changed while the study ran, nothing was published" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"] and (out / "other.txt").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from ..arm_sets import ArmSet, Ball
 from ..policies import CLUCB, SEGE
 from ..policies.sege import EXPLOIT, paper_risk
 from ..simulation import LinearBandit, SimulationResult, run_seeds, simulate
+from .outputs import atomic_output_dir, provenance, write_manifest
 
 #: Stages at which regret and N_t / sqrt(t) are reported (those below the horizon, and the horizon).
 CHECKPOINTS = (100, 250, 500, 1000, 2000, 5000, 10000, 20000, 50000)
@@ -109,11 +111,19 @@ class StudyResult:
     summary: dict = field(default_factory=dict)
 
 
-def _loglog_slope(regret_mean: np.ndarray) -> float:
-    """Least-squares slope of log(mean regret) against log(t) over the last decade of stages."""
+def _loglog_slope(regret_mean: np.ndarray) -> float | None:
+    """Least-squares slope of log(mean regret) against log(t) over the last decade of stages.
+
+    Stages with zero regret have no logarithm and are left out; ``None`` (JSON ``null``) when
+    fewer than two stages remain, e.g. for a horizon of 1.
+    """
     T = regret_mean.shape[0]
     t = np.arange(max(1, T // 10), T + 1)
-    return float(np.polyfit(np.log(t), np.log(regret_mean[t - 1]), 1)[0])
+    t = t[regret_mean[t - 1] > 0]
+    if t.size < 2:
+        return None
+    slope = float(np.polyfit(np.log(t), np.log(regret_mean[t - 1]), 1)[0])
+    return slope if np.isfinite(slope) else None
 
 
 def summarize(result: SimulationResult, threshold: float, seed: int) -> dict:
@@ -210,13 +220,55 @@ def run_study(
     return StudyResult(setup, sege_result, clucb_result, summary)
 
 
-def write_outputs(study: StudyResult, out_dir: str | Path) -> list[Path]:
-    """Write ``summary.json``, ``arrays.npz`` (no pickle) and the figures (PNG and PDF)."""
+def write_outputs(
+    study: StudyResult,
+    out_dir: str | Path,
+    overwrite: bool = False,
+    *,
+    command_line: Sequence[str] | None = None,
+) -> list[Path]:
+    """Write ``summary.json``, ``arrays.npz`` (no pickle), the figures and ``manifest.json``.
+
+    All files are written into a hidden directory beside ``out_dir`` and published together by
+    one rename (see :func:`~sege_cvx.experiments.outputs.atomic_output_dir`): an error or an
+    interrupt leaves ``out_dir`` as it was, never half-written.
+
+    Parameters
+    ----------
+    study : StudyResult
+    out_dir : str or path-like
+        The results directory: missing, empty, or (with ``overwrite``) replaced whole.
+    overwrite : bool
+        Replace an existing non-empty ``out_dir`` (its old files all disappear).
+    command_line : sequence of str, optional
+        Recorded in the provenance; default ``sys.argv``.
+
+    Returns
+    -------
+    list of Path
+        The files written, at their final location under ``out_dir``; ``manifest.json`` last.
+
+    Raises
+    ------
+    OutputPathError
+        A ``ValueError`` if ``out_dir`` is a file, lies under a file, cannot be written, or is a
+        non-empty directory and ``overwrite`` is false.
+    """
     from .figures import write_figures
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps(study.summary, indent=2) + "\n")
+    seed = study.summary.get("SEGE", {}).get("seed")
+    prov = provenance(command_line, seed)
+    with atomic_output_dir(out_dir, overwrite) as tmp:
+        summary = {**study.summary, "provenance": prov}
+        (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        np.savez_compressed(tmp / "arrays.npz", **_arrays(study))
+        names = ["summary.json", "arrays.npz", *(p.name for p in write_figures(study, tmp))]
+        names.append(write_manifest(tmp, prov).name)
+    return [Path(out_dir) / name for name in names]
+
+
+def _arrays(study: StudyResult) -> dict[str, np.ndarray]:
+    """``arrays.npz``'s contents: per-stage statistics over runs and run 0's safe-set snapshots."""
     arrays = {}
     for name, res in (("sege", study.sege), ("clucb", study.clucb)):
         regret = res.cumulative_regret
@@ -234,5 +286,4 @@ def write_outputs(study: StudyResult, out_dir: str | Path) -> list[Path]:
         arrays[f"sege_run0_stage{t}_theta_hat"] = theta_hat
         arrays[f"sege_run0_stage{t}_V"] = V
         arrays[f"sege_run0_stage{t}_radius"] = np.array(r)
-    np.savez_compressed(out / "arrays.npz", **arrays)
-    return [out / "summary.json", out / "arrays.npz", *write_figures(study, out)]
+    return arrays
