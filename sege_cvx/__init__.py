@@ -1,31 +1,34 @@
 """sege_cvx: safe linear stochastic bandits with every arm choice a convex program.
 
 Implements Khezeli & Bitar, "Safe Linear Stochastic Bandits" (AAAI 2020).
+
+The public names load their modules on first use (PEP 562), so that ``import sege_cvx`` (and the
+command line's argument checks) do not pay for importing cvxpy until an arm set is needed.
 """
 
-from .arm_sets import ArmSet, Ball, Box, ConvexArmSet, CrossCheckError, Ellipsoid, Polytope
-from .confidence import ConfidenceEllipsoid, confidence_radius, lcb
-from .conic import SolverFailure
-from .policies import CLUCB, SEGE
-from .simulation import LinearBandit, run_seeds, simulate
+from importlib import import_module
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "CLUCB",
-    "SEGE",
-    "ArmSet",
-    "Ball",
-    "Box",
-    "ConfidenceEllipsoid",
-    "ConvexArmSet",
-    "CrossCheckError",
-    "Ellipsoid",
-    "Polytope",
-    "SolverFailure",
-    "confidence_radius",
-    "lcb",
-    "LinearBandit",
-    "run_seeds",
-    "simulate",
-]
+#: Public name -> module that defines it.
+_EXPORTS = {
+    "ArmSet": ".arm_sets", "Ball": ".arm_sets", "Box": ".arm_sets", "ConvexArmSet": ".arm_sets",
+    "CrossCheckError": ".arm_sets", "Ellipsoid": ".arm_sets", "Polytope": ".arm_sets",
+    "ConfidenceEllipsoid": ".confidence", "confidence_radius": ".confidence", "lcb": ".confidence",
+    "SolverFailure": ".conic", "CLUCB": ".policies", "SEGE": ".policies",
+    "LinearBandit": ".simulation", "run_seeds": ".simulation", "simulate": ".simulation",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(import_module(_EXPORTS[name], __name__), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

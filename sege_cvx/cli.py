@@ -9,6 +9,10 @@ from typing import NoReturn
 
 import numpy as np
 
+#: ``--arm-set`` choices: the keys of :data:`sege_cvx.experiments.examples.EXAMPLES` (a test keeps
+#: them equal), listed here so that parsing arguments does not import cvxpy.
+EXAMPLE_NAMES = ("box", "ellipsoid", "lp-ball", "paper", "polytope", "treatment-mix")
+
 
 def _demo(args: argparse.Namespace) -> int:
     """LCB arms of the paper's disk by both paths, side by side."""
@@ -159,11 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--print-summary", action="store_true", help="also print summary.json")
     rep.set_defaults(func=_reproduce)
 
-    from .experiments.examples import EXAMPLES
-
     run = sub.add_parser("run", help="SEGE and CLUCB on an example arm set",
                          description=_run.__doc__, formatter_class=fmt)
-    run.add_argument("--arm-set", choices=sorted(EXAMPLES), required=True, help="the example problem")
+    run.add_argument("--arm-set", choices=EXAMPLE_NAMES, required=True, help="the example problem")
     run.add_argument("--runs", type=positive_int, default=20, help="independent runs")
     run.add_argument("--horizon", type=positive_int, default=3000, help="stages per run")
     run.add_argument("--seed", type=nonnegative_int, default=0, help="root seed of every run")

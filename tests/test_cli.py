@@ -179,3 +179,10 @@ def test_out_filled_during_the_study_is_one_line_error(monkeypatch, tmp_path, ca
                                 "--no-progress"])
     assert "changed while the study ran, nothing was published" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r"] and (out / "other.txt").exists()
+
+
+def test_arm_set_choices_are_the_examples():
+    from sege_cvx.cli import EXAMPLE_NAMES
+    from sege_cvx.experiments.examples import EXAMPLES
+
+    assert EXAMPLE_NAMES == tuple(sorted(EXAMPLES))

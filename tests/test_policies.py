@@ -85,7 +85,8 @@ def test_baseline_on_the_boundary_is_played_exactly_inside_with_a_certified_rewa
     assert float(policy.baseline_arm @ THETA) >= policy.baseline_reward
     assert policy.rho_bar == pytest.approx((policy.baseline_reward - 1.8) / 2.0, rel=1e-15)
     # The case: b = b0 - 1e-10 is above the moved arm's certified reward.
-    with pytest.raises(ValueError, match=r"threshold must be < baseline_reward .*moved \d(\.\d+)?e-(10|09) into the set"):
+    moved = r"threshold must be < baseline_reward .*moved \d(\.\d+)?e-(10|09) into the set"
+    with pytest.raises(ValueError, match=moved):
         sc.SEGE(DISK, x0, b0, b0 - 1e-10, S=1.0, noise_sd=1.0)
     with pytest.raises(ValueError, match="outside the arm set"):
         sc.SEGE(DISK, x0 + 1e-6, 2.0, 1.8, S=1.0, noise_sd=1.0)
