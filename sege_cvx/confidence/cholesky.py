@@ -75,6 +75,16 @@ def solve_lower_transposed(L: np.ndarray, b: np.ndarray, out: np.ndarray) -> Non
 
 
 @njit
+def inverse_norm(L: np.ndarray, x: np.ndarray, work: np.ndarray) -> float:
+    """``||x||_{V^{-1}} = ||L^{-1} x||`` for ``V = L L^T`` (``work``: scratch of length d)."""
+    solve_lower(L, x, work)
+    quad = 0.0
+    for k in range(x.shape[0]):
+        quad += work[k] * work[k]
+    return np.sqrt(quad)
+
+
+@njit
 def observe(V, chol, xy_sum, theta_hat, counts, rows, x, y) -> int:
     """Add observation ``(x_j, y_j)`` to run ``rows[j]`` for every ``j``; refactor and re-solve.
 
@@ -111,13 +121,10 @@ def lcb_values(x, theta_hat, chol, radius) -> np.ndarray:
     out = np.empty(n)
     w = np.empty(d)
     for i in range(n):
-        solve_lower(chol[i], x[i], w)
-        quad = 0.0
         dot = 0.0
         for k in range(d):
-            quad += w[k] * w[k]
             dot += x[i, k] * theta_hat[i, k]
-        out[i] = dot - radius[i] * np.sqrt(quad)
+        out[i] = dot - radius[i] * inverse_norm(chol[i], x[i], w)
     return out
 
 

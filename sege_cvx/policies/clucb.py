@@ -9,7 +9,7 @@ from scipy.special import ndtri
 from .._numba import njit
 from .._validation import as_positive_int, as_scalar
 from ..arm_sets.base import ArmSet
-from ..confidence.cholesky import solve_lower
+from ..confidence.cholesky import inverse_norm
 from ..confidence.ellipsoid import ConfidenceEllipsoid, RadiusFormula
 from .base import BatchPolicy
 
@@ -92,13 +92,10 @@ def optimistic_arms(chol, theta_hat, beta, arms):
         best = -np.inf
         best_k = 0
         for k in range(arms.shape[0]):
-            solve_lower(chol[i], arms[k], w)
-            quad = 0.0
             dot = 0.0
             for j in range(d):
-                quad += w[j] * w[j]
                 dot += theta_hat[i, j] * arms[k, j]
-            ucb = dot + beta[i] * np.sqrt(quad)
+            ucb = dot + beta[i] * inverse_norm(chol[i], arms[k], w)
             if ucb > best:
                 best = ucb
                 best_k = k

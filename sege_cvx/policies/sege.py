@@ -74,7 +74,10 @@ class SEGE(BatchPolicy):
     L : float, optional
         Bound ``max_{x in X} ||x|| <= L`` in the radius ``r_t``; default the arm set's
         certified :meth:`~sege_cvx.arm_sets.ArmSet.norm_bound`.  A value below the norm of a
-        point of the set (its exploration vertices or centre, the baseline arm) is rejected.
+        point known to lie in the set (the exploration vertices, the baseline arm) is rejected.
+        A value above those but below the true ``max ||x||`` cannot be checked (maximizing a
+        norm over a convex set is not a convex program) and would make ``r_t`` too small:
+        pass ``L`` only when it is a proven bound.
     exploration : Exploration, optional
         Distribution of ``U_t``; default the arm set's :meth:`~sege_cvx.arm_sets.ArmSet.exploration`.
         Must be certified inside the set (:meth:`~sege_cvx.arm_sets.ArmSet.certify_exploration`).
@@ -167,8 +170,10 @@ class SEGE(BatchPolicy):
         self.sigma2 = self.exploration.sigma2
         self.L = arm_set.norm_bound() if L is None else as_scalar("L", L, low=0.0, low_open=True)
         known = np.vstack([self.exploration.vertices(), self.baseline_arm])
-        if self.L < np.linalg.norm(known, axis=1).max():
-            raise ValueError(f"L = {self.L} is below the norm of a point of the arm set")
+        norms = np.linalg.norm(known, axis=1)
+        if self.L < norms.max():
+            raise ValueError(f"L = {self.L} is below ||x|| = {norms.max():.6g} of the point "
+                             f"{known[np.argmax(norms)]} of the arm set; L must bound max ||x||")
 
         self._radius = RadiusFormula(d, self.noise_sd, self.lam, self.S, self.L)
         self._zeta = NormalStreams(seed_sequences(seed, self.n_runs), d)
