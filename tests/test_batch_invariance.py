@@ -35,6 +35,9 @@ def _policy(case, n_runs, seeds):
         square = sc.Polytope(np.vstack([np.eye(2), -np.eye(2)]), [2.0, 2.0, 0.0, 0.0])
         return sc.SEGE(square, [1.0, 1.0], 1.4, 1.2, S=1.0, noise_sd=NOISE, c=0.01,
                        n_runs=n_runs, seed=seeds)
+    if case == "SEGE closed-form greedy, solver LCB (box)":
+        return sc.SEGE(sc.Box([0.0, 0.0], [2.0, 2.0]), [1.0, 1.0], 1.4, 1.2, S=1.0, noise_sd=NOISE,
+                       c=0.01, n_runs=n_runs, seed=seeds)
     if case == "SEGE solver (ConvexArmSet)":
         return sc.SEGE(sc.ConvexArmSet(2, l15_ball), [1.0, 1.0], 1.4, 1.2, S=1.0,
                        noise_sd=NOISE, c=0.01, n_runs=n_runs, seed=seeds)
@@ -58,7 +61,7 @@ def _trajectories(case, runs, policy_seeds, noise_seeds):
 
 
 CASES = ["SEGE closed form (disk)", "SEGE solver (disk)", "SEGE solver (polytope)",
-         "SEGE solver (ConvexArmSet)", "CLUCB"]
+         "SEGE closed-form greedy, solver LCB (box)", "SEGE solver (ConvexArmSet)", "CLUCB"]
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -131,3 +131,15 @@ def test_confidence_update_rejects_bad_observations():
         ce.update(np.ones((3, 2)), np.zeros(3), mask=[1, 0, 1])
     ce.update(np.ones((3, 2)), np.zeros(3), mask=np.array([True, False, True]))
     np.testing.assert_array_equal(ce.counts, [1, 0, 1])
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(t="10"), TypeError, "t must be a real number"),
+    (dict(t=True), TypeError, "t must be a real number"),
+    (dict(delta="0.1"), TypeError, "delta must be a real number"),
+])
+def test_confidence_radius_rejects_non_numbers(kwargs, error, match):
+    args = dict(t=10, delta=0.1, dim=2, noise_sd=1.0, lam=0.1, S=1.0, L=1.0)
+    args.update(kwargs)
+    with pytest.raises(error, match=match):
+        sc.confidence_radius(**args)
