@@ -230,7 +230,7 @@ def bench_stages(case: Case, d: int, theta_star: np.ndarray, runs: int, stages: 
         gc.disable()
         try:
             start = time.perf_counter()
-            result = sc.simulate(policy, bandit, horizon)
+            result = sc.simulate(policy, bandit, horizon, traces=True)
             return policy, time.perf_counter() - start, result.decisions
         finally:
             gc.enable()

@@ -30,9 +30,9 @@ def time_one(setup: BanditProblem, algorithm: str, runs: int, horizon: int, seed
     result = sc.simulate(policy, bandit, horizon)
     wall = time.perf_counter() - start
     info = {
-        "violations": int((result.expected_reward < setup.threshold).sum()),
-        "regret": float(result.cumulative_regret[-1].mean()),
-        "explorations": float((result.decisions != 0).sum(axis=0).mean()),
+        "violations": int(result.stats.total_violations.sum()),
+        "regret": float(result.stats.cum_regret.mean()),
+        "explorations": float(result.stats.decision_counts[:, 1:].sum(axis=1).mean()),
         "fallbacks": int(getattr(policy, "solver_fallbacks", np.zeros(1)).sum()),
     }
     return wall, info

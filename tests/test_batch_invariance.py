@@ -86,6 +86,6 @@ def test_the_engine_equals_the_step_api_bitwise(case):
     policy_seeds, noise_seeds = sc.run_seeds(5, 3)
     step = _trajectories(case, [0, 1, 2], policy_seeds, noise_seeds)
     result = sc.simulate(_policy(case, 3, policy_seeds), sc.LinearBandit(THETA, NOISE, noise_seeds),
-                         HORIZON)
+                         HORIZON, traces=True)
     np.testing.assert_array_equal(result.expected_reward.T, step["mean"])
     np.testing.assert_array_equal(result.decisions.T, step["decision"])

@@ -30,8 +30,13 @@ def test_reproduce_writes_figures_summary_and_arrays(tmp_path, capsys):
     assert abs(summary["setup"]["rho_bar"] - 0.224) < 1e-12 and sege["rho"] == summary["setup"]["rho_bar"]
     assert clucb["n_arms"] == 41
     arrays = np.load(tmp_path / "arrays.npz", allow_pickle=False)
-    assert arrays["sege_reward_mean"].shape == (600,)
-    np.testing.assert_allclose(arrays["sege_regret_mean"][499], sege["regret_mean"]["500"])
+    stages = arrays["sege_checkpoints"]
+    assert stages[0] == 1 and stages[-1] == 600 and {100, 250, 500} <= set(stages.tolist())
+    assert arrays["sege_reward_mean"].shape == stages.shape
+    assert arrays["sege_regret_quantiles"].shape == (len(stages), 5)
+    row = int(np.flatnonzero(stages == 500)[0])
+    assert arrays["sege_regret_mean"][row] == sege["regret_mean"]["500"]
+    assert arrays["sege_reward_min"].min() == sege["min_expected_reward"]
     assert "sege_run0_stage500_V" in arrays
     assert "CLUCB" in capsys.readouterr().out
 

@@ -78,5 +78,5 @@ def test_small_lambda_does_not_break_safety():
     result = sc.simulate(setup.sege(2, [policy_seeds[r] for r in runs]),
                          sc.LinearBandit(setup.theta_star, setup.noise_sd,
                                          [noise_seeds[r] for r in runs]), 5000)
-    assert int((result.expected_reward < setup.threshold).sum()) == 0
-    assert result.expected_reward.min() > setup.threshold + 0.03  # not merely at the edge
+    assert int(result.stats.total_violations.sum()) == 0
+    assert result.stats.min_reward.min() > setup.threshold + 0.03  # not merely at the edge

@@ -143,7 +143,8 @@ def test_step_api_and_batched_engine_give_identical_trajectories(algorithm):
         return sc.SEGE(square, [1.0, 1.0], 1.4, 1.2, S=1.0, noise_sd=1.0, c=0.01, n_runs=n,
                        seed=seed)
 
-    batch = sc.simulate(make(runs, policy_seeds), sc.LinearBandit(THETA, 1.0, noise_seeds), horizon)
+    batch = sc.simulate(make(runs, policy_seeds), sc.LinearBandit(THETA, 1.0, noise_seeds), horizon,
+                        traces=True)
     for r in range(runs):
         rewards, decisions = _single_run_trajectory(make, policy_seeds[r], noise_seeds[r], horizon)
         np.testing.assert_array_equal(decisions, batch.decisions[:, r])
@@ -158,7 +159,8 @@ def test_closed_form_and_solver_paths_make_the_same_decisions():
     results = {}
     for method in ("closed_form", "solver"):
         policy = setup.sege(runs, policy_seeds, method)
-        results[method] = sc.simulate(policy, sc.LinearBandit(THETA, 0.3, noise_seeds), horizon)
+        results[method] = sc.simulate(policy, sc.LinearBandit(THETA, 0.3, noise_seeds), horizon,
+                                      traces=True)
         assert policy.solver_fallbacks.sum() == 0
     a, b = results["closed_form"], results["solver"]
     np.testing.assert_array_equal(a.decisions, b.decisions)

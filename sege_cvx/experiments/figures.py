@@ -25,26 +25,31 @@ def _save(fig, out: Path, name: str) -> list[Path]:
     return paths
 
 
-def _band(ax, values: np.ndarray, color: str, label: str) -> None:
-    """Mean over runs as a line, min-max over runs as a shaded band."""
-    t = np.arange(1, values.shape[0] + 1)
-    ax.fill_between(t, values.min(axis=1), values.max(axis=1), color=color, alpha=0.25,
-                    linewidth=0, label=f"{label} range over runs")
-    ax.plot(t, values.mean(axis=1), color=color, linewidth=1.2, label=f"{label} mean")
+def _band(ax, stages: np.ndarray, mean: np.ndarray, low: np.ndarray, high: np.ndarray,
+          color: str, label: str) -> None:
+    """Mean over runs as a line, min-max over runs as a shaded band, at the checkpoint stages."""
+    ax.fill_between(stages, low, high, color=color, alpha=0.25, linewidth=0,
+                    label=f"{label} range over runs")
+    ax.plot(stages, mean, color=color, linewidth=1.2, label=f"{label} mean")
 
 
 def reward_figure(result, threshold: float, optimal: float, color: str, label: str):
-    """Stagewise expected reward ``<X_t, theta*>`` with the safety threshold ``b``."""
+    """Stagewise expected reward ``<X_t, theta*>`` with the safety threshold ``b``.
+
+    The band's edges are the extremes over runs and over every stage since the previous
+    checkpoint, so a dip below ``b`` between checkpoints shows.
+    """
+    st = result.stats
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
-    _band(ax, result.expected_reward, color, label)
+    _band(ax, st.checkpoints, st.reward.mean(axis=1), st.reward_min.min(axis=1),
+          st.reward_max.max(axis=1), color, label)
     ax.axhline(threshold, color="red", linestyle="--", linewidth=1, label="safety threshold b")
     ax.axhline(optimal, color="black", linestyle=":", linewidth=1,
                label=r"optimal $\langle X^*, \theta^*\rangle$")
     ax.set_xscale("log")
     ax.set_xlabel("stage t")
     ax.set_ylabel(r"expected reward $\langle X_t, \theta^*\rangle$")
-    runs = result.expected_reward.shape[1]
-    ax.set_title(f"{label}: stagewise expected reward ({runs} runs)")
+    ax.set_title(f"{label}: stagewise expected reward ({result.n_runs} runs)")
     ax.legend(fontsize=7, loc="lower right")
     return fig
 
@@ -52,8 +57,10 @@ def reward_figure(result, threshold: float, optimal: float, color: str, label: s
 def regret_figure(sege, clucb):
     """Cumulative regret of both algorithms (mean and min-max band)."""
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
-    _band(ax, sege.cumulative_regret, SEGE_COLOR, "SEGE")
-    _band(ax, clucb.cumulative_regret, CLUCB_COLOR, "CLUCB")
+    for result, color, label in ((sege, SEGE_COLOR, "SEGE"), (clucb, CLUCB_COLOR, "CLUCB")):
+        st = result.stats
+        _band(ax, st.checkpoints, st.regret.mean(axis=1), st.regret.min(axis=1),
+              st.regret.max(axis=1), color, label)
     ax.set_xlabel("stage t")
     ax.set_ylabel("cumulative regret")
     ax.set_title("Cumulative regret")

@@ -14,10 +14,11 @@ from ..arm_sets import ArmSet, Ball
 from ..policies import CLUCB, SEGE
 from ..policies.sege import EXPLOIT, paper_risk
 from ..simulation import LinearBandit, SimulationResult, run_seeds, simulate
+from ..simulation.statistics import PAPER_CHECKPOINTS
 from .outputs import atomic_output_dir, provenance, write_manifest
 
-#: Stages at which regret and N_t / sqrt(t) are reported (those below the horizon, and the horizon).
-CHECKPOINTS = (100, 250, 500, 1000, 2000, 5000, 10000, 20000, 50000)
+#: Quantile levels of the per-checkpoint distributions over runs (``arrays.npz``, figures).
+QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 #: Stages of the safe-set figure (paper Figure 3), up to the horizon.
 SAFE_SET_STAGES = (250, 500, 1000, 2000, 5000, 10000, 50000)
 #: The paper's scale: 250 runs of 50,000 stages.
@@ -111,45 +112,50 @@ class StudyResult:
     summary: dict = field(default_factory=dict)
 
 
-def _loglog_slope(regret_mean: np.ndarray) -> float | None:
-    """Least-squares slope of log(mean regret) against log(t) over the last decade of stages.
+def _loglog_slope(stages: np.ndarray, regret_mean: np.ndarray) -> float | None:
+    """Least-squares slope of log(mean regret) against log(t) over the checkpoint stages of the
+    last decade (``t >= T / 10``).
 
     Stages with zero regret have no logarithm and are left out; ``None`` (JSON ``null``) when
     fewer than two stages remain, e.g. for a horizon of 1.
     """
-    T = regret_mean.shape[0]
-    t = np.arange(max(1, T // 10), T + 1)
-    t = t[regret_mean[t - 1] > 0]
-    if t.size < 2:
+    keep = (stages >= max(1, stages[-1] // 10)) & (regret_mean > 0)
+    if keep.sum() < 2:
         return None
-    slope = float(np.polyfit(np.log(t), np.log(regret_mean[t - 1]), 1)[0])
+    slope = float(np.polyfit(np.log(stages[keep]), np.log(regret_mean[keep]), 1)[0])
     return slope if np.isfinite(slope) else None
 
 
+def _reported(horizon: int) -> list[int]:
+    """The paper's checkpoints below the horizon, and the horizon."""
+    return [c for c in PAPER_CHECKPOINTS if c < horizon] + [horizon]
+
+
 def summarize(result: SimulationResult, threshold: float, seed: int) -> dict:
-    """Safety and regret figures common to both algorithms (keys as in ``summary.json``)."""
-    reward = result.expected_reward
-    T, n = reward.shape
-    regret = result.cumulative_regret
-    violated = reward < threshold
-    stages_violated = np.flatnonzero(violated.any(axis=1))
-    checkpoints = [c for c in CHECKPOINTS if c < T] + [T]
-    # Conservative constraint (eq. (conservative const)) with (1 - alpha) b0 = b.
-    cumulative = np.cumsum(reward, axis=0)
-    met = np.all(cumulative >= threshold * np.arange(1, T + 1)[:, None], axis=0)
+    """Safety and regret figures common to both algorithms (keys as in ``summary.json``).
+
+    Counted at every stage from the running statistics (violations, smallest reward, the
+    conservative constraint) and read at the checkpoint stages (regret).
+    """
+    if threshold != result.threshold:
+        raise ValueError(f"threshold {threshold} differs from the simulation's {result.threshold}")
+    st = result.stats
+    first = st.first_violation[st.first_violation >= 0]
+    rows = {c: st.at(c) for c in _reported(result.horizon)}
     return {
-        "runs": n,
-        "horizon": T,
+        "runs": result.n_runs,
+        "horizon": result.horizon,
         "seed": seed,
         "wall_seconds": round(result.wall_seconds, 3),
-        "safety_violations": int(violated.sum()),
-        "first_violation_stage": int(stages_violated[0] + 1) if stages_violated.size else None,
-        "min_expected_reward": float(reward.min()),
-        "regret_mean": {str(c): float(regret[c - 1].mean()) for c in checkpoints},
-        "regret_min": {str(c): float(regret[c - 1].min()) for c in checkpoints},
-        "regret_max": {str(c): float(regret[c - 1].max()) for c in checkpoints},
-        "conservative_constraint_met_all_runs": bool(met.all()),
-        "runs_meeting_conservative_constraint": int(met.sum()),
+        "safety_violations": int(st.total_violations.sum()),
+        "first_violation_stage": int(first.min()) if first.size else None,
+        "min_expected_reward": float(st.min_reward.min()),
+        "regret_mean": {str(c): float(st.regret[r].mean()) for c, r in rows.items()},
+        "regret_min": {str(c): float(st.regret[r].min()) for c, r in rows.items()},
+        "regret_max": {str(c): float(st.regret[r].max()) for c, r in rows.items()},
+        "conservative_constraint_met_all_runs": bool(st.conservative_met.all()),
+        "runs_meeting_conservative_constraint": int(st.conservative_met.sum()),
+        "regret_loglog_slope_last_decade": _loglog_slope(st.checkpoints, st.regret.mean(axis=1)),
     }
 
 
@@ -192,15 +198,14 @@ def run_study(
                             horizon, progress=progress and "CLUCB")
 
     s_sege = summarize(sege_result, setup.threshold, seed)
-    explored = np.cumsum(sege_result.decisions != EXPLOIT, axis=0)
+    st = sege_result.stats
+    explored = st.decisions.sum(axis=2) - st.decisions[:, :, EXPLOIT]  # N_t per checkpoint, run
     s_sege.update({
         "lcb_method": lcb_method,
         "rho": sege.rho,
         "exploration_stages_mean": float(explored[-1].mean()),
-        "exploration_over_sqrt_t": {str(c): float(explored[c - 1].mean() / np.sqrt(c))
-                                    for c in [c for c in CHECKPOINTS if c < horizon] + [horizon]},
-        "regret_loglog_slope_last_decade": _loglog_slope(
-            sege_result.cumulative_regret.mean(axis=1)),
+        "exploration_over_sqrt_t": {str(c): float(explored[st.at(c)].mean() / np.sqrt(c))
+                                    for c in _reported(horizon)},
         "decision_counts": {name: int(v) for name, v in zip(
             ("exploit", "explore_lcb", "explore_baseline"), sege.decision_counts.sum(axis=0),
             strict=True)},
@@ -211,8 +216,6 @@ def run_study(
         "n_arms": int(clucb.arms.shape[0]),
         "discretization_error": clucb.discretization_error,
         "baseline_plays_mean": float(clucb.decision_counts[:, 1].mean()),
-        "regret_loglog_slope_last_decade": _loglog_slope(
-            clucb_result.cumulative_regret.mean(axis=1)),
     })
     summary = {"setup": {**setup.describe(), "rho_bar": sege.rho_bar, "L": sege.L,
                          "sigma2": sege.sigma2, "exploration": sege.exploration.kind},
@@ -268,20 +271,28 @@ def write_outputs(
 
 
 def _arrays(study: StudyResult) -> dict[str, np.ndarray]:
-    """``arrays.npz``'s contents: per-stage statistics over runs and run 0's safe-set snapshots."""
+    """``arrays.npz``'s contents: statistics over runs at the checkpoint stages, and run 0's
+    safe-set snapshots.
+
+    ``*_reward_min`` / ``*_reward_max`` are the extremes over runs *and* over the stages since
+    the previous checkpoint, so no dip between checkpoints is lost.
+    """
     arrays = {}
     for name, res in (("sege", study.sege), ("clucb", study.clucb)):
-        regret = res.cumulative_regret
+        st = res.stats
         arrays.update({
-            f"{name}_reward_mean": res.expected_reward.mean(axis=1),
-            f"{name}_reward_min": res.expected_reward.min(axis=1),
-            f"{name}_reward_max": res.expected_reward.max(axis=1),
-            f"{name}_regret_mean": regret.mean(axis=1),
-            f"{name}_regret_min": regret.min(axis=1),
-            f"{name}_regret_max": regret.max(axis=1),
-            f"{name}_decision_fraction": np.stack(
-                [(res.decisions == k).mean(axis=1) for k in range(3)], axis=1),
+            f"{name}_checkpoints": st.checkpoints,
+            f"{name}_reward_mean": st.reward.mean(axis=1),
+            f"{name}_reward_min": st.reward_min.min(axis=1),
+            f"{name}_reward_max": st.reward_max.max(axis=1),
+            f"{name}_regret_mean": st.regret.mean(axis=1),
+            f"{name}_regret_min": st.regret.min(axis=1),
+            f"{name}_regret_max": st.regret.max(axis=1),
+            f"{name}_regret_quantiles": np.quantile(st.regret, QUANTILES, axis=1).T,
+            f"{name}_violations": st.violations.sum(axis=1),
+            f"{name}_decision_counts": st.decisions.sum(axis=1),
         })
+    arrays["quantile_levels"] = np.array(QUANTILES)
     for t, (theta_hat, V, r) in study.sege.snapshots.items():
         arrays[f"sege_run0_stage{t}_theta_hat"] = theta_hat
         arrays[f"sege_run0_stage{t}_V"] = V

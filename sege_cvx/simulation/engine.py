@@ -14,6 +14,7 @@ from .._rowwise import row_dot
 from .._validation import as_batch_of_vectors, as_positive_int, as_scalar, as_vector
 from ..conic.compiled import SolverFailure
 from ..policies.base import BatchPolicy
+from .statistics import RunStatistics, checkpoint_grid
 
 
 class LinearBandit:
@@ -67,30 +68,47 @@ class LinearBandit:
 
 @dataclass
 class SimulationResult:
-    """Per-stage record of a simulation.
+    """What a simulation reports: running statistics, checkpoint rows and (on request) traces.
 
     Attributes
     ----------
-    expected_reward : ndarray, shape (horizon, n_runs)
-        ``<X_t, theta*>`` of the arm played.
-    decisions : ndarray of int8, shape (horizon, n_runs)
-        The policy's ``last_decision`` code at each stage.
+    stats : RunStatistics
+        Per-run running statistics and per-run values at the checkpoint stages
+        (:mod:`sege_cvx.simulation.statistics`): memory ``runs x checkpoints``.
     optimal_reward : float
         ``<X*, theta*>``.
+    threshold : float
+        The policy's safety threshold ``b``, against which violations were counted.
     wall_seconds : float
     snapshots : dict
         ``{t: (theta_hat_{t-1}, V_{t-1}, r_t)}`` of run 0 at the requested stages.
+    expected_reward, decisions : ndarray, shape (horizon, n_runs), or None
+        ``<X_t, theta*>`` and the decision code at every stage: only with ``traces=True``.
     """
 
-    expected_reward: np.ndarray
-    decisions: np.ndarray
+    stats: RunStatistics
     optimal_reward: float
+    threshold: float
     wall_seconds: float
     snapshots: dict[int, tuple[np.ndarray, np.ndarray, float]] = field(default_factory=dict)
+    expected_reward: np.ndarray | None = None
+    decisions: np.ndarray | None = None
+
+    @property
+    def horizon(self) -> int:
+        return int(self.stats.checkpoints[-1])
+
+    @property
+    def n_runs(self) -> int:
+        return self.stats.cum_regret.shape[0]
 
     @property
     def cumulative_regret(self) -> np.ndarray:
-        """``sum_{k<=t} <X* - X_k, theta*>`` per stage and run, shape (horizon, n_runs)."""
+        """``sum_{k<=t} <X* - X_k, theta*>`` per stage and run, shape (horizon, n_runs); needs
+        ``traces=True`` (``stats.regret`` holds it at the checkpoints)."""
+        if self.expected_reward is None:
+            raise ValueError("per-stage regret needs simulate(..., traces=True); "
+                             "stats.regret holds it at the checkpoint stages")
         return np.cumsum(self.optimal_reward - self.expected_reward, axis=0)
 
 
@@ -100,6 +118,8 @@ def simulate(
     horizon: int,
     *,
     snapshot_stages: Iterable[int] = (),
+    checkpoints: Iterable[int] | None = None,
+    traces: bool = False,
     progress: bool | str = False,
 ) -> SimulationResult:
     """Run ``policy`` (acting on ``n_runs`` runs) against ``bandit`` for ``horizon`` stages.
@@ -115,6 +135,12 @@ def simulate(
     snapshot_stages : iterable of int
         Stages ``t`` at which to record run 0's ``(theta_hat_{t-1}, V_{t-1}, r_t)`` (needs
         ``policy.radius``).
+    checkpoints : iterable of int, optional
+        Stages at which every run's statistics are recorded; default
+        :func:`~sege_cvx.simulation.statistics.checkpoint_grid` (about 200 log-spaced stages and
+        the paper's).  The horizon is always one.
+    traces : bool, default False
+        Also keep every stage's expected reward and decision (memory ``horizon x runs``).
     progress : bool or str
         Show a tqdm bar on stderr (a string is used as its label).
 
@@ -146,9 +172,18 @@ def simulate(
     except SolverFailure as exc:
         raise ValueError(f"could not compute the optimal reward max <x, theta*> over the arm set: "
                          f"{exc}") from exc
-    rewards = np.empty((horizon, n))
-    decisions = np.empty((horizon, n), dtype=np.int8)
+    if checkpoints is None:
+        grid = checkpoint_grid(horizon)
+    else:
+        grid = np.array(sorted({int(c) for c in checkpoints} | {horizon}), dtype=np.int64)
+        if grid[0] < 1 or grid[-1] > horizon:
+            raise ValueError(f"checkpoints must lie in 1..{horizon}, got {sorted(checkpoints)}")
+    stats = RunStatistics.empty(grid, n)
+    threshold = float(policy.threshold)
+    rewards = np.empty((horizon, n)) if traces else None
+    decisions = np.empty((horizon, n), dtype=np.int8) if traces else None
     snapshots = {}
+    row = 0
     start = time.perf_counter()
     bar = tqdm(total=horizon, desc=progress if isinstance(progress, str) else None,
                disable=not progress, mininterval=0.5, unit="stage")
@@ -160,9 +195,13 @@ def simulate(
         arms = policy.select()
         mean, y = bandit._pull(arms.reshape(n, -1))
         policy.observe(arms, y)
-        rewards[k] = mean
-        decisions[k] = policy.last_decision
+        stats.record(t, mean, policy.last_decision, optimal, threshold, row)
+        row += t == grid[row]
+        if traces:
+            rewards[k] = mean
+            decisions[k] = policy.last_decision
         if t % 1000 == 0 or t == horizon:
             bar.update(t - bar.n)
     bar.close()
-    return SimulationResult(rewards, decisions, optimal, time.perf_counter() - start, snapshots)
+    return SimulationResult(stats, optimal, threshold, time.perf_counter() - start, snapshots,
+                            rewards, decisions)

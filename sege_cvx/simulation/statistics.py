@@ -1,0 +1,134 @@
+"""What a simulation keeps: per-run running statistics and per-run values at checkpoint stages.
+
+Memory is bounded by what is reported, ``runs x checkpoints``, never ``runs x horizon``: every
+stage updates a few running numbers per run (:func:`record_stage`), and at about 200
+log-spaced checkpoint stages (plus the paper's) the running values of every run are copied into
+one row.  Aggregates across runs (means, quantiles) are computed from those rows afterwards, so
+runs simulated in different batches, shards or processes combine exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._numba import njit
+
+#: The paper's reporting stages (Section 6 and Fig. 3), always on the checkpoint grid.
+PAPER_CHECKPOINTS = (100, 250, 500, 1000, 2000, 5000, 10000, 20000, 50000)
+#: Number of log-spaced checkpoint stages by default.
+GRID_SIZE = 200
+#: Decision codes a policy may report (SEGE: 0, 1, 2; CLUCB: 0, 2).
+N_DECISIONS = 3
+
+
+def checkpoint_grid(horizon: int, size: int = GRID_SIZE, extra=PAPER_CHECKPOINTS) -> np.ndarray:
+    """About ``size`` stages log-spaced over ``1..horizon``, with ``extra`` (those up to the
+    horizon) and the horizon itself; sorted, unique, int64."""
+    grid = np.unique(np.rint(np.geomspace(1, horizon, size)).astype(np.int64))
+    more = np.array([t for t in extra if t <= horizon] + [horizon], dtype=np.int64)
+    return np.union1d(grid, more)
+
+
+@njit
+def record_stage(t, mean, decision, optimal, threshold, cum_regret, cum_reward, min_reward,
+                 window_min, window_max, first_violation, violations, conservative, decisions):
+    """Fold stage ``t``'s expected rewards ``mean`` (one per run) into the running statistics.
+
+    Per run: cumulative regret ``sum_k <X* - X_k, theta*>`` and reward (summed in stage order,
+    as ``numpy.cumsum`` does), smallest reward overall and in the current checkpoint window,
+    violating stages (reward below ``threshold``) and the first one, whether the conservative
+    constraint ``sum_k <X_k, theta*> >= threshold * t`` has held at every stage so far
+    (paper eq. (conservative const) with ``(1 - alpha) b0 = b``), and decision counts.
+    """
+    for i in range(mean.shape[0]):
+        m = mean[i]
+        cum_regret[i] += optimal - m
+        cum_reward[i] += m
+        min_reward[i] = min(min_reward[i], m)
+        window_min[i] = min(window_min[i], m)
+        window_max[i] = max(window_max[i], m)
+        if m < threshold:
+            violations[i] += 1
+            if first_violation[i] < 0:
+                first_violation[i] = t
+        if cum_reward[i] < threshold * t:
+            conservative[i] = False
+        decisions[i, decision[i]] += 1
+
+
+@dataclass
+class RunStatistics:
+    """Running statistics of ``n_runs`` runs, and their values at the checkpoint stages.
+
+    Attributes
+    ----------
+    checkpoints : ndarray of int, shape (C,)
+        Stages at which the rows below were taken.
+    regret, reward_min, reward_max, reward : ndarray, shape (C, n_runs)
+        At each checkpoint: cumulative regret; smallest and largest expected reward over the
+        stages since the previous checkpoint (so no dip between checkpoints is lost); the
+        expected reward at the checkpoint stage itself.
+    violations : ndarray of int, shape (C, n_runs)
+        Violating stages so far.
+    decisions : ndarray of int, shape (C, n_runs, 3)
+        Stages of each decision code so far.
+    cum_regret, cum_reward, min_reward : ndarray, shape (n_runs,)
+        Running values (after the last recorded stage).
+    first_violation : ndarray of int, shape (n_runs,)
+        First stage below the threshold, -1 if none.
+    total_violations : ndarray of int, shape (n_runs,)
+    conservative_met : ndarray of bool, shape (n_runs,)
+    decision_counts : ndarray of int, shape (n_runs, 3)
+    """
+
+    checkpoints: np.ndarray
+    regret: np.ndarray
+    reward: np.ndarray
+    reward_min: np.ndarray
+    reward_max: np.ndarray
+    violations: np.ndarray
+    decisions: np.ndarray
+    cum_regret: np.ndarray
+    cum_reward: np.ndarray
+    min_reward: np.ndarray
+    first_violation: np.ndarray
+    total_violations: np.ndarray
+    conservative_met: np.ndarray
+    decision_counts: np.ndarray
+
+    @classmethod
+    def empty(cls, checkpoints: np.ndarray, n_runs: int) -> RunStatistics:
+        C = len(checkpoints)
+        return cls(checkpoints=checkpoints, regret=np.zeros((C, n_runs)),
+                   reward=np.zeros((C, n_runs)), reward_min=np.full((C, n_runs), np.inf),
+                   reward_max=np.full((C, n_runs), -np.inf),
+                   violations=np.zeros((C, n_runs), dtype=np.int64),
+                   decisions=np.zeros((C, n_runs, N_DECISIONS), dtype=np.int64),
+                   cum_regret=np.zeros(n_runs), cum_reward=np.zeros(n_runs),
+                   min_reward=np.full(n_runs, np.inf),
+                   first_violation=np.full(n_runs, -1, dtype=np.int64),
+                   total_violations=np.zeros(n_runs, dtype=np.int64),
+                   conservative_met=np.ones(n_runs, dtype=bool),
+                   decision_counts=np.zeros((n_runs, N_DECISIONS), dtype=np.int64))
+
+    def record(self, t: int, mean: np.ndarray, decision: np.ndarray, optimal: float,
+               threshold: float, row: int) -> None:
+        """Fold stage ``t`` in; ``row`` is the checkpoint window it belongs to."""
+        record_stage(t, mean, decision, optimal, threshold, self.cum_regret, self.cum_reward,
+                     self.min_reward, self.reward_min[row], self.reward_max[row],
+                     self.first_violation, self.total_violations, self.conservative_met,
+                     self.decision_counts)
+        if t == self.checkpoints[row]:
+            self.regret[row] = self.cum_regret
+            self.reward[row] = mean
+            self.violations[row] = self.total_violations
+            self.decisions[row] = self.decision_counts
+
+    def at(self, t: int) -> int:
+        """The row of checkpoint stage ``t``."""
+        row = int(np.searchsorted(self.checkpoints, t))
+        if row == len(self.checkpoints) or self.checkpoints[row] != t:
+            raise KeyError(f"stage {t} is not a checkpoint")
+        return row
