@@ -15,11 +15,18 @@ from typing import NamedTuple
 import cvxpy as cp
 import numpy as np
 
-from .._validation import as_batch_of_vectors, as_radius_batch, as_scalar, as_spd_batch
+from .._validation import (
+    _fmt,
+    as_batch_of_vectors,
+    as_radius_batch,
+    as_scalar,
+    as_spd_batch,
+    scaled_norm,
+)
 from ..confidence.ellipsoid import lcb_from_precision
 from ..conic.compiled import CompiledConicProgram, SolverFailure
 from ..conic.programs import greedy_program, lcb_arm_program
-from .exploration import Exploration, inscribed_cross_polytope
+from .exploration import MIN_SOLVER_SCALE, Exploration, inscribed_cross_polytope
 
 #: Largest relative contraction toward the set's certified interior point used to move a
 #: solver's slightly infeasible point exactly into the set (:meth:`ArmSet.pull_inside`).
@@ -318,17 +325,39 @@ class ArmSet(ABC):
         """Certified upper bound ``L >= max_{x in X} ||x||`` (used in the radius r_t).
 
         Default: the norm of the farthest corner of the bounding box from 2d linear programs.
+
+        Raises
+        ------
+        ValueError
+            The bound exceeds the largest float (the set is too large to work with).
         """
         lo, hi = self.bounding_box()
-        return float(np.linalg.norm(np.maximum(np.abs(lo), np.abs(hi))))
+        bound = scaled_norm(np.maximum(np.abs(lo), np.abs(hi)))
+        if not np.isfinite(bound):
+            raise ValueError(f"norm bound max ||x|| of {self!r} is not representable (it exceeds "
+                             f"the largest float {np.finfo(float).max:.3g}); bounding box "
+                             f"{_fmt(lo)} to {_fmt(hi)}: rescale the problem")
+        return bound
 
     def diameter_bound(self) -> float:
         """Certified upper bound on ``max_{x, y in X} ||x - y||`` (SEGE's rho-bar).
 
-        Default: the diagonal of the bounding box.
+        Default: the diagonal of the bounding box, computed without intermediate overflow (it is
+        returned whenever it is a representable float).
+
+        Raises
+        ------
+        ValueError
+            The bound exceeds the largest float (the set is too large to work with).
         """
         lo, hi = self.bounding_box()
-        return float(np.linalg.norm(hi - lo))
+        # Halving first keeps hi - lo finite (|hi|, |lo| <= float max); halving is exact.
+        bound = 2.0 * scaled_norm(0.5 * hi - 0.5 * lo)
+        if not np.isfinite(bound):
+            raise ValueError(f"diameter bound of {self!r} is not representable (it exceeds the "
+                             f"largest float {np.finfo(float).max:.3g}); bounding box "
+                             f"{_fmt(lo)} to {_fmt(hi)}: rescale the problem")
+        return bound
 
     def exploration(self) -> Exploration:
         """The default distribution of SEGE's exploratory arms ``U_t``, certified in the set.
@@ -361,28 +390,67 @@ class ArmSet(ABC):
 
     @cached_property
     def _box(self) -> tuple[np.ndarray, np.ndarray]:
-        eye = np.eye(self.dim)
-        try:
-            hi = np.asarray(self.support(eye))
-            lo = -np.asarray(self.support(-eye))
-            # Support values at feasible solver points are lower bounds on the true support;
-            # widening by more than any accepted tier's gap (1e-6 relative) makes the box certified.
+        d = self.dim
+        directions = np.vstack([np.eye(d), -np.eye(d)])
+        points = self._greedy_closed_form(directions)
+        if points is None:
+            # Unverified solver points: verifying them (pull_inside) would need a certified
+            # interior point, which is itself computed from this box; the margin below covers
+            # their infeasibility (at most the accepted tiers' 1e-6) as well as the gap.
+            points = np.empty((2 * d, d))
+            for k, u in enumerate(directions):
+                try:
+                    points[k] = self._greedy_program.solve(u).x
+                except SolverFailure as exc:
+                    status = exc.status
+                else:
+                    continue
+                if status in ("PrimalInfeasible", "AlmostPrimalInfeasible"):
+                    raise ValueError(f"{self!r} is empty (its constraints are infeasible)")
+                if status in ("DualInfeasible", "AlmostDualInfeasible"):
+                    raise ValueError(f"{self!r} is unbounded: a linear objective is unbounded "
+                                     "above on it")
+                raise ValueError(
+                    f"could not bound {self!r}: Clarabel ended with status {status} maximizing "
+                    f"{'+-'[k // d]}x[{k % d}] over it; its constraints may be numerically "
+                    "ill-posed (data of very different magnitudes, or a set too small, too large "
+                    "or too far from the origin for the solver's tolerances): rescale the problem")
+        values = np.einsum("ni,ni->n", points, directions)
+        hi, lo = values[:d], -values[d:]
+        if not (np.all(np.isfinite(hi)) and np.all(np.isfinite(lo))):
+            raise ValueError(f"{self!r}: the support values are not finite (lo {_fmt(lo)}, "
+                             f"hi {_fmt(hi)}): rescale the problem")
+        # The solver's accuracy is about its tolerances (1e-8) times max(1, |x|): a set whose
+        # extent is not well above that cannot be told apart from a point, an empty set or
+        # solver noise, so say so rather than give a misleading verdict.
+        extent = float(np.max(hi - lo))
+        magnitude = float(max(np.max(np.abs(lo)), np.max(np.abs(hi))))
+        if not extent >= MIN_SOLVER_SCALE * max(1.0, magnitude):
+            raise ValueError(
+                f"{self!r} is too small for the solver's tolerances (about 1e-8 absolute and "
+                f"relative): its extent along the axes is {extent:.3g} at coordinates of magnitude "
+                f"{magnitude:.3g}, so its boundedness, emptiness and interior cannot be certified; "
+                f"rescale the problem (other units for the arms, or a set centred near the origin)"
+                f" so that its extent is at least {MIN_SOLVER_SCALE:g} * max(1, |x|)")
+        # Support values at solver points are within the accepted tiers' gap and feasibility
+        # tolerances (at most 1e-6, absolute or relative) of the true support; widening by more
+        # than that makes the box certified.
+        with np.errstate(over="ignore"):  # overflow is reported below
             hi = hi + SUPPORT_MARGIN * np.maximum(1.0, np.abs(hi))
             lo = lo - SUPPORT_MARGIN * np.maximum(1.0, np.abs(lo))
-        except SolverFailure as exc:
-            if exc.status == "PrimalInfeasible":
-                raise ValueError(f"{type(self).__name__} is empty (its constraints are "
-                                 "infeasible)") from None
-            if exc.status == "DualInfeasible":
-                raise ValueError(f"{type(self).__name__} is unbounded: a linear objective is "
-                                 "unbounded above on it") from None
-            raise
+        if not (np.all(np.isfinite(hi)) and np.all(np.isfinite(lo))):
+            raise ValueError(f"bounding box of {self!r} is not representable (it reaches beyond "
+                             f"the largest float): rescale the problem")
         return lo, hi
 
     def bounding_box(self) -> tuple[np.ndarray, np.ndarray]:
         """Coordinate-wise bounds ``lo <= x <= hi`` on the set, from ``2d`` support values.
 
-        Raises ``ValueError`` if the set is empty or unbounded.
+        Raises
+        ------
+        ValueError
+            The set is empty or unbounded, too small for the solver's tolerances to certify, or
+            its box is not representable in floating point.
         """
         lo, hi = self._box
         return lo.copy(), hi.copy()
