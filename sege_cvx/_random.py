@@ -6,30 +6,63 @@ fixed size, so the value a run sees at step ``t`` depends only on its own seed a
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 
 import numpy as np
+
+from ._validation import _fmt, as_nonnegative_int, as_positive_int
 
 SeedLike = int | np.random.SeedSequence | Sequence[np.random.SeedSequence] | None
 
 #: Steps drawn per refill; fixed so that single runs and batches consume streams identically.
 BLOCK = 512
 
+#: Most runs one call may seed: each holds a generator and a ``BLOCK x d`` buffer, so a larger
+#: count (e.g. a mistyped ``10**30``) would exhaust memory or never finish; split such studies.
+MAX_RUNS = 10**6
 
-def seed_sequences(seed: SeedLike, n_runs: int) -> list[np.random.SeedSequence]:
+
+def seed_sequences(seed: SeedLike, n_runs: int, name: str = "seed") -> list[np.random.SeedSequence]:
     """One ``SeedSequence`` per run.
 
     An int, ``None`` or a single ``SeedSequence`` is spawned into ``n_runs`` children (a single
     run uses the root itself); a sequence must hold exactly ``n_runs`` seed sequences.
+
+    Parameters
+    ----------
+    seed : int, SeedSequence, sequence of SeedSequence, or None
+        An int must be nonnegative (numpy's own requirement, checked here to name the argument).
+    n_runs : int
+        Number of runs, ``>= 1``.
+    name : str, default "seed"
+        The argument's name in error messages.
+
+    Raises
+    ------
+    TypeError
+        ``seed`` of another type (a bool included) or a non-integer ``n_runs``.
+    ValueError
+        A negative ``seed``, ``n_runs`` outside ``[1, MAX_RUNS]``, or a sequence of the wrong
+        length or content.
     """
+    n_runs = as_positive_int("n_runs", n_runs)
+    if n_runs > MAX_RUNS:
+        raise ValueError(f"n_runs must be at most {MAX_RUNS} per call (split larger studies into "
+                         f"batches), got {n_runs}")
     if isinstance(seed, Sequence) and not isinstance(seed, str | bytes):
         seqs = list(seed)
         if len(seqs) != n_runs or not all(isinstance(s, np.random.SeedSequence) for s in seqs):
-            raise ValueError(f"seed must hold {n_runs} numpy SeedSequence objects, got {seed!r}")
+            raise ValueError(f"{name} must hold {n_runs} numpy SeedSequence objects (one per run), "
+                             f"got {_fmt(seed)}")
         return seqs
-    if isinstance(seed, bool) or not (seed is None or isinstance(seed, int | np.random.SeedSequence)):
-        raise TypeError(f"seed must be an int, a SeedSequence, a list of them, or None, got {seed!r}")
-    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    if seed is None or isinstance(seed, np.random.SeedSequence):
+        root = np.random.SeedSequence() if seed is None else seed
+    elif isinstance(seed, numbers.Integral) and not isinstance(seed, bool | np.bool_):
+        root = np.random.SeedSequence(as_nonnegative_int(name, seed))
+    else:
+        raise TypeError(f"{name} must be an int, a SeedSequence, a list of them, or None, "
+                        f"got {_fmt(seed)}")
     return [root] if n_runs == 1 else children(root, n_runs)
 
 
@@ -44,7 +77,26 @@ def children(root: np.random.SeedSequence, n: int) -> list[np.random.SeedSequenc
 
 
 def run_seeds(seed: SeedLike, n_runs: int) -> tuple[list, list]:
-    """Split each run's seed into a policy stream and an environment (noise) stream."""
+    """Split each run's seed into a policy stream and an environment (noise) stream.
+
+    Parameters
+    ----------
+    seed : int, SeedSequence, sequence of SeedSequence, or None
+        As for :func:`seed_sequences` (a nonnegative int, typically).
+    n_runs : int
+        Number of runs, ``>= 1``.
+
+    Returns
+    -------
+    policy_seeds, noise_seeds : list of SeedSequence
+        ``n_runs`` of each.
+
+    Examples
+    --------
+    >>> policy_seeds, noise_seeds = run_seeds(0, 3)
+    >>> len(policy_seeds), len(noise_seeds)
+    (3, 3)
+    """
     pairs = [children(s, 2) for s in seed_sequences(seed, n_runs)]
     return [p for p, _ in pairs], [e for _, e in pairs]
 

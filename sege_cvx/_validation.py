@@ -22,14 +22,70 @@ def _fmt(value: object) -> str:
 
 
 def as_finite_array(name: str, value: object) -> np.ndarray:
-    """Return ``value`` as a float64 array, rejecting NaN and infinity."""
+    """Return ``value`` as a float64 array, rejecting NaN and infinity.
+
+    Only real numbers are accepted: strings (which numpy would parse, ``"1.5"`` -> 1.5),
+    booleans, complex numbers (whose imaginary part numpy would drop) and ``None`` raise
+    ``TypeError`` instead of being converted silently.
+    """
+    if isinstance(value, str | bytes):
+        raise TypeError(f"{name} must be numeric, got {_fmt(value)}")
     try:
-        arr = np.asarray(value, dtype=np.float64)
+        raw = np.asarray(value)
+    except (TypeError, ValueError) as exc:  # e.g. ragged nested lists
+        raise TypeError(f"{name} must be numeric (a rectangular array), got {_fmt(value)}") from exc
+    if raw.dtype.kind == "O":
+        # Mixed Python objects: accept real numbers only (bool is a Real, so exclude it).
+        if not all(isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_)
+                   for v in raw.flat):
+            raise TypeError(f"{name} must be numeric, got {_fmt(value)}")
+    elif raw.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be numeric (real numbers), got {_fmt(value)} "
+                        f"(dtype {raw.dtype})")
+    try:
+        arr = np.asarray(raw, dtype=np.float64)
+    except OverflowError:  # Python ints beyond the float range
+        raise ValueError(f"{name} must be finite, got {_fmt(value)} (beyond the float range)") from None
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be numeric, got {_fmt(value)}") from exc
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite (no NaN or inf), got {_fmt(arr)}")
     return arr
+
+
+def scaled_norm(value: np.ndarray, axis: int | None = None) -> np.ndarray | float:
+    """Euclidean norm without spurious overflow or underflow.
+
+    ``np.linalg.norm`` squares the entries, so it returns ``inf`` for ``[1e200, 1e200]`` and 0 for
+    ``[1e-200, 1e-200]``.  Scaling by the power of two nearest the largest magnitude first (and
+    back after) returns the norm whenever it is representable, and ``inf`` only when it exceeds
+    the largest float.
+
+    Parameters
+    ----------
+    value : ndarray
+        Finite entries.
+    axis : int, optional
+        Axis along which to take norms; default the whole array (as a vector).
+
+    Returns
+    -------
+    float or ndarray
+
+    Examples
+    --------
+    >>> f"{scaled_norm(np.array([3e200, 4e200])):.6g}"
+    '5e+200'
+    """
+    value = np.asarray(value, dtype=np.float64)
+    largest = np.max(np.abs(value), axis=axis, keepdims=True, initial=0.0)
+    # Scale by a power of two (exact) so that the result equals np.linalg.norm's when that is
+    # free of overflow and underflow.
+    _, exponent = np.frexp(largest)
+    with np.errstate(over="ignore"):  # an unrepresentable norm is reported as inf
+        norms = np.ldexp(np.linalg.norm(np.ldexp(value, -exponent), axis=axis, keepdims=True),
+                         exponent)
+    return float(norms.reshape(())) if axis is None else np.squeeze(norms, axis=axis)
 
 
 def as_vector(name: str, value: object, dim: int | None = None) -> np.ndarray:
@@ -75,14 +131,27 @@ def as_spd_batch(name: str, value: object, dim: int) -> tuple[np.ndarray, np.nda
     if bad.size:
         raise ValueError(f"{name} must be symmetric; instance {bad[0]} has asymmetry "
                          f"{asym[bad[0]]:.3g}")
-    arr = 0.5 * (arr + np.swapaxes(arr, 1, 2))
+    arr = 0.5 * arr + 0.5 * np.swapaxes(arr, 1, 2)  # halves first: the sum may overflow
+    # Factor each matrix divided by a power of 4 near its largest entry (exact, and its square
+    # root is exact too), so that neither huge nor tiny matrices overflow or underflow inside.
+    _, exponent = np.frexp(scale)
+    half_exp = (exponent // 2)[:, None, None]
+    unit = np.ldexp(arr, -2 * half_exp)
     try:
-        chol = np.linalg.cholesky(arr)
+        chol = np.ldexp(np.linalg.cholesky(unit), half_exp)
     except np.linalg.LinAlgError:
-        eig = np.linalg.eigvalsh(arr).min(axis=1)
+        eig = np.ldexp(np.linalg.eigvalsh(unit).min(axis=1), 2 * half_exp[:, 0, 0])
         i = int(np.argmin(eig))
         raise ValueError(f"{name} must be positive definite; instance {i} has smallest "
                          f"eigenvalue {eig[i]:.3g}") from None
+    # Callers invert these matrices; ||M^{-1}||_max <= ||L^{-1}||_F^2 must be a float.
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        inv_bound = scaled_norm(np.linalg.inv(chol).reshape(len(chol), -1), axis=1) ** 2
+    bad = np.flatnonzero(~np.isfinite(inv_bound))
+    if bad.size:
+        raise ValueError(f"{name} must be positive definite with a representable inverse; "
+                         f"instance {bad[0]} is singular in floating point (entries of magnitude "
+                         f"{scale[bad[0]]:.3g})")
     return arr, chol
 
 
@@ -105,9 +174,15 @@ def as_scalar(
     high_open: bool = False,
 ) -> float:
     """A finite real scalar in the interval given by ``low``/``high`` (closed unless open)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real | np.ndarray):
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real | np.ndarray):
         raise TypeError(f"{name} must be a real number, got {_fmt(value)}")
-    arr = np.asarray(value, dtype=np.float64)
+    if isinstance(value, np.ndarray):
+        arr = as_finite_array(name, value)
+    else:
+        try:
+            arr = np.asarray(value, dtype=np.float64)
+        except OverflowError:  # a Python int or Fraction beyond the float range
+            raise ValueError(f"{name} must be finite, got {_fmt(value)}") from None
     if arr.ndim != 0:
         raise ValueError(f"{name} must be a scalar, got shape {arr.shape}")
     x = float(arr)
@@ -129,13 +204,27 @@ def as_radius_batch(name: str, value: object, n: int) -> np.ndarray:
         raise ValueError(f"{name} must be a scalar or have shape ({n},), got shape {arr.shape}")
     if np.any(arr < 0):
         raise ValueError(f"{name} must be nonnegative, got {_fmt(arr[arr < 0])}")
+    # A subnormal radius has lost its precision (and underflows the computations it enters).
+    tiny = (arr > 0) & (arr < np.finfo(float).tiny)
+    if np.any(tiny):
+        raise ValueError(f"{name} must be 0 or at least {np.finfo(float).tiny:.3g}, got "
+                         f"{_fmt(arr[tiny])}")
     return arr
 
 
 def as_positive_int(name: str, value: object) -> int:
     """An integer >= 1."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {_fmt(value)}")
     if value < 1:
         raise ValueError(f"{name} must be >= 1, got {value}")
+    return int(value)
+
+
+def as_nonnegative_int(name: str, value: object) -> int:
+    """An integer >= 0 (e.g. a random seed)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a nonnegative integer, got {_fmt(value)}")
+    if value < 0:
+        raise ValueError(f"{name} must be a nonnegative integer, got {value}")
     return int(value)

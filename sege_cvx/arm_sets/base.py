@@ -15,12 +15,20 @@ from typing import NamedTuple
 import cvxpy as cp
 import numpy as np
 
-from .._rowwise import row_dots
-from .._validation import as_batch_of_vectors, as_radius_batch, as_scalar, as_spd_batch
+from .._rowwise import row_dots, row_norms
+from .._validation import (
+    _fmt,
+    as_batch_of_vectors,
+    as_radius_batch,
+    as_scalar,
+    as_spd_batch,
+    scaled_norm,
+)
 from ..confidence import cholesky
 from ..conic.compiled import CompiledConicProgram, SolverFailure
 from ..conic.programs import greedy_program, lcb_arm_program
-from .exploration import Exploration, inscribed_cross_polytope
+from .exploration import MIN_SOLVER_SCALE, Exploration, inscribed_cross_polytope
+from .scaling import scale_directions, scale_lcb_data, scale_objective
 
 #: Largest relative contraction toward the set's certified interior point used to move a
 #: solver's slightly infeasible point exactly into the set (:meth:`ArmSet.pull_inside`).
@@ -133,6 +141,9 @@ class ArmSet(ABC):
         """Support function ``h(theta) = max_{x in X} <x, theta>``."""
         thetas, single = as_batch_of_vectors("theta", theta, self.dim)
         values = row_dots(self._checked(self.greedy_arm_batch(thetas)), thetas)
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"theta {_fmt(thetas[~np.isfinite(values)][0])} gives a support value "
+                             "beyond the float range: rescale the problem")
         return float(values[0]) if single else values
 
     def greedy_arm(self, theta: np.ndarray) -> np.ndarray:
@@ -152,7 +163,9 @@ class ArmSet(ABC):
         """Greedy arms for ``(n, d)`` directions, unvalidated; for simulation loops.
 
         Never raises for a solver failure: failed instances are flagged in the result.
+        Directions are first scaled exactly to order one (:mod:`.scaling`).
         """
+        thetas = scale_directions(thetas)
         try:
             closed = self._greedy_closed_form(thetas)
         except Exception as exc:  # a fault in a fast path falls back like a failed solve
@@ -214,9 +227,10 @@ class ArmSet(ABC):
         Each row failing ``contains(tol=0)`` is replaced by the least contraction
         ``c + (1 - eps)(x - c)`` toward the certified interior point ``c`` of :meth:`exploration`
         that passes, for ``eps`` from 1e-15 (rounding) up to :data:`MAX_CONTRACTION` (solver
-        tolerance), in steps of 10.  Solvers and rounding
-        leave points feasible only up to a tolerance; by convexity the contraction moves them
-        inside by a distance of order ``eps ||x - c||``.
+        tolerance), in steps of 10.  Solvers and rounding leave points feasible only up to a
+        tolerance; by convexity the contraction moves them inside by a distance of order
+        ``eps ||x - c||``.  Far from the origin the floats themselves are coarser than that
+        (spacing 1.2e-4 at 1e12): the limit is then raised to 16 ulps of the coordinates.
 
         Parameters
         ----------
@@ -232,13 +246,19 @@ class ArmSet(ABC):
         points = np.array(points, dtype=np.float64)
         ok = self._inside(points, 0.0)
         bad = np.flatnonzero(~ok)
+        if not bad.size:
+            return points, ok
+        center = self.exploration().center
+        offset = points[bad] - center
+        ulps = 16.0 * np.spacing(np.maximum(np.abs(points[bad]), np.abs(center)).max(axis=1))
+        limit = np.maximum(MAX_CONTRACTION, ulps / np.maximum(row_norms(offset), 1e-300))
         eps = 1e-15
-        while bad.size and eps <= MAX_CONTRACTION:
-            center = self.exploration().center
-            trial = center + (1.0 - eps) * (points[bad] - center)
+        while bad.size and eps <= limit.max() * 10.0:
+            trial = center + (1.0 - np.minimum(eps, limit))[:, None] * offset
             inside = self._inside(trial, 0.0)
             points[bad[inside]], ok[bad[inside]] = trial[inside], True
-            bad, eps = bad[~inside], eps * 10.0
+            keep = ~inside & (eps < limit)
+            bad, offset, limit, eps = bad[keep], offset[keep], limit[keep], eps * 10.0
         return points, ok
 
     @staticmethod
@@ -296,7 +316,7 @@ class ArmSet(ABC):
         # The Cholesky factor that proved V positive definite carries everything else.
         chols = np.ascontiguousarray(np.broadcast_to(chol, (n, self.dim, self.dim)))
         radii = as_radius_batch("radius", radius, n)
-        if method not in LCB_METHODS:
+        if not isinstance(method, str) or method not in LCB_METHODS:
             raise ValueError(f"method must be one of {LCB_METHODS}, got {method!r}")
         if (method == "closed_form" or cross_check) and not self.has_closed_form_lcb:
             raise ValueError(f"{type(self).__name__} has no closed-form LCB arm; use 'solver'")
@@ -321,13 +341,13 @@ class ArmSet(ABC):
         """
         if method == "closed_form" or (method == "auto" and self.has_closed_form_lcb):
             try:
-                arms = self._lcb_closed_form(thetas, cholesky.precision(chols), radii)
+                arms = self._lcb_closed_form(*scale_objective(thetas, cholesky.precision(chols),
+                                                              radii))
             except Exception as exc:  # a fault in a fast path falls back like a failed solve
                 return _all_failed(len(thetas), self.dim, exc)
             return self._verified(arms, ["closed_form"] * len(arms))
-        # ||x||_{V^{-1}} = ||L^{-1} x|| with V = L L^T, so M = r L^{-1} (see conic.programs).
-        factors = cholesky.inverse_factor(chols) * radii[:, None, None]
-        return self._solve_each(self._lcb_program, thetas, factors)
+        # M = r L^{-1} up to an exact power of two (see conic.programs and .scaling).
+        return self._solve_each(self._lcb_program, *scale_lcb_data(thetas, chols, radii))
 
     @property
     def has_closed_form_lcb(self) -> bool:
@@ -356,17 +376,39 @@ class ArmSet(ABC):
         """Certified upper bound ``L >= max_{x in X} ||x||`` (used in the radius r_t).
 
         Default: the norm of the farthest corner of the bounding box from 2d linear programs.
+
+        Raises
+        ------
+        ValueError
+            The bound exceeds the largest float (the set is too large to work with).
         """
         lo, hi = self.bounding_box()
-        return float(np.linalg.norm(np.maximum(np.abs(lo), np.abs(hi))))
+        bound = scaled_norm(np.maximum(np.abs(lo), np.abs(hi)))
+        if not np.isfinite(bound):
+            raise ValueError(f"norm bound max ||x|| of {self!r} is not representable (it exceeds "
+                             f"the largest float {np.finfo(float).max:.3g}); bounding box "
+                             f"{_fmt(lo)} to {_fmt(hi)}: rescale the problem")
+        return bound
 
     def diameter_bound(self) -> float:
         """Certified upper bound on ``max_{x, y in X} ||x - y||`` (SEGE's rho-bar).
 
-        Default: the diagonal of the bounding box.
+        Default: the diagonal of the bounding box, computed without intermediate overflow (it is
+        returned whenever it is a representable float).
+
+        Raises
+        ------
+        ValueError
+            The bound exceeds the largest float (the set is too large to work with).
         """
         lo, hi = self.bounding_box()
-        return float(np.linalg.norm(hi - lo))
+        # Halving first keeps hi - lo finite (|hi|, |lo| <= float max); halving is exact.
+        bound = 2.0 * scaled_norm(0.5 * hi - 0.5 * lo)
+        if not np.isfinite(bound):
+            raise ValueError(f"diameter bound of {self!r} is not representable (it exceeds the "
+                             f"largest float {np.finfo(float).max:.3g}); bounding box "
+                             f"{_fmt(lo)} to {_fmt(hi)}: rescale the problem")
+        return bound
 
     def exploration(self) -> Exploration:
         """The default distribution of SEGE's exploratory arms ``U_t``, certified in the set.
@@ -399,28 +441,67 @@ class ArmSet(ABC):
 
     @cached_property
     def _box(self) -> tuple[np.ndarray, np.ndarray]:
-        eye = np.eye(self.dim)
-        try:
-            hi = np.asarray(self.support(eye))
-            lo = -np.asarray(self.support(-eye))
-            # Support values at feasible solver points are lower bounds on the true support;
-            # widening by more than any accepted tier's gap (1e-6 relative) makes the box certified.
+        d = self.dim
+        directions = np.vstack([np.eye(d), -np.eye(d)])
+        points = self._greedy_closed_form(directions)
+        if points is None:
+            # Unverified solver points: verifying them (pull_inside) would need a certified
+            # interior point, which is itself computed from this box; the margin below covers
+            # their infeasibility (at most the accepted tiers' 1e-6) as well as the gap.
+            points = np.empty((2 * d, d))
+            for k, u in enumerate(directions):
+                try:
+                    points[k] = self._greedy_program.solve(u).x
+                except SolverFailure as exc:
+                    status = exc.status
+                else:
+                    continue
+                if status in ("PrimalInfeasible", "AlmostPrimalInfeasible"):
+                    raise ValueError(f"{self!r} is empty (its constraints are infeasible)")
+                if status in ("DualInfeasible", "AlmostDualInfeasible"):
+                    raise ValueError(f"{self!r} is unbounded: a linear objective is unbounded "
+                                     "above on it")
+                raise ValueError(
+                    f"could not bound {self!r}: Clarabel ended with status {status} maximizing "
+                    f"{'+-'[k // d]}x[{k % d}] over it; its constraints may be numerically "
+                    "ill-posed (data of very different magnitudes, or a set too small, too large "
+                    "or too far from the origin for the solver's tolerances): rescale the problem")
+        values = np.einsum("ni,ni->n", points, directions)
+        hi, lo = values[:d], -values[d:]
+        if not (np.all(np.isfinite(hi)) and np.all(np.isfinite(lo))):
+            raise ValueError(f"{self!r}: the support values are not finite (lo {_fmt(lo)}, "
+                             f"hi {_fmt(hi)}): rescale the problem")
+        # The solver's accuracy is about its tolerances (1e-8) times max(1, |x|): a set whose
+        # extent is not well above that cannot be told apart from a point, an empty set or
+        # solver noise, so say so rather than give a misleading verdict.
+        extent = float(np.max(hi - lo))
+        magnitude = float(max(np.max(np.abs(lo)), np.max(np.abs(hi))))
+        if not extent >= MIN_SOLVER_SCALE * max(1.0, magnitude):
+            raise ValueError(
+                f"{self!r} is too small for the solver's tolerances (about 1e-8 absolute and "
+                f"relative): its extent along the axes is {extent:.3g} at coordinates of magnitude "
+                f"{magnitude:.3g}, so its boundedness, emptiness and interior cannot be certified; "
+                f"rescale the problem (other units for the arms, or a set centred near the origin)"
+                f" so that its extent is at least {MIN_SOLVER_SCALE:g} * max(1, |x|)")
+        # Support values at solver points are within the accepted tiers' gap and feasibility
+        # tolerances (at most 1e-6, absolute or relative) of the true support; widening by more
+        # than that makes the box certified.
+        with np.errstate(over="ignore"):  # overflow is reported below
             hi = hi + SUPPORT_MARGIN * np.maximum(1.0, np.abs(hi))
             lo = lo - SUPPORT_MARGIN * np.maximum(1.0, np.abs(lo))
-        except SolverFailure as exc:
-            if exc.status == "PrimalInfeasible":
-                raise ValueError(f"{type(self).__name__} is empty (its constraints are "
-                                 "infeasible)") from None
-            if exc.status == "DualInfeasible":
-                raise ValueError(f"{type(self).__name__} is unbounded: a linear objective is "
-                                 "unbounded above on it") from None
-            raise
+        if not (np.all(np.isfinite(hi)) and np.all(np.isfinite(lo))):
+            raise ValueError(f"bounding box of {self!r} is not representable (it reaches beyond "
+                             f"the largest float): rescale the problem")
         return lo, hi
 
     def bounding_box(self) -> tuple[np.ndarray, np.ndarray]:
         """Coordinate-wise bounds ``lo <= x <= hi`` on the set, from ``2d`` support values.
 
-        Raises ``ValueError`` if the set is empty or unbounded.
+        Raises
+        ------
+        ValueError
+            The set is empty or unbounded, too small for the solver's tolerances to certify, or
+            its box is not representable in floating point.
         """
         lo, hi = self._box
         return lo.copy(), hi.copy()

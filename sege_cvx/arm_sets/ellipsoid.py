@@ -8,7 +8,7 @@ import cvxpy as cp
 import numpy as np
 
 from .._rowwise import row_dots, row_matvec, row_norms
-from .._validation import as_scalar, as_spd_matrix, as_vector
+from .._validation import as_scalar, as_spd_matrix, as_vector, scaled_norm
 from ..fast_paths.ellipsoid_lcb import EllipsoidLCBKernel
 from .base import ArmSet
 from .exploration import Exploration
@@ -50,6 +50,9 @@ class Ellipsoid(ArmSet):
         self._eig = eigval
         self.shape_sqrt = (eigvec * np.sqrt(eigval)) @ eigvec.T
         self._shape_inv_sqrt = (eigvec / np.sqrt(eigval)) @ eigvec.T
+        if not np.isfinite(self.norm_bound()):
+            raise ValueError(f"center and shape give max ||x|| beyond the float range "
+                             f"(||center|| = {scaled_norm(self.center):.3g}): rescale the problem")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(center={self.center!r}, shape={self.shape!r})"
@@ -101,7 +104,7 @@ class Ellipsoid(ArmSet):
     def norm_bound(self) -> float:
         """``||c|| + sqrt(lambda_max(H))`` (from paper eq. (step 2)); exact when ``c`` lies along
         a top eigenvector of ``H`` (e.g. any ball)."""
-        return float(np.linalg.norm(self.center) + np.sqrt(self._eig[-1]))
+        return float(scaled_norm(self.center) + np.sqrt(self._eig[-1]))
 
     def diameter_bound(self) -> float:
         """Exact diameter ``2 sqrt(lambda_max(H))`` (the paper's term in rho-bar, eq. (rho bar))."""
@@ -124,7 +127,12 @@ class Ball(Ellipsoid):
     def __init__(self, center: np.ndarray, radius: float) -> None:
         center = as_vector("center", center)
         self.radius = as_scalar("radius", radius, low=0.0, low_open=True)
-        super().__init__(center, self.radius**2 * np.eye(center.shape[0]))
+        squared = self.radius * self.radius
+        if not np.finfo(float).tiny <= squared < np.inf:
+            raise ValueError(f"radius must have a square within the float range "
+                             f"({np.finfo(float).tiny:.3g} to {np.finfo(float).max:.3g}), got "
+                             f"{self.radius!r}: rescale the problem")
+        super().__init__(center, squared * np.eye(center.shape[0]))
 
     def __repr__(self) -> str:
         return f"Ball(center={self.center!r}, radius={self.radius!r})"

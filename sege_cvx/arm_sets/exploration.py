@@ -27,8 +27,13 @@ KINDS = ("sphere", "cross")
 
 #: Shrink factor applied to a solver's inscribed body before it is certified.
 CERTIFY_SHRINK = 1.0 - 1e-7
-#: Half-width below which an inscribed cross-polytope means the interior is empty.
+#: Half-width, relative to the set's size (its bounding-box diagonal), below which an inscribed
+#: cross-polytope means the interior is empty.
 MIN_HALF_WIDTH = 1e-7
+#: Smallest extent of a set, relative to ``max(1, |x|)`` over it, that its support programs can
+#: resolve: Clarabel's tolerances are about 1e-8, absolute and relative, so the extent of a
+#: smaller set is indistinguishable from solver noise.
+MIN_SOLVER_SCALE = 1e-6
 
 
 @dataclass(frozen=True)
@@ -97,17 +102,40 @@ class Exploration:
         return self.center + np.vstack([self.B.T, -self.B.T])
 
 
-def max_volume_inscribed_ellipsoid(A: np.ndarray, b: np.ndarray) -> Exploration:
+def max_volume_inscribed_ellipsoid(
+    A: np.ndarray, b: np.ndarray, center: np.ndarray | None = None, scale: float = 1.0
+) -> Exploration:
     """Maximum-volume ellipsoid ``{c + B u : ||u|| <= 1}`` inside ``{x : A x <= b}``.
 
     Solves ``max log det B`` s.t. ``||B a_i|| + a_i^T c <= b_i`` (Boyd & Vandenberghe, 8.4.2) on
     Clarabel, then scales ``B`` so that every inequality holds in floating point: the returned
     ellipsoid is certified to lie in the polytope.
+
+    Parameters
+    ----------
+    A : ndarray, shape (m, d)
+    b : ndarray, shape (m,)
+    center : ndarray, shape (d,), optional
+        A point near the middle of the polytope (default the origin) and
+    scale : float, default 1
+        its size: the program is solved for ``y = (x - center) / scale``, so that its data are
+        of order one whatever the polytope's position and size (Clarabel's tolerances are
+        absolute).  The certificate is checked in the original coordinates.
+
+    Raises
+    ------
+    ValueError
+        The program fails or no interior ellipsoid can be certified (the polytope has an empty
+        interior at the solver's resolution).
     """
     d = A.shape[1]
+    m = np.zeros(d) if center is None else np.asarray(center, dtype=np.float64)
+    if not (np.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be positive and finite, got {scale!r}")
+    b_scaled = (b - A @ m) / scale
     B, c = cp.Variable((d, d), PSD=True), cp.Variable(d)
     problem = cp.Problem(cp.Maximize(cp.log_det(B)),
-                         [cp.norm(B @ A[i], 2) + A[i] @ c <= b[i] for i in range(A.shape[0])])
+                         [cp.norm(B @ A[i], 2) + A[i] @ c <= b_scaled[i] for i in range(A.shape[0])])
     try:
         problem.solve(solver=cp.CLARABEL)
     except cp.error.SolverError:
@@ -115,17 +143,21 @@ def max_volume_inscribed_ellipsoid(A: np.ndarray, b: np.ndarray) -> Exploration:
     if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or B.value is None:
         raise ValueError("maximum-volume inscribed ellipsoid program ended "
                          f"{problem.status}: the polytope may have an empty interior")
-    Bv, cv = 0.5 * (B.value + B.value.T), np.asarray(c.value)
+    Bv, cv = scale * 0.5 * (B.value + B.value.T), m + scale * np.asarray(c.value)
     slack = b - A @ cv
-    if np.any(slack <= 0):
+    if not np.all(slack > 0):
         raise ValueError("the polytope has an empty interior (no strictly interior centre)")
     reach = np.linalg.norm(A @ Bv, axis=1)
-    scale = CERTIFY_SHRINK * min(1.0, float(np.min(slack / np.maximum(reach, 1e-300))))
-    return Exploration(cv, scale * Bv, "sphere")
+    shrink = CERTIFY_SHRINK * min(1.0, float(np.min(slack / np.maximum(reach, 1e-300))))
+    return Exploration(cv, shrink * Bv, "sphere")
 
 
 def inscribed_cross_polytope(
-    dim: int, constraints: Callable[[cp.Expression], list], contains: Callable[..., bool]
+    dim: int,
+    constraints: Callable[[cp.Expression], list],
+    contains: Callable[..., bool],
+    frame: tuple[np.ndarray, float] | None = None,
+    size: float = 1.0,
 ) -> Exploration:
     """An axis-aligned cross-polytope ``conv{c +- t_i e_i}`` inside a convex set.
 
@@ -133,20 +165,47 @@ def inscribed_cross_polytope(
     constraints, then certifies: each vertex is checked with ``contains(v, tol=0)``; if the
     solver's point is infeasible by rounding, ``t`` shrinks until every vertex passes.  The set
     being convex, the whole cross-polytope then lies inside it.
+
+    Parameters
+    ----------
+    dim : int
+    constraints : callable
+        ``constraints(x)`` for a cvxpy expression ``x`` of shape ``(dim,)``.
+    contains : callable
+        ``contains(points, tol=0.0)``, exact membership.
+    frame : (mid, s), optional
+        Solve for ``c = mid + s c'``, ``t = s t'`` so that the program's variables are of order
+        one (Clarabel's tolerances are absolute); default ``(0, 1)``, the set's own coordinates.
+    size : float, default 1
+        The set's size (e.g. its bounding-box diagonal): a half-width below
+        :data:`MIN_HALF_WIDTH` times ``size`` means an empty interior.
+
+    Raises
+    ------
+    ValueError
+        The interior is empty at the solver's resolution, or no cross-polytope can be certified.
     """
+    mid, s = (np.zeros(dim), 1.0) if frame is None else frame
     c, t = cp.Variable(dim), cp.Variable(dim, nonneg=True)
     eye = np.eye(dim)
     cons = []
     for i in range(dim):
         for sign in (1.0, -1.0):
-            cons += constraints(c + sign * t[i] * eye[i])
+            vertex = c + sign * t[i] * eye[i]
+            cons += constraints(vertex if frame is None else mid + s * vertex)
     problem = cp.Problem(cp.Maximize(cp.geo_mean(t)), cons)
-    problem.solve(solver=cp.CLARABEL)
+    try:
+        problem.solve(solver=cp.CLARABEL)
+    except cp.error.SolverError:
+        pass  # reported below through the status
     if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or t.value is None:
-        raise ValueError(f"inscribed cross-polytope program ended {problem.status}")
-    cv, tv = np.asarray(c.value), np.maximum(np.asarray(t.value), 0.0)
-    if tv.min() <= MIN_HALF_WIDTH:
-        raise ValueError(f"the set has an empty interior (inscribed cross-polytope half-widths {tv})")
+        raise ValueError(f"inscribed cross-polytope program ended {problem.status}: the set may "
+                         "have an empty interior, or be numerically ill-posed")
+    cv = mid + s * np.asarray(c.value)
+    tv = s * np.maximum(np.asarray(t.value), 0.0)
+    if not np.all(np.isfinite(cv)) or not tv.min() > MIN_HALF_WIDTH * size:
+        raise ValueError(f"the set has an empty interior (inscribed cross-polytope half-widths "
+                         f"{tv}, below {MIN_HALF_WIDTH:g} times the set's size {size:.3g})")
     if not contains(cv, tol=0.0):
         raise ValueError("could not certify the centre of the inscribed cross-polytope")
     for _ in range(60):

@@ -8,11 +8,13 @@ import cvxpy as cp
 import numpy as np
 
 from .._rowwise import row_matvec
-from .._validation import as_finite_array, as_vector
+from .._validation import _fmt, as_finite_array, as_vector, scaled_norm
 from .base import ArmSet
 from .exploration import Exploration, max_volume_inscribed_ellipsoid
+from .scaling import check_box_holds, solver_frame
 
-#: Chebyshev radius below which a polytope is said to have an empty interior.
+#: Chebyshev radius, relative to the polytope's size (its bounding-box diagonal), below which
+#: a polytope is said to have an empty interior.
 MIN_INTERIOR_RADIUS = 1e-9
 
 
@@ -41,9 +43,12 @@ class Box(ArmSet):
             i = bad[0]
             raise ValueError(f"Box needs lower < upper in every coordinate; coordinate {i} has "
                              f"lower={self.lower[i]}, upper={self.upper[i]}")
+        # SEGE and CLUCB need both bounds; a box beyond the float range is rejected here.
+        self.diameter_bound()
+        self.norm_bound()
 
     def __repr__(self) -> str:
-        return f"Box(lower={self.lower!r}, upper={self.upper!r})"
+        return f"Box(lower={_fmt(self.lower)}, upper={_fmt(self.upper)})"
 
     def constraints(self, x: cp.Variable) -> list:
         return [x >= self.lower, x <= self.upper]
@@ -53,7 +58,8 @@ class Box(ArmSet):
 
     def _greedy_closed_form(self, thetas: np.ndarray) -> np.ndarray:
         # Coordinate-wise maximization; a zero coordinate of theta leaves every value optimal.
-        mid = 0.5 * (self.lower + self.upper)
+        # Halves first: lower + upper may overflow where the midpoint does not.
+        mid = 0.5 * self.lower + 0.5 * self.upper
         return np.where(thetas > 0, self.upper, np.where(thetas < 0, self.lower, mid))
 
     def bounding_box(self) -> tuple[np.ndarray, np.ndarray]:
@@ -62,30 +68,57 @@ class Box(ArmSet):
     def exploration(self) -> Exploration:
         """The maximum-volume inscribed ellipsoid: centre the midpoint, semi-axes the half-widths
         (``|x_i - m_i| = h_i |zeta_i| <= h_i`` on it)."""
-        half = 0.5 * (self.upper - self.lower)
-        return Exploration(0.5 * (self.lower + self.upper), np.diag(half), "sphere")
+        half = 0.5 * self.upper - 0.5 * self.lower
+        # Cov(U) = diag(half^2) / d: its entries, and their ratio (the eigenvalue solver scales
+        # by the largest), must be representable for sigma^2 to mean anything; extreme widths
+        # (below ~1e-154 or above ~1e154, or ratios beyond ~1e154) are not.
+        with np.errstate(over="ignore", under="ignore"):
+            squares = half**2
+            ratio = (half.max() / half.min()) ** 2
+        if not (np.all(np.isfinite(squares)) and squares.min() / self.dim > 0
+                and np.isfinite(ratio)):
+            raise ValueError(f"the exploration covariance diag(half-widths^2) / d of {self!r} is "
+                             f"not representable in floating point (half-widths from "
+                             f"{half.min():.3g} to {half.max():.3g}): rescale the problem")
+        return Exploration(0.5 * self.lower + 0.5 * self.upper, np.diag(half), "sphere")
 
     def _contains_ellipsoid(self, center: np.ndarray, B: np.ndarray) -> bool:
-        reach = np.linalg.norm(B, axis=1)  # max_u |(B u)_i| = ||row i of B||
+        reach = scaled_norm(B, axis=1)  # max_u |(B u)_i| = ||row i of B||
         return bool(np.all(center - reach >= self.lower) and np.all(center + reach <= self.upper))
 
 
 class Polytope(ArmSet):
     """The polytope ``{x : A x <= b}``; must be bounded with a nonempty interior.
 
-    Both properties are checked at construction by convex programs on Clarabel: ``2d``
-    linear programs for boundedness (they also give :meth:`bounding_box`) and the Chebyshev
-    ball (largest inscribed ball) for the interior.
+    Each inequality is first divided by ``||a_i||`` (the same set), so that every check below
+    is independent of how the rows were scaled.  Boundedness and nonemptiness are checked at
+    construction by ``2d`` linear programs on Clarabel (they also give :meth:`bounding_box`),
+    the interior by the Chebyshev ball (largest inscribed ball), solved in coordinates
+    centred and scaled by that box where needed (:func:`solver_frame`), whose radius must be at
+    least :data:`MIN_INTERIOR_RADIUS` times the box's diagonal.
 
     Parameters
     ----------
     A : array_like, shape (m, d)
+        No zero row.
     b : array_like, shape (m,)
 
     Attributes
     ----------
+    A : ndarray, shape (m, d)
+        The rows ``a_i / ||a_i||``.
+    b : ndarray, shape (m,)
+        ``b_i / ||a_i||``: the distance of each facet's hyperplane from the origin, signed.
     chebyshev_center : ndarray, shape (d,)
     chebyshev_radius : float
+        ``min_i (b_i - a_i^T c)`` at the centre ``c``: the radius of a ball about ``c`` inside
+        the polytope.
+
+    Raises
+    ------
+    ValueError
+        Malformed ``A`` or ``b``, or a polytope that is empty, unbounded, has an empty interior,
+        or is too small (relative to its distance from the origin) for the solver's tolerances.
 
     Examples
     --------
@@ -99,28 +132,53 @@ class Polytope(ArmSet):
         A = as_finite_array("A", A)
         if A.ndim != 2 or A.shape[0] == 0 or A.shape[1] == 0:
             raise ValueError(f"A must be a nonempty (m, d) matrix, got shape {A.shape}")
-        self.A = A
         self.dim = A.shape[1]
-        self.b = as_vector("b", b, A.shape[0])
-        row_norms = np.linalg.norm(A, axis=1)
+        b = as_vector("b", b, A.shape[0])
+        row_norms = scaled_norm(A, axis=1)  # no spurious overflow or underflow of tiny rows
         if np.any(row_norms == 0):
             raise ValueError(f"A has an all-zero row (row {int(np.argmin(row_norms))})")
-        self.bounding_box()  # raises ValueError if empty or unbounded
-        self.chebyshev_center, self.chebyshev_radius = self._chebyshev_ball(row_norms)
-        if self.chebyshev_radius < MIN_INTERIOR_RADIUS:
-            raise ValueError("Polytope has an empty interior (largest inscribed ball radius "
-                             f"{self.chebyshev_radius:.3g})")
+        with np.errstate(over="ignore"):
+            b_unit = b / row_norms
+        if not np.all(np.isfinite(b_unit)):
+            i = int(np.flatnonzero(~np.isfinite(b_unit))[0])
+            raise ValueError(f"inequality {i} of A x <= b, divided by ||A[{i}]|| = "
+                             f"{row_norms[i]:.3g}, has b[{i}] / ||A[{i}]|| beyond the float range "
+                             f"(b[{i}] = {b[i]:.3g}): rescale A and b")
+        self.A, self.b = A / row_norms[:, None], b_unit
+        self.bounding_box()  # raises ValueError if empty, unbounded or too small to certify
+        self.diameter_bound()  # raises ValueError if not representable
+        self.norm_bound()
+        self.chebyshev_center, self.chebyshev_radius = self._chebyshev_ball()
+        size = self.diameter_bound()
+        if not self.chebyshev_radius >= MIN_INTERIOR_RADIUS * size:
+            raise ValueError("Polytope A x <= b has an empty interior (largest inscribed ball "
+                             f"radius {self.chebyshev_radius:.3g}, below {MIN_INTERIOR_RADIUS:g} "
+                             f"times its size {size:.3g})")
+        # The inscribed ball's axis points are in the polytope (up to rounding, which the
+        # box's margin covers): the box must hold them.
+        tips = self.chebyshev_center + self.chebyshev_radius * np.vstack([np.eye(self.dim),
+                                                                         -np.eye(self.dim)])
+        check_box_holds(self, tips)
 
     def __repr__(self) -> str:
-        return f"Polytope({self.A.shape[0]} inequalities in dimension {self.dim})"
+        return f"Polytope(A x <= b: {self.A.shape[0]} inequalities in dimension {self.dim})"
 
-    def _chebyshev_ball(self, row_norms: np.ndarray) -> tuple[np.ndarray, float]:
-        x, r = cp.Variable(self.dim), cp.Variable()
-        problem = cp.Problem(cp.Maximize(r), [self.A @ x + r * row_norms <= self.b])
-        problem.solve(solver=cp.CLARABEL)
-        if problem.status != cp.OPTIMAL:
-            raise ValueError(f"Chebyshev-ball program for the polytope ended {problem.status}")
-        return np.asarray(x.value), float(r.value)
+    def _chebyshev_ball(self) -> tuple[np.ndarray, float]:
+        frame = solver_frame(*self.bounding_box())
+        mid, s = (np.zeros(self.dim), 1.0) if frame is None else frame
+        y, r = cp.Variable(self.dim), cp.Variable()
+        # Rows have unit norm: a_i^T (mid + s y) + s r <= b_i, divided by s.
+        problem = cp.Problem(cp.Maximize(r), [self.A @ y + r <= (self.b - self.A @ mid) / s])
+        try:
+            problem.solve(solver=cp.CLARABEL)
+        except cp.error.SolverError:
+            pass  # reported below through the status
+        if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or y.value is None:
+            raise ValueError("Chebyshev-ball program for the polytope A x <= b ended "
+                             f"{problem.status}")
+        center = mid + s * np.asarray(y.value)
+        # The radius actually achieved at this centre, in floating point (rows have unit norm).
+        return center, float(np.min(self.b - self.A @ center))
 
     def constraints(self, x: cp.Variable) -> list:
         return [self.A @ x <= self.b]
@@ -132,11 +190,14 @@ class Polytope(ArmSet):
 
     @cached_property
     def _mve(self) -> Exploration:
-        return max_volume_inscribed_ellipsoid(self.A, self.b)
+        frame = solver_frame(*self.bounding_box())
+        if frame is None:
+            return max_volume_inscribed_ellipsoid(self.A, self.b)
+        return max_volume_inscribed_ellipsoid(self.A, self.b, center=frame[0], scale=frame[1])
 
     def _contains_ellipsoid(self, center: np.ndarray, B: np.ndarray) -> bool:
         # max over the ellipsoid of a_i^T x is a_i^T center + ||B^T a_i||.
-        return bool(np.all(self.A @ center + np.linalg.norm(self.A @ B, axis=1) <= self.b))
+        return bool(np.all(self.A @ center + scaled_norm(self.A @ B, axis=1) <= self.b))
 
     def _inside(self, xs: np.ndarray, tol: float) -> np.ndarray:
         return np.all(row_matvec(np.ascontiguousarray(xs), self.A) <= self.b + tol, axis=1)

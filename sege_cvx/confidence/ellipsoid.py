@@ -26,6 +26,9 @@ from .._validation import (
 )
 from . import cholesky
 
+#: Largest dimension accepted (a bandit's d is small; larger ints overflow the radius formula).
+MAX_DIM = 10_000
+
 
 def confidence_radius(
     t: float | np.ndarray,
@@ -79,7 +82,11 @@ def confidence_radius(
         raise ValueError(f"t must be finite and >= 0, got {t!r}")
     if np.any(~(d_arr > 0)) or np.any(~(d_arr < 1)):
         raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
-    r = RadiusFormula(dim, noise_sd, lam, S, L)(t_arr, d_arr)
+    with np.errstate(over="ignore", divide="ignore"):
+        r = RadiusFormula(dim, noise_sd, lam, S, L)(t_arr, d_arr)
+    if not np.all(np.isfinite(r)):
+        raise ValueError(f"the radius overflows the float range for dim={dim}, noise_sd={noise_sd}, "
+                         f"lam={lam}, L={L}, t={t!r}, delta={delta!r}: rescale the problem")
     return float(r) if np.ndim(r) == 0 else r
 
 
@@ -101,7 +108,10 @@ class RadiusFormula:
 
     def __init__(self, dim: int, noise_sd: float, lam: float, S: float, L: float) -> None:
         self._dim, self._noise_sd = dim, noise_sd
-        self._growth = L**2 / lam
+        self._growth = L * L / lam  # L^2 / lam, inf rather than OverflowError when too large
+        if not math.isfinite(self._growth) or dim > MAX_DIM:
+            raise ValueError(f"L^2 / lam is beyond the float range (L={L}, lam={lam}) or "
+                             f"dim={dim} exceeds {MAX_DIM}: rescale the problem")
         self._offset = math.sqrt(lam) * S
 
     def __call__(self, t, delta):
@@ -172,6 +182,9 @@ def lcb(x: np.ndarray, theta_hat: np.ndarray, V: np.ndarray, radius: float) -> n
     # ||x||_{V^{-1}} = ||L^{-1} x|| for V = L L^T: a triangular solve, no inverse.
     w = np.linalg.solve(chol[0], xs.T)
     values = xs @ theta_hat - r * np.linalg.norm(w, axis=0)
+    if not np.all(np.isfinite(values)):
+        raise ValueError("x, theta_hat, V and radius give a lower confidence bound beyond the "
+                         f"float range (max |x| = {np.abs(xs).max():.3g}): rescale the problem")
     return float(values[0]) if single else values
 
 
@@ -262,7 +275,7 @@ class ConfidenceEllipsoid:
                                   rows, np.ascontiguousarray(x), np.ascontiguousarray(y))
         if failed >= 0:
             run = int(rows[failed])
-            raise FloatingPointError(
+            raise ValueError(
                 f"run {run}: V = lam I + sum x x^T is not numerically positive definite after "
                 f"{self.counts[run]} observations (lam = {self.lam:g} is too small for arms of "
                 f"norm {np.linalg.norm(x[failed]):.3g}); use a larger lam")

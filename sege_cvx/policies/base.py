@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._random import MAX_RUNS
 from .._validation import as_positive_int, as_scalar, as_vector
 from ..arm_sets.base import ArmSet
 
@@ -37,6 +38,9 @@ class BatchPolicy:
         self.noise_sd = as_scalar("noise_sd", noise_sd, low=0.0)
         self.lam = as_scalar("lam", lam, low=0.0, low_open=True)
         self.n_runs = as_positive_int("n_runs", n_runs)
+        if self.n_runs > MAX_RUNS:
+            raise ValueError(f"n_runs must be at most {MAX_RUNS} (split larger studies into "
+                             f"batches), got {self.n_runs}")
         x0 = as_vector("baseline_arm", baseline_arm, arm_set.dim)
         b0 = as_scalar("baseline_reward", baseline_reward)
         if not arm_set.contains(x0, tol=1e-9):
@@ -59,6 +63,18 @@ class BatchPolicy:
                      if self.baseline_shift > 0.0 else "")
             raise ValueError(f"threshold must be < baseline_reward {float(b0)!r}{moved}, got {b!r}")
         self.threshold = b
+
+    def _check_lam(self, L: float) -> None:
+        """Reject a ``lam`` lost to rounding in ``V = lam I + x x^T`` for arms of norm up to ``L``.
+
+        The Cholesky factor of ``V`` is accurate while ``lambda_min(V) >= lam`` exceeds the
+        rounding of its entries, about ``d eps L^2`` after one observation; below that the
+        regularization vanishes in floating point and ``V`` can be singular.
+        """
+        floor = 16.0 * self.arm_set.dim * np.finfo(float).eps * L * L
+        if self.lam < floor:
+            raise ValueError(f"lam = {self.lam!r} is below the precision of V = lam I + x x^T for "
+                             f"arms of norm up to L = {L:.6g}: use lam >= {floor:.3g}")
 
     def _stage_start(self) -> int:
         if self._pending is not None:

@@ -7,7 +7,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from .._numba import njit
-from .._validation import as_positive_int, as_scalar
+from .._validation import as_batch_of_vectors, as_positive_int, as_scalar
 from ..arm_sets.base import ArmSet
 from ..confidence.cholesky import inverse_norm
 from ..confidence.ellipsoid import ConfidenceEllipsoid, RadiusFormula
@@ -23,11 +23,32 @@ DEFAULT_DISCRETIZATION_TOL = 3e-3
 def sphere_directions(dim: int, count: int) -> np.ndarray:
     """``count`` well-spread unit vectors, deterministic.
 
-    ``d = 2``: equally spaced angles.  ``d = 3``: the spherical Fibonacci lattice
-    (``z_k = 1 - (2k + 1)/K``, longitude ``k`` times the golden angle).  ``d > 3``: a generalized
-    Fibonacci lattice in the unit cube (``(k + 1/2)/K`` and ``frac(k sqrt(p_j))`` for primes
-    ``p_j``) mapped to the sphere through the inverse normal CDF (less uniform).
+    ``d = 1``: the unit sphere is ``{+1, -1}``, so there are exactly two directions: ``[[1], [-1]]``
+    for any ``count >= 2`` (``[[1]]`` for ``count = 1``).  ``d = 2``: equally spaced angles.
+    ``d = 3``: the spherical Fibonacci lattice (``z_k = 1 - (2k + 1)/K``, longitude ``k`` times the
+    golden angle).  ``d > 3``: a generalized Fibonacci lattice in the unit cube (``(k + 1/2)/K``
+    and ``frac(k sqrt(p_j))`` for primes ``p_j``) mapped to the sphere through the inverse normal
+    CDF (less uniform).
+
+    Parameters
+    ----------
+    dim, count : int
+        At least 1.
+
+    Returns
+    -------
+    ndarray, shape (min(count, 2), 1) if dim == 1 else (count, dim)
+
+    Examples
+    --------
+    >>> sphere_directions(1, 10)
+    array([[ 1.],
+           [-1.]])
     """
+    dim = as_positive_int("dim", dim)
+    count = as_positive_int("count", count)
+    if dim == 1:
+        return np.array([[1.0], [-1.0]])[:count]
     k = np.arange(count)
     if dim == 2:
         angles = 2.0 * np.pi * k / count
@@ -43,13 +64,28 @@ def sphere_directions(dim: int, count: int) -> np.ndarray:
     return points / np.linalg.norm(points, axis=1, keepdims=True)
 
 
+def _check_arm_set(arm_set: object) -> ArmSet:
+    if not isinstance(arm_set, ArmSet):
+        raise TypeError(f"arm_set must be an ArmSet, got {type(arm_set).__name__}")
+    return arm_set
+
+
 def discretization_error(arm_set: ArmSet, arms: np.ndarray, S: float) -> float:
     """``S * max_u [h(u) - max_k <a_k, u>]`` over a dense set of unit test directions ``u``.
 
     Bounds (up to the test grid) the loss in optimal reward from restricting to ``arms`` when
-    ``||theta*|| <= S``.
+    ``||theta*|| <= S``.  In ``d = 1`` the test directions are ``+-1``, which is exact.
+
+    Parameters
+    ----------
+    arm_set : ArmSet
+    arms : array_like, shape (K, d)
+    S : float
+        ``S > 0``.
     """
-    d = arm_set.dim
+    d = _check_arm_set(arm_set).dim
+    arms, _ = as_batch_of_vectors("arms", arms, d)
+    S = as_scalar("S", S, low=0.0, low_open=True)
     tests = sphere_directions(d, 3600 if d == 2 else 1000 * d)
     gap = arm_set.support(tests) - (tests @ arms.T).max(axis=1)
     return float(S * max(gap.max(), 0.0))
@@ -57,14 +93,24 @@ def discretization_error(arm_set: ArmSet, arms: np.ndarray, S: float) -> float:
 
 def discretize(arm_set: ArmSet, n_arms: int) -> np.ndarray:
     """Support points of the set over ``n_arms`` well-spread directions (for the disk: equally
-    spaced boundary points)."""
-    return arm_set.greedy_arm(sphere_directions(arm_set.dim, n_arms))
+    spaced boundary points).  In ``d = 1`` there are at most two: the interval's endpoints."""
+    _check_arm_set(arm_set)
+    return arm_set.greedy_arm(sphere_directions(arm_set.dim, as_positive_int("n_arms", n_arms)))
 
 
 def default_arm_count(arm_set: ArmSet, S: float, tol: float = DEFAULT_DISCRETIZATION_TOL,
                       max_arms: int = 4096) -> int:
-    """Smallest ``K`` (by doubling then bisection) whose discretization error is ``<= tol``."""
-    hi = 8
+    """Smallest ``K`` (by doubling then bisection) whose discretization error is ``<= tol``.
+
+    ``d = 1``: 2 (the interval's endpoints; the error is then 0).
+    """
+    _check_arm_set(arm_set)
+    S = as_scalar("S", S, low=0.0, low_open=True)
+    tol = as_scalar("tol", tol, low=0.0, low_open=True)
+    max_arms = as_positive_int("max_arms", max_arms)
+    if arm_set.dim == 1:
+        return 2
+    hi = min(8, max_arms)
     while discretization_error(arm_set, discretize(arm_set, hi), S) > tol:
         if hi >= max_arms:
             return max_arms
@@ -175,6 +221,7 @@ class CLUCB(BatchPolicy):
         self.arms = discretize(arm_set, K)
         self.discretization_error = discretization_error(arm_set, self.arms, self.S)
         self.L = arm_set.norm_bound()
+        self._check_lam(self.L)
         self._radius = RadiusFormula(d, self.noise_sd, self.lam, self.S, self.L)
         self._beta_table = np.empty(0)  # r_n(delta) for n = 0, 1, ...: see beta()
 

@@ -175,6 +175,7 @@ class SEGE(BatchPolicy):
             raise ValueError(f"L = {self.L} is below ||x|| = {norms.max():.6g} of the point "
                              f"{known[np.argmax(norms)]} of the arm set; L must bound max ||x||")
 
+        self._check_lam(self.L)
         self._radius = RadiusFormula(d, self.noise_sd, self.lam, self.S, self.L)
         self._zeta = NormalStreams(seed_sequences(seed, self.n_runs), d)
         self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)

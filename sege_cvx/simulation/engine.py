@@ -37,11 +37,12 @@ class LinearBandit:
                  seeds: Sequence[np.random.SeedSequence]) -> None:
         self.theta_star = as_vector("theta_star", theta_star)
         self.dim = self.theta_star.shape[0]
-        self.noise_sd = as_scalar("noise_sd", noise_sd, low=0.0)
+        # noise_sd times a normal draw (|z| < 40 in practice) must stay within the float range.
+        self.noise_sd = as_scalar("noise_sd", noise_sd, low=0.0, high=np.finfo(float).max / 64)
         if not isinstance(seeds, Sequence) or isinstance(seeds, str | bytes) or not seeds:
             raise TypeError(f"seeds must be a nonempty list of SeedSequence (one per run), got {seeds!r}")
         self.n_runs = len(seeds)
-        self._noise = NormalStreams(seed_sequences(list(seeds), len(seeds)), 1)
+        self._noise = NormalStreams(seed_sequences(list(seeds), len(seeds), name="seeds"), 1)
 
     def pull(self, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Expected rewards ``<X_i, theta*>`` and observed rewards, one arm per run.
@@ -58,7 +59,12 @@ class LinearBandit:
         if xs.shape[0] != self.n_runs:
             raise ValueError(f"arms must hold one arm per run ({self.n_runs}), got shape "
                              f"{np.shape(arms)}")
-        return self._pull(xs)
+        mean, observed = self._pull(xs)
+        if not np.all(np.isfinite(observed)):
+            raise ValueError("arms and theta_star give rewards beyond the float range (max "
+                             f"|theta_star| = {np.abs(self.theta_star).max():.3g}): rescale the "
+                             "problem")
+        return mean, observed
 
     def _pull(self, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`pull` without validation; each run's reward from its own row and stream."""
