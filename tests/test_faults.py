@@ -134,9 +134,9 @@ def test_confidence_update_rejects_bad_observations():
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
-    (dict(t="10"), TypeError, "t must be a real number"),
-    (dict(t=True), TypeError, "t must be a real number"),
-    (dict(delta="0.1"), TypeError, "delta must be a real number"),
+    (dict(t="10"), TypeError, "t must be numeric"),
+    (dict(t=True), TypeError, "t must be numeric"),
+    (dict(delta="0.1"), TypeError, "delta must be numeric"),
 ])
 def test_confidence_radius_rejects_non_numbers(kwargs, error, match):
     args = dict(t=10, delta=0.1, dim=2, noise_sd=1.0, lam=0.1, S=1.0, L=1.0)

@@ -76,8 +76,8 @@ def confidence_radius(
     lam = as_scalar("lam", lam, low=0.0, low_open=True)
     S = as_scalar("S", S, low=0.0, low_open=True)
     L = as_scalar("L", L, low=0.0)
-    t_arr = _real_array("t", t)
-    d_arr = _real_array("delta", delta)
+    t_arr = as_finite_array("t", t)
+    d_arr = as_finite_array("delta", delta)
     if np.any(~np.isfinite(t_arr)) or np.any(t_arr < 0):
         raise ValueError(f"t must be finite and >= 0, got {t!r}")
     if np.any(~(d_arr > 0)) or np.any(~(d_arr < 1)):
@@ -88,14 +88,6 @@ def confidence_radius(
         raise ValueError(f"the radius overflows the float range for dim={dim}, noise_sd={noise_sd}, "
                          f"lam={lam}, L={L}, t={t!r}, delta={delta!r}: rescale the problem")
     return float(r) if np.ndim(r) == 0 else r
-
-
-def _real_array(name: str, value: object) -> np.ndarray:
-    """A real (not bool, not string) scalar or array, as float64."""
-    arr = np.asarray(value)
-    if arr.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must be a real number or array of them, got {value!r}")
-    return arr.astype(np.float64)
 
 
 class RadiusFormula:
