@@ -11,8 +11,10 @@ import pytest
 
 import sege_cvx as sc
 from sege_cvx.experiments import paper_problem
+from sege_cvx.experiments.examples import ellipsoid_problem
 
 THETA = np.array([0.6, 0.8])
+THETA_3D = np.array(ellipsoid_problem().theta_star)
 NOISE = 0.3
 HORIZON = 300
 # Runs 1 and 5 are followed alone, inside two batches of 3 and inside a permuted batch of 8.
@@ -31,6 +33,11 @@ def _policy(case, n_runs, seeds):
     if case == "SEGE solver (disk)":
         return paper_problem(noise_sd=NOISE, baseline_arm=(1.0, 1.0), c=0.05).sege(
             n_runs, seeds, "solver")
+    if case == "SEGE closed form (3-D ellipsoid)":
+        problem = ellipsoid_problem()
+        return sc.SEGE(problem.arm_set, problem.baseline_arm, problem.baseline_reward,
+                       problem.threshold, S=1.0, noise_sd=NOISE, c=0.002, n_runs=n_runs,
+                       seed=seeds)
     if case == "SEGE solver (polytope)":
         square = sc.Polytope(np.vstack([np.eye(2), -np.eye(2)]), [2.0, 2.0, 0.0, 0.0])
         return sc.SEGE(square, [1.0, 1.0], 1.4, 1.2, S=1.0, noise_sd=NOISE, c=0.01,
@@ -48,7 +55,8 @@ def _trajectories(case, runs, policy_seeds, noise_seeds):
     """Arms, expected and observed rewards and decisions of ``runs``, simulated side by side
     through the step API."""
     policy = _policy(case, len(runs), [policy_seeds[r] for r in runs])
-    bandit = sc.LinearBandit(THETA, NOISE, [noise_seeds[r] for r in runs])
+    theta = THETA_3D if policy.arm_set.dim == 3 else THETA
+    bandit = sc.LinearBandit(theta, NOISE, [noise_seeds[r] for r in runs])
     out = {"arms": [], "mean": [], "observed": [], "decision": []}
     for _ in range(HORIZON):
         x = policy.select()
@@ -60,7 +68,7 @@ def _trajectories(case, runs, policy_seeds, noise_seeds):
     return {key: np.stack(value, axis=1) for key, value in out.items()}  # (runs, HORIZON, ...)
 
 
-CASES = ["SEGE closed form (disk)", "SEGE solver (disk)", "SEGE solver (polytope)",
+CASES = ["SEGE closed form (disk)", "SEGE closed form (3-D ellipsoid)", "SEGE solver (disk)", "SEGE solver (polytope)",
          "SEGE closed-form greedy, solver LCB (box)", "SEGE solver (ConvexArmSet)", "CLUCB"]
 
 

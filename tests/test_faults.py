@@ -143,3 +143,33 @@ def test_confidence_radius_rejects_non_numbers(kwargs, error, match):
     args.update(kwargs)
     with pytest.raises(error, match=match):
         sc.confidence_radius(**args)
+
+
+def test_a_fast_path_fault_fails_only_its_own_instance(monkeypatch):
+    disk = sc.Ball([1.0, 1.0], 1.0)
+    kernel = disk._lcb_closed_form
+
+    def faulty_for_marked_rows(thetas, V_inv, radii):
+        if np.any(radii == 0.5):  # the marked instance
+            raise ArithmeticError("fast path")
+        return kernel(thetas, V_inv, radii)
+
+    monkeypatch.setattr(disk, "_lcb_closed_form", faulty_for_marked_rows)
+    thetas, chols = np.array([[0.6, 0.8], [0.5, 0.5]]), np.stack([np.eye(2) * 3.0] * 2)
+    alone = disk.lcb_arm_batch(thetas[:1], chols[:1], np.array([1.0]))
+    batch = disk.lcb_arm_batch(thetas, chols, np.array([1.0, 0.5]))
+    assert batch.status == ["closed_form", "error: ArithmeticError"]
+    np.testing.assert_array_equal(batch.ok, [True, False])
+    np.testing.assert_array_equal(batch.arms[0], alone.arms[0])
+
+
+def test_simulate_needs_a_fresh_policy():
+    policy = sc.SEGE(sc.Ball([1.0, 1.0], 1.0), [1.2, 1.9], 2.24, 1.8, S=1.0, noise_sd=1.0)
+    x = policy.select()
+    with pytest.raises(ValueError, match="has already played 0 stage.* pending select"):
+        sc.simulate(policy, _bandit(1), 10)
+    policy.observe(x, 1.0)
+    with pytest.raises(ValueError, match="has already played 1 stage"):
+        sc.simulate(policy, _bandit(1), 10)
+    with pytest.raises(ValueError, match="checkpoints must hold stages in 1..10, got True"):
+        sc.simulate(_never(1), _bandit(1), 10, checkpoints=[2, True])

@@ -5,10 +5,20 @@ import numpy as np
 import sege_cvx as sc
 from sege_cvx.confidence import lcb_from_precision
 
-#: Arm agreement per accuracy tier of ``conic.compiled.TIERS``.  The LCB objective is flat at its
-#: maximizer, so an arm is only as accurate as the square root of the objective gap the tier
-#: asks for (1e-12, 1e-10, 1e-8): 10 sqrt(gap).
-TIER_ARM_RTOL = (1e-5, 1e-4, 1e-3)
+#: Arm agreement by accuracy tier of ``conic.compiled.TIERS`` and Clarabel's status.  The LCB
+#: objective is flat at its maximizer, so an arm is only as accurate as the square root of the
+#: gap the solve met: 10 sqrt(gap), with gaps 1e-12, 1e-10 and 1e-8 for ``Solved`` at the three
+#: tiers, and the reduced tolerances 1e-8, 1e-8 and 1e-6 for ``AlmostSolved``.
+ARM_RTOL = {(0, "Solved"): 1e-5, (1, "Solved"): 1e-4, (2, "Solved"): 1e-3,
+            (0, "AlmostSolved"): 1e-3, (1, "AlmostSolved"): 1e-3, (2, "AlmostSolved"): 1e-2}
+
+
+def _recording(solve, solutions):
+    """``solve``, appending each solution (with its tier and status) to ``solutions``."""
+    def wrapped(*args):
+        solutions.append(solve(*args))
+        return solutions[-1]
+    return wrapped
 
 
 def _spd(rng, d, low, high):
@@ -29,18 +39,19 @@ def test_fast_path_agrees_with_solver_path_on_500_anisotropic_instances():
         radii = rng.uniform(0.0, 3.0, n)
         closed = E.lcb_arm(thetas, V, radii, method="closed_form")
         V_inv = np.linalg.inv(V)
+        solutions = []
+        E._lcb_program.solve = _recording(E._lcb_program.solve, solutions)
         for i in range(n):
-            counts = list(E._lcb_program.tier_counts)
             solved = E.lcb_arm(thetas[i], V[i], radii[i], method="solver")
-            tier = int(np.argmax(np.subtract(E._lcb_program.tier_counts, counts)))
+            solution = solutions[-1]  # the tier and status this arm came with
             f_closed, f_solved = lcb_from_precision(np.stack([closed[i], solved]), thetas[[i, i]],
                                                     V_inv[[i, i]], radii[[i, i]])
             # The exact arm is never beaten by more than the solver's feasibility slack.
             assert f_closed >= f_solved - 1e-8 * max(1.0, abs(f_solved))
             worst_obj = max(worst_obj, abs(f_closed - f_solved) / max(1.0, abs(f_solved)))
             arm = np.linalg.norm(closed[i] - solved) / max(1.0, np.linalg.norm(solved))
-            assert arm <= TIER_ARM_RTOL[tier], (d, i, tier, arm)
-            tiers.append(tier)
+            assert arm <= ARM_RTOL[solution.tier, solution.status], (d, i, solution, arm)
+            tiers.append(solution.tier)
     assert len(tiers) >= 500
     assert worst_obj <= 1e-7, worst_obj
     # Most solves reach the tightest tier; the others are the documented fallbacks.

@@ -166,17 +166,37 @@ class ArmSet(ABC):
         Directions are first scaled exactly to order one (:mod:`.scaling`).
         """
         thetas = scale_directions(thetas)
-        try:
-            closed = self._greedy_closed_form(thetas)
-        except Exception as exc:  # a fault in a fast path falls back like a failed solve
-            return _all_failed(len(thetas), self.dim, exc)
-        if closed is not None:
-            return self._verified(closed, ["closed_form"] * len(thetas))
+        if self.has_closed_form_greedy:
+            return self._closed_form_each(self._greedy_closed_form, thetas)
         return self._solve_each(self._greedy_program, thetas)
 
-    def _greedy_closed_form(self, thetas: np.ndarray) -> np.ndarray | None:
-        """Override with an exact greedy arm; ``None`` means use the solver."""
-        return None
+    @property
+    def has_closed_form_greedy(self) -> bool:
+        """Whether :meth:`greedy_arm` has an exact closed form for this set."""
+        return False
+
+    def _greedy_closed_form(self, thetas: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _closed_form_each(self, compute, *batches: np.ndarray) -> BatchArms:
+        """A batched closed form, verified like a solver's points (:meth:`_verified`).
+
+        Should it raise, each instance is computed alone, so that a fault fails only the
+        instance that causes it (its status records the exception), as in :meth:`_solve_each`.
+        """
+        n = len(batches[0])
+        try:
+            return self._verified(compute(*batches), ["closed_form"] * n)
+        except Exception:
+            points = np.full((n, self.dim), np.nan)
+            status = []
+            for i in range(n):
+                try:
+                    points[i] = compute(*(b[i:i + 1] for b in batches))[0]
+                    status.append("closed_form")
+                except Exception as exc:
+                    status.append(_error_status(exc))
+            return self._verified(points, status)
 
     def _solve_each(self, program: CompiledConicProgram, *batches: np.ndarray) -> BatchArms:
         """Solve ``program`` per instance, then verify the points (see :meth:`_verified`).
@@ -340,12 +360,9 @@ class ArmSet(ABC):
         safe arm.  Each instance is computed alone, whatever the batch.
         """
         if method == "closed_form" or (method == "auto" and self.has_closed_form_lcb):
-            try:
-                arms = self._lcb_closed_form(*scale_objective(thetas, cholesky.precision(chols),
-                                                              radii))
-            except Exception as exc:  # a fault in a fast path falls back like a failed solve
-                return _all_failed(len(thetas), self.dim, exc)
-            return self._verified(arms, ["closed_form"] * len(arms))
+            def closed_form(th, ch, r):
+                return self._lcb_closed_form(*scale_objective(th, cholesky.precision(ch), r))
+            return self._closed_form_each(closed_form, thetas, chols, radii)
         # M = r L^{-1} up to an exact power of two (see conic.programs and .scaling).
         return self._solve_each(self._lcb_program, *scale_lcb_data(thetas, chols, radii))
 
@@ -443,8 +460,9 @@ class ArmSet(ABC):
     def _box(self) -> tuple[np.ndarray, np.ndarray]:
         d = self.dim
         directions = np.vstack([np.eye(d), -np.eye(d)])
-        points = self._greedy_closed_form(directions)
-        if points is None:
+        if self.has_closed_form_greedy:
+            points = self._greedy_closed_form(directions)
+        else:
             # Unverified solver points: verifying them (pull_inside) would need a certified
             # interior point, which is itself computed from this box; the margin below covers
             # their infeasibility (at most the accepted tiers' 1e-6) as well as the gap.
@@ -510,11 +528,6 @@ class ArmSet(ABC):
 def _error_status(exc: Exception) -> str:
     """The status recorded for an instance whose solve raised ``exc``."""
     return f"error: {type(exc).__name__}"
-
-
-def _all_failed(n: int, dim: int, exc: Exception) -> BatchArms:
-    """Every instance failed because the batched computation raised ``exc``."""
-    return BatchArms(np.full((n, dim), np.nan), np.zeros(n, dtype=bool), [_error_status(exc)] * n)
 
 
 def check_tol(tol: float) -> float:

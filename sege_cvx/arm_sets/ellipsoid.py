@@ -67,6 +67,10 @@ class Ellipsoid(ArmSet):
         """``||x - c||_{H^{-1}}`` for each row: <= 1 exactly on the set."""
         return row_norms(row_matvec(np.ascontiguousarray(xs - self.center), self._shape_inv_sqrt))
 
+    @property
+    def has_closed_form_greedy(self) -> bool:
+        return True
+
     def _greedy_closed_form(self, thetas: np.ndarray) -> np.ndarray:
         # X^CE = x-bar + H theta / ||theta||_H (paper eq. (greedy arm)); theta = 0: the centre.
         H_theta = row_matvec(np.ascontiguousarray(thetas), self.shape)

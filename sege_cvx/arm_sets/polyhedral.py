@@ -56,6 +56,10 @@ class Box(ArmSet):
     def _inside(self, xs: np.ndarray, tol: float) -> np.ndarray:
         return np.all((xs >= self.lower - tol) & (xs <= self.upper + tol), axis=1)
 
+    @property
+    def has_closed_form_greedy(self) -> bool:
+        return True
+
     def _greedy_closed_form(self, thetas: np.ndarray) -> np.ndarray:
         # Coordinate-wise maximization; a zero coordinate of theta leaves every value optimal.
         # Halves first: lower + upper may overflow where the midpoint does not.

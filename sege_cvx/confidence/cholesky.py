@@ -8,12 +8,13 @@ Every quantity of the confidence set comes from the lower Cholesky factor ``L`` 
 * ``lambda_min(V) >= a`` (SEGE's information test, Algorithm 1 line 5) iff ``V - a I`` is
   positive semidefinite, decided by attempting its Cholesky factorization.
 
-``V`` itself is accumulated exactly as a sum, and ``L`` is refactored from it after every
-observation (``d^3 / 6`` flops, as cheap as a rank-one update for the small ``d`` of bandits).
-The error of ``L`` is then that of one backward-stable factorization of the current ``V``,
-``O(eps ||V||)``, whatever the number of updates and however small ``lambda`` was: it neither
-accumulates with ``t`` nor grows like ``1 / lambda``, as propagating ``V^{-1}`` by
-Sherman-Morrison from ``I / lambda`` does.
+``V`` itself is accumulated as a running sum of the observations (never through an
+inverse), and ``L`` is refactored from it after every observation (``d^3 / 6`` flops, as
+cheap as a rank-one update for the small ``d`` of bandits).  The error of ``L`` is then that
+of one backward-stable factorization of the current ``V``, ``O(eps ||V||)``, whatever the
+number of updates and however small ``lambda`` was: it neither accumulates with ``t`` nor
+grows like ``1 / lambda``, as propagating ``V^{-1}`` by Sherman-Morrison from ``I / lambda``
+does.
 
 Each kernel loops over runs and computes every run with the same operations in the same
 order, so a run's numbers do not depend on which other runs share its batch.
@@ -88,26 +89,29 @@ def inverse_norm(L: np.ndarray, x: np.ndarray, work: np.ndarray) -> float:
 def observe(V, chol, xy_sum, theta_hat, counts, rows, x, y) -> int:
     """Add observation ``(x_j, y_j)`` to run ``rows[j]`` for every ``j``; refactor and re-solve.
 
-    Updates ``V``, ``xy_sum`` (exact sums), ``chol`` and ``theta_hat`` in place.  Returns the
-    index ``j`` of the first observation after which ``V`` was not numerically positive
-    definite (that run's factor and estimate are then left as before), or -1.
+    Updates ``V``, ``xy_sum`` (running sums), ``counts``, ``chol`` and ``theta_hat`` in place.
+    Returns the index ``j`` of the first observation after which ``V`` would not be numerically
+    positive definite (that observation is then not added: the run's state is left exactly as
+    it was), or -1.
     """
     d = x.shape[1]
     w = np.empty(d)
     L = np.empty((d, d))
+    V_new = np.empty((d, d))
     failed = -1
     for j in range(rows.shape[0]):
         i = rows[j]
         for a in range(d):
-            xa = x[j, a]
             for b in range(d):
-                V[i, a, b] += xa * x[j, b]  # exactly symmetric: the products commute
-            xy_sum[i, a] += xa * y[j]
-        counts[i] += 1
-        if not factor(V[i], 0.0, L):
+                V_new[a, b] = V[i, a, b] + x[j, a] * x[j, b]  # symmetric: products commute
+        if not factor(V_new, 0.0, L):
             if failed < 0:
                 failed = j
             continue
+        V[i] = V_new
+        for a in range(d):
+            xy_sum[i, a] += x[j, a] * y[j]
+        counts[i] += 1
         chol[i] = L
         solve_lower(L, xy_sum[i], w)
         solve_lower_transposed(L, w, theta_hat[i])
@@ -130,7 +134,12 @@ def lcb_values(x, theta_hat, chol, radius) -> np.ndarray:
 
 @njit
 def min_eigenvalue_at_least(V, bound) -> np.ndarray:
-    """Whether ``lambda_min(V_i) >= bound``, i.e. whether ``V_i - bound I`` factors, per run."""
+    """Whether ``lambda_min(V_i) >= bound``, decided by factoring ``V_i - bound I``, per run.
+
+    The factorization needs positive pivots, so an exact tie ``lambda_min = bound`` counts as
+    failing; within rounding (about ``d eps ||V||``) the decision is a floating-point one,
+    exactly as it would be with a computed eigenvalue.
+    """
     n, d, _ = V.shape
     out = np.empty(n, dtype=np.bool_)
     L = np.empty((d, d))

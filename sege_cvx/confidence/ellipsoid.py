@@ -171,9 +171,10 @@ def lcb(x: np.ndarray, theta_hat: np.ndarray, V: np.ndarray, radius: float) -> n
     if chol.shape[0] != 1:
         raise ValueError("V must be a single (d, d) matrix; use lcb_from_precision for batches")
     r = as_scalar("radius", radius, low=0.0)
-    # ||x||_{V^{-1}} = ||L^{-1} x|| for V = L L^T: a triangular solve, no inverse.
-    w = np.linalg.solve(chol[0], xs.T)
-    values = xs @ theta_hat - r * np.linalg.norm(w, axis=0)
+    # ||x||_{V^{-1}} = ||L^{-1} x|| for V = L L^T: the simulation's own triangular solves.
+    n = xs.shape[0]
+    values = cholesky.lcb_values(np.ascontiguousarray(xs), np.tile(theta_hat, (n, 1)),
+                                 np.repeat(chol, n, axis=0), np.full(n, r))
     if not np.all(np.isfinite(values)):
         raise ValueError("x, theta_hat, V and radius give a lower confidence bound beyond the "
                          f"float range (max |x| = {np.abs(xs).max():.3g}): rescale the problem")

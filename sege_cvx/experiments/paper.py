@@ -210,6 +210,7 @@ def run_study(
             ("exploit", "explore_lcb", "explore_baseline"), sege.decision_counts.sum(axis=0),
             strict=True)},
         "solver_fallbacks": int(sege.solver_fallbacks.sum()),
+        "fallback_reasons": dict(sege.fallback_reasons),
     })
     s_clucb = summarize(clucb_result, setup.threshold, seed)
     s_clucb.update({

@@ -91,7 +91,6 @@ from .._numba import njit
 __all__ = ["EllipsoidLCBKernel", "ellipsoid_lcb_arms"]
 
 _EPS = float(np.finfo(np.float64).eps)
-_SMALL_D = 16  # up to this size explicit loops beat the BLAS call overhead
 _MAX_INNER = 100  # safety caps on Newton steps per secular solve (typically ~4) and on outer
 _MAX_OUTER = 200  # evaluations (typically ~6; up to ~60 seen with 0 on the boundary of E)
 _LOG_TAU_CAP = 300.0  # cap on log(tau * max D): keeps a_i^2 in (2) far from overflow
@@ -100,22 +99,21 @@ _LOG_TAU_CAP = 300.0  # cap on log(tau * max D): keeps a_i^2 in (2) far from ove
 @njit
 def _congruence(s, m, tmp, out):
     """Write ``s @ m @ s`` (symmetrised) into ``out``; ``s`` is symmetric."""
+    # Plain loops for every d: a BLAS call on a view of one instance may round differently
+    # with the view's memory alignment, i.e. with the instance's position in the batch.
     d = s.shape[0]
-    if d > _SMALL_D:
-        out[:, :] = s @ (m @ s)
-    else:
-        for i in range(d):
-            for j in range(d):
-                acc = 0.0
-                for k in range(d):
-                    acc += m[i, k] * s[k, j]
-                tmp[i, j] = acc
-        for i in range(d):
-            for j in range(d):
-                acc = 0.0
-                for k in range(d):
-                    acc += s[i, k] * tmp[k, j]
-                out[i, j] = acc
+    for i in range(d):
+        for j in range(d):
+            acc = 0.0
+            for k in range(d):
+                acc += m[i, k] * s[k, j]
+            tmp[i, j] = acc
+    for i in range(d):
+        for j in range(d):
+            acc = 0.0
+            for k in range(d):
+                acc += s[i, k] * tmp[k, j]
+            out[i, j] = acc
     for i in range(d):
         for j in range(i):
             sym = 0.5 * (out[i, j] + out[j, i])

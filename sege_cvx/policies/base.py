@@ -69,8 +69,12 @@ class BatchPolicy:
 
         The Cholesky factor of ``V`` is accurate while ``lambda_min(V) >= lam`` exceeds the
         rounding of its entries, about ``d eps L^2`` after one observation; below that the
-        regularization vanishes in floating point and ``V`` can be singular.
+        regularization vanishes in floating point and ``V`` can be singular.  This checks the
+        first observations only; should ``V`` later lose definiteness (many repeats of one arm
+        with ``lam`` near this floor), :meth:`ConfidenceEllipsoid.update` raises a
+        ``ValueError`` and leaves that run's state as it was.
         """
+        L = min(L, self.arm_set.norm_bound())  # a loose user L must not reject a good lam
         floor = 16.0 * self.arm_set.dim * np.finfo(float).eps * L * L
         if self.lam < floor:
             raise ValueError(f"lam = {self.lam!r} is below the precision of V = lam I + x x^T for "

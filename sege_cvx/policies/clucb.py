@@ -214,7 +214,9 @@ class CLUCB(BatchPolicy):
         self._set_problem(arm_set, baseline_arm, baseline_reward, threshold, S, noise_sd, lam, n_runs)
         d = arm_set.dim
         # The conservative constraint is stated for a positive baseline reward r_b = b0.
-        as_scalar("baseline_reward", baseline_reward, low=0.0, low_open=True)
+        if not self.baseline_reward > 0.0:
+            raise ValueError(f"baseline_reward must be > 0 for CLUCB's conservative budget, got "
+                             f"{self.baseline_reward!r} (after certifying a moved baseline arm)")
         self.alpha = 1.0 - self.threshold / self.baseline_reward
         self.delta = as_scalar("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
         K = default_arm_count(arm_set, self.S) if n_arms is None else as_positive_int("n_arms", n_arms)

@@ -165,6 +165,11 @@ def simulate(
     if bandit.dim != policy.arm_set.dim:
         raise ValueError(f"bandit has dimension {bandit.dim} but the policy's arm set has "
                          f"dimension {policy.arm_set.dim}")
+    if policy.t != 0 or policy._pending is not None:
+        pending = " and has a pending select()" if policy._pending is not None else ""
+        raise ValueError(f"simulate starts at stage 1, but the policy has already played "
+                         f"{policy.t} stage(s){pending}: give it a fresh policy (or continue "
+                         "this one with select/observe)")
     if bandit.n_runs != n:
         raise ValueError(f"bandit has {bandit.n_runs} noise stream(s) but the policy acts on {n} "
                          "runs: give LinearBandit one seed per run (see sege_cvx.run_seeds)")
@@ -181,9 +186,11 @@ def simulate(
     if checkpoints is None:
         grid = checkpoint_grid(horizon)
     else:
-        grid = np.array(sorted({int(c) for c in checkpoints} | {horizon}), dtype=np.int64)
-        if grid[0] < 1 or grid[-1] > horizon:
-            raise ValueError(f"checkpoints must lie in 1..{horizon}, got {sorted(checkpoints)}")
+        given = list(checkpoints)
+        for c in given:
+            if isinstance(c, bool) or not isinstance(c, int | np.integer) or not 1 <= c <= horizon:
+                raise ValueError(f"checkpoints must hold stages in 1..{horizon}, got {c!r}")
+        grid = np.array(sorted({int(c) for c in given} | {horizon}), dtype=np.int64)
     stats = RunStatistics.empty(grid, n)
     threshold = float(policy.threshold)
     rewards = np.empty((horizon, n)) if traces else None
