@@ -68,8 +68,9 @@ def _trajectories(case, runs, policy_seeds, noise_seeds):
     return {key: np.stack(value, axis=1) for key, value in out.items()}  # (runs, HORIZON, ...)
 
 
-CASES = ["SEGE closed form (disk)", "SEGE closed form (3-D ellipsoid)", "SEGE solver (disk)", "SEGE solver (polytope)",
-         "SEGE closed-form greedy, solver LCB (box)", "SEGE solver (ConvexArmSet)", "CLUCB"]
+CASES = ["SEGE closed form (disk)", "SEGE closed form (3-D ellipsoid)", "SEGE solver (disk)",
+         "SEGE solver (polytope)", "SEGE closed-form greedy, solver LCB (box)",
+         "SEGE solver (ConvexArmSet)", "CLUCB"]
 
 
 @pytest.mark.parametrize("case", CASES)
