@@ -73,9 +73,10 @@ def no_simulation(monkeypatch):
 
 @pytest.mark.parametrize("command", COMMANDS[1:])
 @pytest.mark.parametrize("option, value, want", [
-    ("--runs", "0", "argument --runs: must be an integer >= 1, got 0"),
-    ("--runs", "-4", "argument --runs: must be an integer >= 1, got -4"),
-    ("--runs", "2.5", "argument --runs: must be an integer >= 1, got '2.5'"),
+    ("--runs", "0", "argument --runs: must be an integer from 1 to 1000000, got 0"),
+    ("--runs", "-4", "argument --runs: must be an integer from 1 to 1000000, got -4"),
+    ("--runs", "2.5", "argument --runs: must be an integer from 1 to 1000000, got '2.5'"),
+    ("--runs", "2000000", "argument --runs: must be an integer from 1 to 1000000, got 2000000"),
     ("--horizon", "0", "argument --horizon: must be an integer >= 1, got 0"),
     ("--seed", "-1", "argument --seed: must be an integer >= 0, got -1"),
 ])
