@@ -9,7 +9,7 @@ from scipy.special import ndtri
 from .._numba import njit
 from .._validation import as_batch_of_vectors, as_positive_int, as_scalar
 from ..arm_sets.base import ArmSet
-from ..confidence.cholesky import inverse_norm
+from ..confidence.cholesky import inverse_factor
 from ..confidence.ellipsoid import ConfidenceEllipsoid, RadiusFormula
 from .base import BatchPolicy
 
@@ -129,19 +129,25 @@ def default_arm_count(arm_set: ArmSet, S: float, tol: float = DEFAULT_DISCRETIZA
 def optimistic_arms(chol, theta_hat, beta, arms):
     """Per run, the index of ``argmax_k <theta_hat, a_k> + beta ||a_k||_{V^{-1}}`` (first of ties).
 
-    ``||a||_{V^{-1}} = ||L^{-1} a||`` by forward substitution with the run's Cholesky factor.
+    ``||a||_{V^{-1}} = ||L^{-1} a||`` with ``L^{-1}`` formed once per run (``d`` triangular
+    solves), so that each of the ``K`` arms costs one triangular mat-vec and no division.
     """
     n, d = theta_hat.shape
     out = np.empty(n, dtype=np.int64)
-    w = np.empty(d)
+    inv = inverse_factor(chol)
     for i in range(n):
         best = -np.inf
         best_k = 0
         for k in range(arms.shape[0]):
             dot = 0.0
+            quad = 0.0
             for j in range(d):
                 dot += theta_hat[i, j] * arms[k, j]
-            ucb = dot + beta[i] * inverse_norm(chol[i], arms[k], w)
+                w = 0.0
+                for m in range(j + 1):  # L^{-1} is lower triangular
+                    w += inv[i, j, m] * arms[k, m]
+                quad += w * w
+            ucb = dot + beta[i] * np.sqrt(quad)
             if ucb > best:
                 best = ucb
                 best_k = k
