@@ -51,7 +51,8 @@ def main() -> None:
     print("\n".join(machine()))
     print(f"paper setup, {args.runs} runs x {args.horizon} stages, seed {args.seed}")
     setup = paper_problem()
-    time_one(setup, "SEGE", 2, 50, args.seed, "closed_form")  # JIT warm-up, not timed
+    for algorithm in ("SEGE", "CLUCB"):  # JIT warm-up (compiles or loads the kernels), not timed
+        time_one(setup, algorithm, 2, 50, args.seed, "closed_form")
     rows = [("CLUCB", "-", args.repeats), ("SEGE", "closed_form", args.repeats),
             ("SEGE", "solver", args.solver_repeats)]
     medians = {}

@@ -120,10 +120,21 @@ class NormalStreams:
 
     def next(self) -> np.ndarray:
         """The next step's draws, shape ``(n_runs, width)``."""
+        return self.take(1)[:, 0]
+
+    def available(self) -> int:
+        """Steps left in the current block (a new block is drawn if none is)."""
         if self._pos == BLOCK:
             for i, g in enumerate(self._gens):
                 self._buf[i] = g.standard_normal((BLOCK, self.width))
             self._pos = 0
-        out = self._buf[:, self._pos]
-        self._pos += 1
+        return BLOCK - self._pos
+
+    def take(self, steps: int) -> np.ndarray:
+        """The next ``steps`` steps' draws, shape ``(n_runs, steps, width)``: the numbers
+        :meth:`next` would give one step at a time.  ``steps <= available()``."""
+        if not 1 <= steps <= self.available():
+            raise ValueError(f"steps must be in 1..{self.available()}, got {steps}")
+        out = self._buf[:, self._pos:self._pos + steps]
+        self._pos += steps
         return out

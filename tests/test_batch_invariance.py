@@ -98,3 +98,29 @@ def test_the_engine_equals_the_step_api_bitwise(case):
                          HORIZON, traces=True)
     np.testing.assert_array_equal(result.expected_reward.T, step["mean"])
     np.testing.assert_array_equal(result.decisions.T, step["decision"])
+
+
+class StepByStepCLUCB(sc.CLUCB):
+    """CLUCB without its fused loop: the engine then steps it through select/observe."""
+
+    _run_stages = None
+
+
+def test_fused_rounds_equal_select_observe_bitwise():
+    problem = paper_problem(noise_sd=NOISE)
+    policy_seeds, noise_seeds = sc.run_seeds(9, 5)
+    results = []
+    for cls in (sc.CLUCB, StepByStepCLUCB):
+        policy = cls(problem.arm_set, problem.baseline_arm, problem.baseline_reward,
+                     problem.threshold, S=1.0, noise_sd=NOISE, n_runs=5)
+        results.append((policy, sc.simulate(policy, sc.LinearBandit(THETA, NOISE, noise_seeds),
+                                            1300, traces=True)))
+    (fused, a), (stepped, b) = results
+    np.testing.assert_array_equal(a.expected_reward, b.expected_reward)
+    np.testing.assert_array_equal(a.decisions, b.decisions)
+    for name in vars(a.stats):
+        np.testing.assert_array_equal(getattr(a.stats, name), getattr(b.stats, name), err_msg=name)
+    for name in ("decision_counts", "optimistic_sum", "last_decision", "t"):
+        np.testing.assert_array_equal(getattr(fused, name), getattr(stepped, name), err_msg=name)
+    np.testing.assert_array_equal(fused.confidence.chol, stepped.confidence.chol)
+    assert set(np.unique(a.decisions)) == {0, 2}

@@ -86,10 +86,31 @@ def inverse_norm(L: np.ndarray, x: np.ndarray, work: np.ndarray) -> float:
 
 
 @njit
-def observe(V, chol, xy_sum, theta_hat, counts, rows, x, y) -> int:
-    """Add observation ``(x_j, y_j)`` to run ``rows[j]`` for every ``j``; refactor and re-solve.
+def observe_one(V, chol, xy_sum, theta_hat, x, y, V_new, L, w) -> bool:
+    """Add ``(x, y)`` to one run's ``V``, ``xy_sum``; refactor and re-solve ``theta_hat``.
 
-    Updates ``V``, ``xy_sum`` (running sums), ``counts``, ``chol`` and ``theta_hat`` in place.
+    ``V_new``, ``L`` and ``w`` are scratch.  Returns False, changing nothing, if ``V + x x^T``
+    would not be numerically positive definite.
+    """
+    d = x.shape[0]
+    for a in range(d):
+        for b in range(d):
+            V_new[a, b] = V[a, b] + x[a] * x[b]  # symmetric: the products commute
+    if not factor(V_new, 0.0, L):
+        return False
+    V[:, :] = V_new
+    for a in range(d):
+        xy_sum[a] += x[a] * y
+    chol[:, :] = L
+    solve_lower(L, xy_sum, w)
+    solve_lower_transposed(L, w, theta_hat)
+    return True
+
+
+@njit
+def observe(V, chol, xy_sum, theta_hat, counts, rows, x, y) -> int:
+    """Add observation ``(x_j, y_j)`` to run ``rows[j]`` for every ``j`` (:func:`observe_one`).
+
     Returns the index ``j`` of the first observation after which ``V`` would not be numerically
     positive definite (that observation is then not added: the run's state is left exactly as
     it was), or -1.
@@ -101,34 +122,30 @@ def observe(V, chol, xy_sum, theta_hat, counts, rows, x, y) -> int:
     failed = -1
     for j in range(rows.shape[0]):
         i = rows[j]
-        for a in range(d):
-            for b in range(d):
-                V_new[a, b] = V[i, a, b] + x[j, a] * x[j, b]  # symmetric: products commute
-        if not factor(V_new, 0.0, L):
-            if failed < 0:
-                failed = j
-            continue
-        V[i] = V_new
-        for a in range(d):
-            xy_sum[i, a] += x[j, a] * y[j]
-        counts[i] += 1
-        chol[i] = L
-        solve_lower(L, xy_sum[i], w)
-        solve_lower_transposed(L, w, theta_hat[i])
+        if observe_one(V[i], chol[i], xy_sum[i], theta_hat[i], x[j], y[j], V_new, L, w):
+            counts[i] += 1
+        elif failed < 0:
+            failed = j
     return failed
 
 
 @njit
+def lcb_one(x, theta_hat, chol, radius, w) -> float:
+    """``<x, theta_hat> - r ||x||_{V^{-1}}`` for one run (``w``: scratch of length d)."""
+    dot = 0.0
+    for k in range(x.shape[0]):
+        dot += x[k] * theta_hat[k]
+    return dot - radius * inverse_norm(chol, x, w)
+
+
+@njit
 def lcb_values(x, theta_hat, chol, radius) -> np.ndarray:
-    """``LCB_i = <x_i, theta_hat_i> - r_i ||x_i||_{V_i^{-1}}`` per row (``||.|| = ||L^{-1} .||``)."""
+    """``LCB_i = <x_i, theta_hat_i> - r_i ||x_i||_{V_i^{-1}}`` per row (:func:`lcb_one`)."""
     n, d = x.shape
     out = np.empty(n)
     w = np.empty(d)
     for i in range(n):
-        dot = 0.0
-        for k in range(d):
-            dot += x[i, k] * theta_hat[i, k]
-        out[i] = dot - radius[i] * inverse_norm(chol[i], x[i], w)
+        out[i] = lcb_one(x[i], theta_hat[i], chol[i], radius[i], w)
     return out
 
 
@@ -149,6 +166,18 @@ def min_eigenvalue_at_least(V, bound) -> np.ndarray:
 
 
 @njit
+def inverse_factor_one(L, out, e, col) -> None:
+    """``L^{-1}`` of one run into ``out`` (``e``, ``col``: scratch of length d)."""
+    d = L.shape[0]
+    for j in range(d):
+        e[:] = 0.0
+        e[j] = 1.0
+        solve_lower(L, e, col)
+        for k in range(d):
+            out[k, j] = col[k]
+
+
+@njit
 def inverse_factor(chol) -> np.ndarray:
     """``L_i^{-1}`` per run (lower triangular): ``||x||_{V^{-1}} = ||L^{-1} x||``."""
     n, d, _ = chol.shape
@@ -156,12 +185,7 @@ def inverse_factor(chol) -> np.ndarray:
     col = np.empty(d)
     e = np.zeros(d)
     for i in range(n):
-        for j in range(d):
-            e[:] = 0.0
-            e[j] = 1.0
-            solve_lower(chol[i], e, col)
-            for k in range(d):
-                out[i, k, j] = col[k]
+        inverse_factor_one(chol[i], out[i], e, col)
     return out
 
 

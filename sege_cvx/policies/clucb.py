@@ -9,8 +9,9 @@ from scipy.special import ndtri
 from .._numba import njit
 from .._validation import as_batch_of_vectors, as_positive_int, as_scalar
 from ..arm_sets.base import ArmSet
-from ..confidence.cholesky import inverse_factor
+from ..confidence.cholesky import inverse_factor_one, lcb_one, observe_one
 from ..confidence.ellipsoid import ConfidenceEllipsoid, RadiusFormula
+from ..simulation.statistics import record_one
 from .base import BatchPolicy
 
 #: Decision codes recorded per stage (``CLUCB.last_decision``).
@@ -126,33 +127,126 @@ def default_arm_count(arm_set: ArmSet, S: float, tol: float = DEFAULT_DISCRETIZA
 
 
 @njit
-def optimistic_arms(chol, theta_hat, beta, arms):
-    """Per run, the index of ``argmax_k <theta_hat, a_k> + beta ||a_k||_{V^{-1}}`` (first of ties).
+def optimistic_index(inv, theta_hat, beta, arms) -> int:
+    """One run's ``argmax_k <theta_hat, a_k> + beta ||a_k||_{V^{-1}}`` (first of ties).
 
-    ``||a||_{V^{-1}} = ||L^{-1} a||`` with ``L^{-1}`` formed once per run (``d`` triangular
-    solves), so that each of the ``K`` arms costs one triangular mat-vec and no division.
+    ``||a||_{V^{-1}} = ||L^{-1} a||`` with ``inv = L^{-1}`` formed once per run, so that each
+    of the ``K`` arms costs one triangular mat-vec and no division.
+    """
+    d = theta_hat.shape[0]
+    best = -np.inf
+    best_k = 0
+    for k in range(arms.shape[0]):
+        dot = 0.0
+        quad = 0.0
+        for j in range(d):
+            dot += theta_hat[j] * arms[k, j]
+            w = 0.0
+            for m in range(j + 1):  # L^{-1} is lower triangular
+                w += inv[j, m] * arms[k, m]
+            quad += w * w
+        ucb = dot + beta * np.sqrt(quad)
+        if ucb > best:
+            best = ucb
+            best_k = k
+    return best_k
+
+
+@njit
+def choose(t, chol, theta_hat, beta, arms, optimistic_sum, baseline_plays, b0, alpha,
+           baseline_arm, work, out_arm) -> bool:
+    """CLUCB's rule for one run at round ``t``: whether it plays the optimistic arm.
+
+    The optimistic arm ``x`` (:func:`optimistic_index`) is played iff
+    ``min_{theta in C} <theta, z + x> + m b0 >= (1 - alpha) t b0`` (``z``: the optimistic arms
+    played so far, ``m``: baseline plays), else the baseline arm; ``out_arm`` receives it.
+    ``work``: scratch of shape ``(d + 4, d)``.
+    """
+    d = theta_hat.shape[0]
+    inv = work[:d]
+    e, col, s = work[d], work[d + 1], work[d + 2]
+    inverse_factor_one(chol, inv, e, col)
+    k = optimistic_index(inv, theta_hat, beta, arms)
+    for j in range(d):
+        s[j] = optimistic_sum[j] + arms[k, j]
+    low = lcb_one(s, theta_hat, chol, beta, work[d + 3])
+    play = low + baseline_plays * b0 >= (1.0 - alpha) * t * b0
+    if play:
+        out_arm[:] = arms[k]
+    else:
+        out_arm[:] = baseline_arm
+    return play
+
+
+@njit
+def choose_all(t, chol, theta_hat, beta, arms, optimistic_sum, baseline_plays, b0, alpha,
+               baseline_arm, out_arms, out_play) -> None:
+    """:func:`choose` for every run (the step API's ``select``)."""
+    n, d = theta_hat.shape
+    work = np.empty((d + 4, d))
+    for i in range(n):
+        out_play[i] = choose(t, chol[i], theta_hat[i], beta[i], arms, optimistic_sum[i],
+                             baseline_plays[i], b0, alpha, baseline_arm, work, out_arms[i])
+
+
+@njit
+def run_stages(t0, n_stages, V, chol, xy_sum, theta_hat, counts, beta_table, arms,
+               optimistic_sum, decision_counts, last_decision, b0, alpha, baseline_arm,
+               theta_star, noise_sd, noise, optimal, threshold, grid, row, cum_regret,
+               cum_reward, min_reward, reward_min, reward_max, first_violation, violations,
+               conservative, decisions, regret_rows, reward_rows, violation_rows, decision_rows,
+               trace_reward, trace_decision) -> int:
+    """Rounds ``t0 .. t0 + n_stages - 1`` of every run against the linear bandit, fused.
+
+    Per run and round, the very functions of the step API in its order: :func:`choose`, the
+    reward ``<x, theta*> + noise_sd * noise`` (as :meth:`LinearBandit.pull`), the update of the
+    confidence set on optimistic rounds (:func:`observe_one`) and the running statistics
+    (:func:`record_one`), so a run's numbers are bitwise those of ``select``/``observe``.
+    Returns the next checkpoint row, or ``-1 - i`` if run ``i``'s ``V`` lost definiteness.
     """
     n, d = theta_hat.shape
-    out = np.empty(n, dtype=np.int64)
-    inv = inverse_factor(chol)
-    for i in range(n):
-        best = -np.inf
-        best_k = 0
-        for k in range(arms.shape[0]):
-            dot = 0.0
-            quad = 0.0
+    work = np.empty((d + 4, d))
+    arm = np.empty(d)
+    V_new = np.empty((d, d))
+    L = np.empty((d, d))
+    w = np.empty(d)
+    keep_trace = trace_reward.shape[0] > 0
+    for s_ in range(n_stages):
+        t = t0 + s_
+        for i in range(n):
+            play = choose(t, chol[i], theta_hat[i], beta_table[counts[i]], arms,
+                          optimistic_sum[i], decision_counts[i, 1], b0, alpha, baseline_arm,
+                          work, arm)
+            mean = 0.0
             for j in range(d):
-                dot += theta_hat[i, j] * arms[k, j]
-                w = 0.0
-                for m in range(j + 1):  # L^{-1} is lower triangular
-                    w += inv[i, j, m] * arms[k, m]
-                quad += w * w
-            ucb = dot + beta[i] * np.sqrt(quad)
-            if ucb > best:
-                best = ucb
-                best_k = k
-        out[i] = best_k
-    return out
+                mean += arm[j] * theta_star[j]
+            y = mean + noise_sd * noise[i, s_]
+            if play:
+                if not observe_one(V[i], chol[i], xy_sum[i], theta_hat[i], arm, y, V_new, L, w):
+                    return -1 - i
+                counts[i] += 1
+                for j in range(d):
+                    optimistic_sum[i, j] += arm[j]
+                decision_counts[i, 0] += 1
+                code = 0
+            else:
+                decision_counts[i, 1] += 1
+                code = 2
+            last_decision[i] = code
+            record_one(i, t, mean, code, optimal, threshold, cum_regret, cum_reward, min_reward,
+                       reward_min[row], reward_max[row], first_violation, violations,
+                       conservative, decisions)
+            if t == grid[row]:
+                reward_rows[row, i] = mean
+            if keep_trace:
+                trace_reward[s_, i] = mean
+                trace_decision[s_, i] = code
+        if t == grid[row]:
+            regret_rows[row] = cum_regret
+            violation_rows[row] = violations
+            decision_rows[row] = decisions
+            row += 1
+    return row
 
 
 class CLUCB(BatchPolicy):
@@ -243,13 +337,11 @@ class CLUCB(BatchPolicy):
         """Choose round ``t``'s arms: optimistic if the conservative check passes, else baseline."""
         t = self._stage_start()
         conf = self.confidence
-        beta = self.beta(conf.counts)
-        optimistic = self.arms[optimistic_arms(conf.chol, conf.theta_hat, beta, self.arms)]
-        # L_t = min_{theta in C} <theta, z + x> (a lower confidence bound on z + x).
-        low = conf.lcb(self.optimistic_sum + optimistic, beta)
-        baseline_plays = self.decision_counts[:, 1]
-        play = low + baseline_plays * self.baseline_reward >= (1.0 - self.alpha) * t * self.baseline_reward
-        arms = np.where(play[:, None], optimistic, self.baseline_arm)
+        arms = np.empty((self.n_runs, self.arm_set.dim))
+        play = np.empty(self.n_runs, dtype=bool)
+        choose_all(t, conf.chol, conf.theta_hat, self.beta(conf.counts), self.arms,
+                   self.optimistic_sum, self.decision_counts[:, 1], self.baseline_reward,
+                   self.alpha, self.baseline_arm, arms, play)
         self.last_decision = np.where(play, OPTIMISTIC, BASELINE).astype(np.int8)
         self.decision_counts[:, 0] += play
         self.decision_counts[:, 1] += ~play
@@ -261,12 +353,37 @@ class CLUCB(BatchPolicy):
         Looked up in a table of scalar radii, so that a run's radius is the same number alone
         and in any batch.
         """
-        top = int(counts.max())
+        self._extend_beta(int(counts.max()))
+        return self._beta_table[counts]
+
+    def _extend_beta(self, top: int) -> None:
+        """Make the table of radii cover counts ``0..top``."""
         if top >= self._beta_table.size:
             size = max(2 * top + 1, 1024)
             extra = [self._radius.scalar(n, self.delta) for n in range(self._beta_table.size, size)]
             self._beta_table = np.concatenate([self._beta_table, extra])
-        return self._beta_table[counts]
+
+    def _run_stages(self, t0: int, noise: np.ndarray, bandit, optimal: float, stats, row: int,
+                    trace_reward: np.ndarray, trace_decision: np.ndarray) -> int:
+        """Play rounds ``t0 .. t0 + k - 1`` against ``bandit`` in one compiled loop
+        (:func:`run_stages`), ``noise`` of shape ``(n_runs, k)`` being the bandit's draws for
+        them; fold them into ``stats`` from checkpoint ``row`` on and return the next row."""
+        k = noise.shape[1]
+        conf, st = self.confidence, stats
+        self._extend_beta(int(conf.counts.max()) + k)
+        row = run_stages(
+            t0, k, conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts, self._beta_table,
+            self.arms, self.optimistic_sum, self.decision_counts, self.last_decision,
+            self.baseline_reward, self.alpha, self.baseline_arm, bandit.theta_star,
+            bandit.noise_sd, noise, optimal, self.threshold, st.checkpoints, row, st.cum_regret,
+            st.cum_reward, st.min_reward, st.reward_min, st.reward_max, st.first_violation,
+            st.total_violations, st.conservative_met, st.decision_counts, st.regret, st.reward,
+            st.violations, st.decisions, trace_reward, trace_decision)
+        if row < 0:
+            raise ValueError(f"run {-1 - row}: V = lam I + sum x x^T is not numerically positive "
+                             f"definite (lam = {self.lam:g} is too small): use a larger lam")
+        self.t = t0 + k - 1
+        return row
 
     def observe(self, x: np.ndarray, y: np.ndarray | float) -> None:
         """Record rewards; only optimistic rounds enter the confidence set."""

@@ -200,6 +200,22 @@ def simulate(
     start = time.perf_counter()
     bar = tqdm(total=horizon, desc=progress if isinstance(progress, str) else None,
                disable=not progress, mininterval=0.5, unit="stage")
+    fused = getattr(policy, "_run_stages", None)
+    if fused is not None and not snaps:
+        # Many stages per compiled call, with the same per-run functions as select/observe.
+        t = 1
+        while t <= horizon:
+            steps = min(horizon - t + 1, bandit._noise.available(), 1000 - (t - 1) % 1000)
+            noise = bandit._noise.take(steps)[:, :, 0]
+            window = slice(t - 1, t - 1 + steps)
+            row = fused(t, noise, bandit, optimal, stats, row,
+                        rewards[window] if traces else np.empty((0, n)),
+                        decisions[window] if traces else np.empty((0, n), dtype=np.int8))
+            t += steps
+            bar.update(t - 1 - bar.n)
+        bar.close()
+        return SimulationResult(stats, optimal, threshold, time.perf_counter() - start, snapshots,
+                                rewards, decisions)
     for k in range(horizon):
         t = k + 1
         if t in snaps:

@@ -32,30 +32,38 @@ def checkpoint_grid(horizon: int, size: int = GRID_SIZE, extra=PAPER_CHECKPOINTS
 
 
 @njit
-def record_stage(t, mean, decision, optimal, threshold, cum_regret, cum_reward, min_reward,
-                 window_min, window_max, first_violation, violations, conservative, decisions):
-    """Fold stage ``t``'s expected rewards ``mean`` (one per run) into the running statistics.
+def record_one(i, t, m, decision, optimal, threshold, cum_regret, cum_reward, min_reward,
+               window_min, window_max, first_violation, violations, conservative, decisions):
+    """Fold run ``i``'s expected reward ``m`` at stage ``t`` into its running statistics.
 
-    Per run: cumulative regret ``sum_k <X* - X_k, theta*>`` and reward (summed in stage order,
-    as ``numpy.cumsum`` does), smallest reward overall and in the current checkpoint window,
+    Cumulative regret ``sum_k <X* - X_k, theta*>`` and reward (summed in stage order, as
+    ``numpy.cumsum`` does), smallest reward overall and in the current checkpoint window,
     violating stages (reward below ``threshold``) and the first one, whether the conservative
     constraint ``sum_k <X_k, theta*> >= threshold * t`` has held at every stage so far
     (paper eq. (conservative const) with ``(1 - alpha) b0 = b``), and decision counts.
     """
+    cum_regret[i] += optimal - m
+    cum_reward[i] += m
+    min_reward[i] = min(min_reward[i], m)
+    window_min[i] = min(window_min[i], m)
+    window_max[i] = max(window_max[i], m)
+    if m < threshold:
+        violations[i] += 1
+        if first_violation[i] < 0:
+            first_violation[i] = t
+    if cum_reward[i] < threshold * t:
+        conservative[i] = False
+    decisions[i, decision] += 1
+
+
+@njit
+def record_stage(t, mean, decision, optimal, threshold, cum_regret, cum_reward, min_reward,
+                 window_min, window_max, first_violation, violations, conservative, decisions):
+    """Fold stage ``t``'s expected rewards ``mean`` (one per run) in (:func:`record_one`)."""
     for i in range(mean.shape[0]):
-        m = mean[i]
-        cum_regret[i] += optimal - m
-        cum_reward[i] += m
-        min_reward[i] = min(min_reward[i], m)
-        window_min[i] = min(window_min[i], m)
-        window_max[i] = max(window_max[i], m)
-        if m < threshold:
-            violations[i] += 1
-            if first_violation[i] < 0:
-                first_violation[i] = t
-        if cum_reward[i] < threshold * t:
-            conservative[i] = False
-        decisions[i, decision[i]] += 1
+        record_one(i, t, mean[i], decision[i], optimal, threshold, cum_regret, cum_reward,
+                   min_reward, window_min, window_max, first_violation, violations,
+                   conservative, decisions)
 
 
 @dataclass
