@@ -192,3 +192,25 @@ def test_arm_set_choices_are_the_examples():
     from sege_cvx.experiments.examples import EXAMPLES
 
     assert EXAMPLE_NAMES == tuple(sorted(EXAMPLES))
+
+
+@pytest.mark.parametrize("seconds, said", [
+    (14.2, "preparing the compiled kernels ... compiled once in 14.2 s (cached for later runs)"),
+    (0.04, "preparing the compiled kernels ... loaded from the cache in 0.04 s"),
+])
+def test_a_cold_start_says_it_compiles_before_simulating(monkeypatch, capsys, tmp_path, seconds,
+                                                         said):
+    import sege_cvx.experiments.paper as paper
+
+    monkeypatch.setattr(paper, "warm_up", lambda: seconds)
+    for module in (paper, sege_cvx.experiments):  # the CLI imports it through the package
+        monkeypatch.setattr(module, "run_study", _no_study)
+    with pytest.raises(RuntimeError, match="stop here"):
+        main(["reproduce", "--runs", "2", "--horizon", "5", "--out", str(tmp_path / "out"),
+              "--no-progress"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == said  # after the plan, before any simulation
+
+
+def _no_study(**kwargs):
+    raise RuntimeError("stop here")
