@@ -22,6 +22,7 @@ import numpy as np
 
 from .._rowwise import row_matvec, row_norms
 from .._validation import as_finite_array, as_vector
+from ..conic.programs import solve_once
 
 KINDS = ("sphere", "cross")
 
@@ -136,13 +137,8 @@ def max_volume_inscribed_ellipsoid(
     B, c = cp.Variable((d, d), PSD=True), cp.Variable(d)
     problem = cp.Problem(cp.Maximize(cp.log_det(B)),
                          [cp.norm(B @ A[i], 2) + A[i] @ c <= b_scaled[i] for i in range(A.shape[0])])
-    try:
-        problem.solve(solver=cp.CLARABEL)
-    except cp.error.SolverError:
-        pass  # reported below through the status
-    if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or B.value is None:
-        raise ValueError("maximum-volume inscribed ellipsoid program ended "
-                         f"{problem.status}: the polytope may have an empty interior")
+    solve_once(problem, B, "maximum-volume inscribed ellipsoid program",
+               ": the polytope may have an empty interior")
     Bv, cv = scale * 0.5 * (B.value + B.value.T), m + scale * np.asarray(c.value)
     slack = b - A @ cv
     if not np.all(slack > 0):
@@ -194,13 +190,8 @@ def inscribed_cross_polytope(
             vertex = c + sign * t[i] * eye[i]
             cons += constraints(vertex if frame is None else mid + s * vertex)
     problem = cp.Problem(cp.Maximize(cp.geo_mean(t)), cons)
-    try:
-        problem.solve(solver=cp.CLARABEL)
-    except cp.error.SolverError:
-        pass  # reported below through the status
-    if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or t.value is None:
-        raise ValueError(f"inscribed cross-polytope program ended {problem.status}: the set may "
-                         "have an empty interior, or be numerically ill-posed")
+    solve_once(problem, t, "inscribed cross-polytope program",
+               ": the set may have an empty interior, or be numerically ill-posed")
     cv = mid + s * np.asarray(c.value)
     tv = s * np.maximum(np.asarray(t.value), 0.0)
     if not np.all(np.isfinite(cv)) or not tv.min() > MIN_HALF_WIDTH * size:

@@ -9,6 +9,7 @@ import numpy as np
 
 from .._rowwise import row_matvec
 from .._validation import _fmt, as_finite_array, as_vector, scaled_norm
+from ..conic.programs import solve_once
 from .base import ArmSet
 from .exploration import Exploration, max_volume_inscribed_ellipsoid
 from .scaling import check_box_holds, solver_frame
@@ -173,13 +174,7 @@ class Polytope(ArmSet):
         y, r = cp.Variable(self.dim), cp.Variable()
         # Rows have unit norm: a_i^T (mid + s y) + s r <= b_i, divided by s.
         problem = cp.Problem(cp.Maximize(r), [self.A @ y + r <= (self.b - self.A @ mid) / s])
-        try:
-            problem.solve(solver=cp.CLARABEL)
-        except cp.error.SolverError:
-            pass  # reported below through the status
-        if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or y.value is None:
-            raise ValueError("Chebyshev-ball program for the polytope A x <= b ended "
-                             f"{problem.status}")
+        solve_once(problem, y, "Chebyshev-ball program for the polytope A x <= b")
         center = mid + s * np.asarray(y.value)
         # The radius actually achieved at this centre, in floating point (rows have unit norm).
         return center, float(np.min(self.b - self.A @ center))

@@ -18,6 +18,21 @@ from .compiled import CompiledConicProgram
 ConstraintBuilder = Callable[[cp.Variable], list]
 
 
+def solve_once(problem: cp.Problem, variable: cp.Variable, what: str, hint: str = "") -> None:
+    """Solve a one-off cvxpy problem (a certificate computed at construction) on Clarabel.
+
+    Raises ``ValueError("<what> ended <status><hint>")`` unless it ends optimal (or optimal to
+    reduced accuracy) with a value for ``variable``; a solver error is reported through the
+    status, so that callers see one kind of error.
+    """
+    try:
+        problem.solve(solver=cp.CLARABEL)
+    except cp.error.SolverError:
+        pass  # reported below through the status
+    if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or variable.value is None:
+        raise ValueError(f"{what} ended {problem.status}{hint}")
+
+
 def greedy_program(
     dim: int, constraints: ConstraintBuilder, settings: Mapping[str, object] | None = None
 ) -> CompiledConicProgram:
