@@ -1,80 +1,161 @@
-"""Wall time of the paper's full study: SEGE and CLUCB, 250 runs x 50,000 stages.
+"""Wall time of ``sege-cvx reproduce --full`` and of its phases, at the paper's scale.
 
-Times the simulation loop only (no figures), as medians over ``--repeats`` runs, for CLUCB and
-for SEGE with its LCB arms by the exact closed form and by Clarabel (``--lcb-method solver``), on
-the same seeds.  The issue's target: both algorithms at full scale in <= 30 s on a 2-core machine.
+Each repeat runs in a fresh Python process (as the command does) with numba's cache warm:
 
-    python benchmarks/bench_paper_scale.py                         # full scale
+* **whole command**: ``python -m sege_cvx reproduce --full --no-progress --out TMP``, timed
+  from outside, start to exit;
+* **phases**, in a second process that does what the command does, timed inside: imports
+  (``sege_cvx``, cvxpy when the arm set is built, matplotlib when the figures module is),
+  loading the compiled kernels (``warm_up``), the SEGE and CLUCB simulations (with their
+  microseconds per run-stage), the summary, ``summary.json`` + ``arrays.npz`` + manifest, and
+  each figure.
+
+Medians over ``--repeats``; the issue's targets are printed beside them (whole command <= 6 s,
+both simulations <= 3 s).  ``--threads`` sets ``NUMBA_NUM_THREADS`` for the child processes
+(default: all cores); ``--solver-repeats`` also times SEGE with LCB arms by Clarabel.
+
+    python benchmarks/bench_paper_scale.py                          # 250 x 50,000, 3 repeats
+    python benchmarks/bench_paper_scale.py --threads 1              # one core
     python benchmarks/bench_paper_scale.py --runs 50 --horizon 5000 --repeats 1
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
-import numpy as np
 from _machine import machine
 
-import sege_cvx as sc
-from sege_cvx.experiments import PAPER_HORIZON, PAPER_RUNS, BanditProblem, paper_problem
+#: The child process: the command's steps with a timer around each (printed as one JSON line).
+PHASES = r"""
+import json, sys, time
+t0 = time.perf_counter()
+runs, horizon, seed = (int(a) for a in sys.argv[1:4])
+lcb_method, out = sys.argv[4], sys.argv[5]
+times = {}
+import sege_cvx
+from sege_cvx.experiments import paper
+from sege_cvx.experiments import figures
+setup = paper.paper_problem()
+times["imports"] = time.perf_counter() - t0
+times["kernels (warm_up)"] = paper.warm_up(lcb_method)
+
+walls = []
+simulate = paper.simulate
+def timed_simulate(*args, **kwargs):
+    result = simulate(*args, **kwargs)
+    walls.append(result.wall_seconds)
+    return result
+paper.simulate = timed_simulate
+start = time.perf_counter()
+study = paper.run_study(runs=runs, horizon=horizon, seed=seed, lcb_method=lcb_method)
+total = time.perf_counter() - start
+times["SEGE simulation"], times["CLUCB simulation"] = walls
+times["summary"] = total - sum(walls)
+
+figure_times = {}
+for name in ("reward_figure", "regret_figure", "safe_set_figure"):
+    make = getattr(figures, name)
+    def timed(*args, make=make, name=name, **kwargs):
+        s = time.perf_counter()
+        fig = make(*args, **kwargs)
+        figure_times.setdefault(name, []).append(time.perf_counter() - s)
+        return fig
+    setattr(figures, name, timed)
+save = figures._save
+def timed_save(fig, out_dir, name):
+    s = time.perf_counter()
+    paths = save(fig, out_dir, name)
+    times["figure " + name] = figure_times_pop() + time.perf_counter() - s
+    return paths
+order = iter(["reward_figure", "reward_figure", "regret_figure", "safe_set_figure"])
+def figure_times_pop():
+    return figure_times[next(order)].pop(0)
+figures._save = timed_save
+start = time.perf_counter()
+paper.write_outputs(study, out, command_line=["bench_paper_scale"])
+written = time.perf_counter() - start
+times["summary.json + arrays.npz + manifest"] = written - sum(
+    v for k, v in times.items() if k.startswith("figure "))
+times["total"] = time.perf_counter() - t0
+for alg in ("SEGE", "CLUCB"):
+    times["regret " + alg] = study.summary[alg]["regret_mean"][str(horizon)]
+    times["violations " + alg] = study.summary[alg]["safety_violations"]
+print(json.dumps(times))
+"""
 
 
-def time_one(setup: BanditProblem, algorithm: str, runs: int, horizon: int, seed: int,
-             lcb_method: str) -> tuple[float, dict]:
-    policy_seeds, noise_seeds = sc.run_seeds(seed, runs)
-    policy = setup.sege(runs, policy_seeds, lcb_method) if algorithm == "SEGE" else setup.clucb(runs)
-    bandit = sc.LinearBandit(setup.theta_star, setup.noise_sd, noise_seeds)
+def run_child(args: list[str], env: dict) -> tuple[float, str]:
     start = time.perf_counter()
-    result = sc.simulate(policy, bandit, horizon)
+    proc = subprocess.run(args, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start
-    info = {
-        "violations": int(result.stats.total_violations.sum()),
-        "regret": float(result.stats.cum_regret.mean()),
-        "explorations": float(result.stats.decision_counts[:, 1:].sum(axis=1).mean()),
-        "fallbacks": int(getattr(policy, "solver_fallbacks", np.zeros(1)).sum()),
-    }
-    return wall, info
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(args[:4])} failed:\n{proc.stdout}\n{proc.stderr}")
+    return wall, proc.stdout
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=PAPER_RUNS)
-    parser.add_argument("--horizon", type=int, default=PAPER_HORIZON)
+    parser.add_argument("--runs", type=int, default=250)
+    parser.add_argument("--horizon", type=int, default=50_000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--solver-repeats", type=int, default=1,
-                        help="repeats of the (slow) solver-path SEGE run; 0 to skip it")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--solver-repeats", type=int, default=0,
+                        help="repeats of the phases with SEGE's LCB arms by Clarabel (slow)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
+    env = dict(os.environ)
+    if args.threads is not None:
+        env["NUMBA_NUM_THREADS"] = str(args.threads)
     print("\n".join(machine()))
-    print(f"paper setup, {args.runs} runs x {args.horizon} stages, seed {args.seed}")
-    setup = paper_problem()
-    for algorithm in ("SEGE", "CLUCB"):  # JIT warm-up (compiles or loads the kernels), not timed
-        time_one(setup, algorithm, 2, 50, args.seed, "closed_form")
-    rows = [("CLUCB", "-", args.repeats), ("SEGE", "closed_form", args.repeats),
-            ("SEGE", "solver", args.solver_repeats)]
-    medians = {}
-    print(f"{'algorithm':<10} {'LCB arms':<12} {'median s':>9} {'all s':>22} {'violations':>10} "
-          f"{'mean regret':>12} {'explorations/run':>17} {'fallbacks':>9}")
-    for algorithm, method, repeats in rows:
-        if repeats < 1:
-            continue
-        walls, info = [], {}
-        for _ in range(repeats):
-            wall, info = time_one(setup, algorithm, args.runs, args.horizon, args.seed,
-                                  method if method != "-" else "closed_form")
-            walls.append(wall)
-        medians[(algorithm, method)] = statistics.median(walls)
-        print(f"{algorithm:<10} {method:<12} {statistics.median(walls):>9.2f} "
-              f"{' '.join(f'{w:.2f}' for w in walls):>22} {info['violations']:>10} "
-              f"{info['regret']:>12.2f} {info['explorations']:>17.1f} {info['fallbacks']:>9}")
-    both = medians[("CLUCB", "-")] + medians[("SEGE", "closed_form")]
-    print(f"both algorithms (closed form): {both:.2f} s  [target <= 30 s at 250 x 50,000]")
-    if ("SEGE", "solver") in medians:
-        ratio = medians[("SEGE", "solver")] / medians[("SEGE", "closed_form")]
-        print(f"SEGE solver path / closed form: {ratio:.1f}x")
+    print(f"paper setup, {args.runs} runs x {args.horizon} stages, seed {args.seed}, "
+          f"numba threads: {args.threads or os.cpu_count()}")
+    full = args.runs == 250 and args.horizon == 50_000
+    with tempfile.TemporaryDirectory() as tmp:
+        # One untimed run compiles (or loads) the kernels for this checkout.
+        run_child([sys.executable, "-c", PHASES, "4", "100", "0", "auto", f"{tmp}/warm"], env)
+        for method, repeats in (("auto", args.repeats), ("solver", args.solver_repeats)):
+            if repeats < 1:
+                continue
+            rows: dict[str, list[float]] = {}
+            for k in range(repeats):
+                _, out = run_child([sys.executable, "-c", PHASES, str(args.runs),
+                                    str(args.horizon), str(args.seed), method,
+                                    f"{tmp}/{method}{k}"], env)
+                for name, value in json.loads(out.strip().splitlines()[-1]).items():
+                    rows.setdefault(name, []).append(value)
+                if full and method == "auto":
+                    cmd = [sys.executable, "-m", "sege_cvx", "reproduce", "--full",
+                           "--no-progress", "--seed", str(args.seed), "--out", f"{tmp}/cli{k}"]
+                    wall, _ = run_child(cmd, env)
+                    rows.setdefault("whole command (sege-cvx reproduce --full)", []).append(wall)
+            print(f"\nSEGE LCB arms: {method}")
+            print(f"| {'phase':<45} | {'median s':>9} | {'all':>22} |")
+            print(f"|{'-' * 47}|{'-' * 11}:|{'-' * 24}:|")
+            for name, values in rows.items():
+                if name.startswith(("regret", "violations")):
+                    continue
+                print(f"| {name:<45} | {statistics.median(values):>9.3f} | "
+                      f"{' '.join(f'{v:.2f}' for v in values):>22} |")
+            run_stages = args.runs * args.horizon
+            for alg in ("SEGE", "CLUCB"):
+                wall = statistics.median(rows[f"{alg} simulation"])
+                print(f"{alg}: {1e6 * wall / run_stages:.3f} us per run-stage; regret "
+                      f"{rows[f'regret {alg}'][-1]:.1f}, violating pairs "
+                      f"{rows[f'violations {alg}'][-1]}")
+            sims = statistics.median(rows["SEGE simulation"]) + statistics.median(
+                rows["CLUCB simulation"])
+            print(f"both simulations: {sims:.2f} s  [target <= 3 s at 250 x 50,000]")
+            if "whole command (sege-cvx reproduce --full)" in rows:
+                whole = statistics.median(rows["whole command (sege-cvx reproduce --full)"])
+                print(f"whole command: {whole:.2f} s  [target <= 6 s]")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ fixed size, so the value a run sees at step ``t`` depends only on its own seed a
 from __future__ import annotations
 
 import numbers
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -101,6 +103,20 @@ def run_seeds(seed: SeedLike, n_runs: int) -> tuple[list, list]:
     return [p for p, _ in pairs], [e for _, e in pairs]
 
 
+#: Runs whose streams one task refills; larger batches are refilled by a thread pool.
+FILL_CHUNK = 64
+_pool: ThreadPoolExecutor | None = None
+
+
+def _fill_pool() -> ThreadPoolExecutor:
+    """The thread pool that refills large batches of streams, created at first use."""
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=max(1, min(os.cpu_count() or 1, 8)),
+                                   thread_name_prefix="sege_cvx-draws")
+    return _pool
+
+
 class NormalStreams:
     """Standard normal vectors of length ``width`` per run and step, drawn in blocks.
 
@@ -125,10 +141,20 @@ class NormalStreams:
     def available(self) -> int:
         """Steps left in the current block (a new block is drawn if none is)."""
         if self._pos == BLOCK:
-            for i, g in enumerate(self._gens):
-                self._buf[i] = g.standard_normal((BLOCK, self.width))
+            n = len(self._gens)
+            # Each generator fills its own row, so splitting the rows over threads (numpy
+            # releases the GIL while it draws) changes no number.
+            chunks = [(lo, min(lo + FILL_CHUNK, n)) for lo in range(0, n, FILL_CHUNK)]
+            if len(chunks) > 1:
+                list(_fill_pool().map(lambda c: self._fill(*c), chunks))
+            else:
+                self._fill(0, n)
             self._pos = 0
         return BLOCK - self._pos
+
+    def _fill(self, lo: int, hi: int) -> None:
+        for i in range(lo, hi):
+            self._gens[i].standard_normal(out=self._buf[i])
 
     def take(self, steps: int) -> np.ndarray:
         """The next ``steps`` steps' draws, shape ``(n_runs, steps, width)``: the numbers

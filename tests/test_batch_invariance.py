@@ -6,6 +6,7 @@ one ulp is a bug, on any machine.
 """
 
 import cvxpy as cp
+import numba
 import numpy as np
 import pytest
 
@@ -103,24 +104,59 @@ def test_the_engine_equals_the_step_api_bitwise(case):
 class StepByStepCLUCB(sc.CLUCB):
     """CLUCB without its fused loop: the engine then steps it through select/observe."""
 
-    _run_stages = None
+    _fused_stages = False
 
 
-def test_fused_rounds_equal_select_observe_bitwise():
-    problem = paper_problem(noise_sd=NOISE)
+class StepByStepSEGE(sc.SEGE):
+    """SEGE without its fused loop."""
+
+    _fused_stages = False
+
+
+@pytest.mark.parametrize("fused_cls, stepped_cls", [(sc.CLUCB, StepByStepCLUCB),
+                                                    (sc.SEGE, StepByStepSEGE)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_fused_stages_equal_select_observe_bitwise(fused_cls, stepped_cls, threads):
+    """The engine's compiled multi-stage loop (runs spread over ``threads`` threads) gives
+    bitwise the step API's numbers: arms, statistics and the policy's whole state."""
+    problem = paper_problem(noise_sd=NOISE, c=0.05)
     policy_seeds, noise_seeds = sc.run_seeds(9, 5)
+    kwargs = dict(S=1.0, noise_sd=NOISE, n_runs=5)
+    snapshots = []
+    if fused_cls is sc.SEGE:
+        kwargs.update(c=0.05, seed=policy_seeds)
+        snapshots = [1, 7, 512, 513, 1300]  # the fused loop stops before each
     results = []
-    for cls in (sc.CLUCB, StepByStepCLUCB):
+    for cls in (fused_cls, stepped_cls):
         policy = cls(problem.arm_set, problem.baseline_arm, problem.baseline_reward,
-                     problem.threshold, S=1.0, noise_sd=NOISE, n_runs=5)
-        results.append((policy, sc.simulate(policy, sc.LinearBandit(THETA, NOISE, noise_seeds),
-                                            1300, traces=True)))
+                     problem.threshold, **kwargs)
+        previous = numba.get_num_threads()
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        try:
+            result = sc.simulate(policy, sc.LinearBandit(THETA, NOISE, noise_seeds), 1300,
+                                 traces=True, snapshot_stages=snapshots)
+        finally:
+            numba.set_num_threads(previous)
+        results.append((policy, result))
     (fused, a), (stepped, b) = results
     np.testing.assert_array_equal(a.expected_reward, b.expected_reward)
     np.testing.assert_array_equal(a.decisions, b.decisions)
     for name in vars(a.stats):
         np.testing.assert_array_equal(getattr(a.stats, name), getattr(b.stats, name), err_msg=name)
-    for name in ("decision_counts", "optimistic_sum", "last_decision", "t"):
+    names = ["decision_counts", "last_decision", "t"]
+    names += ["optimistic_sum"] if fused_cls is sc.CLUCB else ["last_safe_arm",
+                                                               "last_exploration_arm",
+                                                               "solver_fallbacks"]
+    for name in names:
         np.testing.assert_array_equal(getattr(fused, name), getattr(stepped, name), err_msg=name)
-    np.testing.assert_array_equal(fused.confidence.chol, stepped.confidence.chol)
-    assert set(np.unique(a.decisions)) == {0, 2}
+    for name in ("V", "chol", "xy_sum", "theta_hat", "counts"):
+        np.testing.assert_array_equal(getattr(fused.confidence, name),
+                                      getattr(stepped.confidence, name), err_msg=name)
+    if fused_cls is sc.SEGE:
+        assert fused.fallback_reasons == stepped.fallback_reasons
+        assert sorted(a.snapshots) == snapshots
+        for t in snapshots:
+            for mine, theirs in zip(a.snapshots[t], b.snapshots[t], strict=True):
+                np.testing.assert_array_equal(mine, theirs, err_msg=f"snapshot {t}")
+    expected = {0, 2} if fused_cls is sc.CLUCB else {0, 1, 2}
+    assert set(np.unique(a.decisions)) == expected

@@ -67,15 +67,48 @@ def test_interrupts_propagate(error):
 
 def test_a_fast_path_exception_also_falls_back(monkeypatch):
     disk = sc.Ball([1.0, 1.0], 1.0)
-    policy = sc.SEGE(disk, [1.2, 1.9], 2.24, 1.8, S=1.0, noise_sd=1.0, seed=0)
+    monkeypatch.setattr(disk, "compiled_arms", None)  # SEGE then calls the set's methods
 
     def broken(*args):
         raise ZeroDivisionError("fast path")
 
     monkeypatch.setattr(disk, "_lcb_closed_form", broken)
+    policy = sc.SEGE(disk, [1.2, 1.9], 2.24, 1.8, S=1.0, noise_sd=1.0, seed=0)
     x = policy.select()
     assert disk.contains(x, tol=0.0) and policy.last_decision[0] == EXPLORE_BASELINE
     assert policy.fallback_reasons == {"error: ZeroDivisionError": 1}
+
+
+@pytest.mark.parametrize("engine", ["step API", "fused stages"])
+def test_an_unverified_compiled_lcb_arm_falls_back_to_the_baseline(engine):
+    """The compiled stage verifies its LCB arm; here the closed form is given a NaN centre in
+    its whitened coordinates (the greedy arm does not use them), so no LCB arm verifies: every
+    exploring stage must use the baseline as its safe arm, count a NotFinite fallback, and still
+    play arms of the set."""
+    disk = sc.Ball([1.0, 1.0], 1.0)
+    policy = sc.SEGE(disk, [1.2, 1.9], 2.24, 1.8, S=1.0, noise_sd=0.3, c=0.05, n_runs=3, seed=0)
+    center, shape, h_sqrt, h_inv_sqrt, white_center, _ = policy._compiled[0]
+    wrong = (center, shape, h_sqrt, h_inv_sqrt, np.full(2, np.nan), np.nan)
+    policy._compiled = (wrong, policy._compiled[1])
+    bandit = sc.LinearBandit(THETA, 0.3, sc.run_seeds(1, 3)[1])
+    if engine == "step API":
+        for _ in range(200):
+            x = policy.select()
+            assert np.all(disk.contains(x, tol=0.0))
+            explored = policy.last_decision != 0
+            np.testing.assert_array_equal(policy.last_safe_arm[explored],
+                                          np.broadcast_to(policy.baseline_arm,
+                                                          (explored.sum(), 2)))
+            policy.observe(x, bandit.pull(x)[1])
+        result = None
+    else:
+        result = sc.simulate(policy, bandit, 200, traces=True)
+    counts = policy.decision_counts.sum(axis=0)
+    assert counts[1] == 0 and counts[2] > 0  # never the LCB arm; explorations happened
+    assert policy.solver_fallbacks.sum() == counts[2]
+    assert policy.fallback_reasons == {"NotFinite": counts[2]}
+    if result is not None:
+        assert result.stats.total_violations.sum() == 0
 
 
 def _bandit(n_runs, dim=2):

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import cvxpy as cp
 import numpy as np
 
+from .. import _pull_in
 from .._rowwise import row_dots, row_norms
 from .._validation import (
     _fmt,
@@ -28,11 +29,11 @@ from ..confidence import cholesky
 from ..conic.compiled import CompiledConicProgram, SolverFailure
 from ..conic.programs import greedy_program, lcb_arm_program
 from .exploration import MIN_SOLVER_SCALE, Exploration, inscribed_cross_polytope
-from .scaling import scale_directions, scale_lcb_data, scale_objective
+from .scaling import scale_directions, scale_lcb_data
 
 #: Largest relative contraction toward the set's certified interior point used to move a
 #: solver's slightly infeasible point exactly into the set (:meth:`ArmSet.pull_inside`).
-MAX_CONTRACTION = 1e-5
+MAX_CONTRACTION = _pull_in.MAX_CONTRACTION
 
 #: Relative widening of solver-computed support values in :meth:`ArmSet.bounding_box`.
 SUPPORT_MARGIN = 1e-5
@@ -81,6 +82,11 @@ class ArmSet(ABC):
     """
 
     dim: int
+
+    #: The data of compiled per-point greedy and LCB arms, for sets that have them (ellipsoids:
+    #: :class:`~sege_cvx.fast_paths.ellipsoid_arms.EllipsoidArms`); SEGE then runs whole stages
+    #: as compiled code.  ``None``: SEGE calls the set's methods.
+    compiled_arms = None
 
     #: Lazily built attributes left out of a pickle: they hold Clarabel solvers and cones, which
     #: do not pickle, or cvxpy expressions, bulky to ship and rebuilt cheaply from
@@ -272,7 +278,7 @@ class ArmSet(ABC):
         offset = points[bad] - center
         ulps = 16.0 * np.spacing(np.maximum(np.abs(points[bad]), np.abs(center)).max(axis=1))
         limit = np.maximum(MAX_CONTRACTION, ulps / np.maximum(row_norms(offset), 1e-300))
-        eps = 1e-15
+        eps = _pull_in.FIRST_CONTRACTION
         while bad.size and eps <= limit.max() * 10.0:
             trial = center + (1.0 - np.minimum(eps, limit))[:, None] * offset
             inside = self._inside(trial, 0.0)
@@ -360,9 +366,7 @@ class ArmSet(ABC):
         safe arm.  Each instance is computed alone, whatever the batch.
         """
         if method == "closed_form" or (method == "auto" and self.has_closed_form_lcb):
-            def closed_form(th, ch, r):
-                return self._lcb_closed_form(*scale_objective(th, cholesky.precision(ch), r))
-            return self._closed_form_each(closed_form, thetas, chols, radii)
+            return self._closed_form_each(self._lcb_closed_form, thetas, chols, radii)
         # M = r L^{-1} up to an exact power of two (see conic.programs and .scaling).
         return self._solve_each(self._lcb_program, *scale_lcb_data(thetas, chols, radii))
 
@@ -371,8 +375,10 @@ class ArmSet(ABC):
         """Whether :meth:`lcb_arm` has an exact fast path for this set."""
         return False
 
-    def _lcb_closed_form(self, thetas: np.ndarray, V_inv: np.ndarray,
+    def _lcb_closed_form(self, thetas: np.ndarray, chols: np.ndarray,
                          radii: np.ndarray) -> np.ndarray:
+        """LCB arms from estimates, lower Cholesky factors of ``V`` and radii (sets with a
+        closed form)."""
         raise NotImplementedError
 
     def _cross_check(self, closed: np.ndarray, solved: np.ndarray, thetas: np.ndarray,

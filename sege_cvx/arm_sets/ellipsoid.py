@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from functools import cached_property
-
 import cvxpy as cp
 import numpy as np
 
-from .._rowwise import row_dots, row_matvec, row_norms
 from .._validation import as_scalar, as_spd_matrix, as_vector, scaled_norm
-from ..fast_paths.ellipsoid_lcb import EllipsoidLCBKernel
+from ..fast_paths import ellipsoid_arms as fast
 from .base import ArmSet
 from .exploration import Exploration
 
@@ -46,10 +43,12 @@ class Ellipsoid(ArmSet):
         self.center = as_vector("center", center)
         self.dim = self.center.shape[0]
         self.shape = as_spd_matrix("shape", shape, self.dim)
-        eigval, eigvec = np.linalg.eigh(self.shape)
-        self._eig = eigval
-        self.shape_sqrt = (eigvec * np.sqrt(eigval)) @ eigvec.T
-        self._shape_inv_sqrt = (eigvec / np.sqrt(eigval)) @ eigvec.T
+        self._eig = np.linalg.eigvalsh(self.shape)
+        #: The data of the compiled per-point arms (:mod:`sege_cvx.fast_paths.ellipsoid_arms`),
+        #: which the batched methods below and SEGE's compiled stages share.
+        self.compiled_arms = fast.EllipsoidArms(self.center, self.shape)
+        self.shape_sqrt = self.compiled_arms.h_sqrt
+        self._shape_inv_sqrt = self.compiled_arms.h_inv_sqrt
         if not np.isfinite(self.norm_bound()):
             raise ValueError(f"center and shape give max ||x|| beyond the float range "
                              f"(||center|| = {scaled_norm(self.center):.3g}): rescale the problem")
@@ -61,11 +60,19 @@ class Ellipsoid(ArmSet):
         return [cp.norm(self._shape_inv_sqrt @ (x - self.center), 2) <= 1]
 
     def _inside(self, xs: np.ndarray, tol: float) -> np.ndarray:
-        return self.gauge(xs) <= 1.0 + tol
+        return fast.inside_all(np.ascontiguousarray(xs, dtype=np.float64), self.center,
+                                  self._shape_inv_sqrt, tol)
 
     def gauge(self, xs: np.ndarray) -> np.ndarray:
         """``||x - c||_{H^{-1}}`` for each row: <= 1 exactly on the set."""
-        return row_norms(row_matvec(np.ascontiguousarray(xs - self.center), self._shape_inv_sqrt))
+        return fast.gauge_all(np.ascontiguousarray(xs, dtype=np.float64), self.center,
+                                 self._shape_inv_sqrt)
+
+    def pull_inside(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # The schedule of ArmSet.pull_inside toward the centre, compiled per point
+        # (fast.pull_inside_one, also called by SEGE's compiled stages).
+        points = np.array(points, dtype=np.float64, order="C")
+        return points, fast.pull_inside_all(points, self.center, self._shape_inv_sqrt)
 
     @property
     def has_closed_form_greedy(self) -> bool:
@@ -73,27 +80,16 @@ class Ellipsoid(ArmSet):
 
     def _greedy_closed_form(self, thetas: np.ndarray) -> np.ndarray:
         # X^CE = x-bar + H theta / ||theta||_H (paper eq. (greedy arm)); theta = 0: the centre.
-        H_theta = row_matvec(np.ascontiguousarray(thetas), self.shape)
-        norm_H = np.sqrt(np.maximum(row_dots(thetas, H_theta), 0.0))
-        scale = np.divide(1.0, norm_H, out=np.zeros_like(norm_H), where=norm_H > 0)
-        step = H_theta * scale[:, None]
-        # Rounding can leave the arm an ulp outside the set's own gauge test; scale the step by
-        # its computed gauge (times 1 - 4 eps) so that the arm passes it exactly.
-        gauge = row_norms(row_matvec(step, self._shape_inv_sqrt))
-        step *= ((1.0 - 4 * np.finfo(float).eps) / np.maximum(gauge, 1.0))[:, None]
-        return self.center + step
+        return fast.greedy_all(np.ascontiguousarray(thetas, dtype=np.float64), self.center,
+                                  self.shape, self._shape_inv_sqrt)
 
     @property
     def has_closed_form_lcb(self) -> bool:
         return True
 
-    @cached_property
-    def _kernel(self) -> EllipsoidLCBKernel:
-        return EllipsoidLCBKernel(self.center, self.shape)
-
-    def _lcb_closed_form(self, thetas: np.ndarray, V_inv: np.ndarray,
+    def _lcb_closed_form(self, thetas: np.ndarray, chols: np.ndarray,
                          radii: np.ndarray) -> np.ndarray:
-        arms, _ = self._kernel(thetas, V_inv, radii)
+        arms, _ = fast.lcb_from_factor_all(*self.compiled_arms.lcb_data(), thetas, chols, radii)
         return arms
 
     def exploration(self) -> Exploration:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import cvxpy as cp
 import numpy as np
 
-from .._rowwise import row_matvec, row_norms
+from .._numba import njit
 from .._validation import as_finite_array, as_vector
 from ..conic.programs import solve_once
 
@@ -72,7 +72,7 @@ class Exploration:
         if B.shape != (d, d):
             raise ValueError(f"B must have shape ({d}, {d}), got {B.shape}")
         object.__setattr__(self, "center", center)  # frozen: store the validated arrays
-        object.__setattr__(self, "B", B)
+        object.__setattr__(self, "B", np.ascontiguousarray(B))
         if self.sigma2 <= 0:
             raise ValueError("B must be nonsingular (sigma^2 = lambda_min(B B^T)/d must be > 0)")
 
@@ -85,22 +85,52 @@ class Exploration:
         """Map standard normal draws ``(n, d)`` to exploratory arms ``(n, d)``.
 
         ``sphere``: ``zeta = g / ||g||``.  ``cross``: ``zeta = sign(g_k) e_k`` with ``k`` the
-        largest ``|g_k|``, uniform on ``{+-e_i}`` by the symmetry of i.i.d. normals.  Row by row:
-        a run's arm does not depend on the other rows.
+        largest ``|g_k|``, uniform on ``{+-e_i}`` by the symmetry of i.i.d. normals.  Row by row
+        (:func:`exploration_point`): a run's arm does not depend on the other rows.
         """
-        gaussians = np.ascontiguousarray(gaussians)
-        if self.kind == "sphere":
-            zeta = gaussians / row_norms(gaussians)[:, None]
-        else:
-            k = np.argmax(np.abs(gaussians), axis=1)
-            zeta = np.zeros_like(gaussians)
-            rows = np.arange(len(k))
-            zeta[rows, k] = np.sign(gaussians[rows, k])
-        return self.center + row_matvec(zeta, self.B)
+        return exploration_points(np.ascontiguousarray(gaussians, dtype=np.float64), self.center,
+                                  self.B, self.kind == "cross")
 
     def vertices(self) -> np.ndarray:
         """The ``2d`` points ``center +- B e_i``: the support of ``U`` for ``kind="cross"``."""
         return self.center + np.vstack([self.B.T, -self.B.T])
+
+
+@njit(inline="always")
+def exploration_point(g, center, B, cross, out, zeta) -> None:
+    """``out = center + B zeta`` for one run's normal draws ``g`` (see :meth:`Exploration.points`);
+    ``zeta``: scratch of length d."""
+    d = g.shape[0]
+    if cross:
+        k = 0
+        for j in range(1, d):
+            if abs(g[j]) > abs(g[k]):
+                k = j
+        zeta[:] = 0.0
+        zeta[k] = np.sign(g[k])
+    else:
+        norm2 = 0.0
+        for j in range(d):
+            norm2 += g[j] * g[j]
+        norm = np.sqrt(norm2)
+        for j in range(d):
+            zeta[j] = g[j] / norm
+    for j in range(d):
+        acc = 0.0
+        for k in range(d):
+            acc += B[j, k] * zeta[k]
+        out[j] = center[j] + acc
+
+
+@njit
+def exploration_points(gaussians, center, B, cross) -> np.ndarray:
+    """:func:`exploration_point` per row."""
+    n, d = gaussians.shape
+    out = np.empty((n, d))
+    zeta = np.empty(d)
+    for i in range(n):
+        exploration_point(gaussians[i], center, B, cross, out[i], zeta)
+    return out
 
 
 def max_volume_inscribed_ellipsoid(

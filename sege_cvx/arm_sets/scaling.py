@@ -30,18 +30,6 @@ def scale_directions(thetas: np.ndarray) -> np.ndarray:
     return np.ldexp(thetas, -_exponent(exponent)[:, None])
 
 
-def scale_objective(thetas: np.ndarray, V_inv: np.ndarray,
-                    radii: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(theta / k, V^{-1}, r / k)`` with ``k = 2^e`` near ``max(|theta|, r)``: the LCB arm
-    ``argmax <x, theta> - r ||x||_{V^{-1}}`` is unchanged, and a closed form stays finite."""
-    _, t_exp = np.frexp(np.max(np.abs(thetas), axis=1))
-    _, r_exp = np.frexp(radii)
-    e = np.maximum(np.where(np.any(thetas != 0, axis=1), t_exp, _NONE),
-                   np.where(radii > 0, r_exp, _NONE))
-    e = _exponent(np.where(e == _NONE, 0, e))
-    return np.ldexp(thetas, -e[:, None]), V_inv, np.ldexp(radii, -e)
-
-
 def scale_lcb_data(thetas: np.ndarray, chols: np.ndarray,
                    radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The LCB program's data ``(theta / k, M)`` with ``||M x|| = r ||x||_{V^{-1}} / k``.

@@ -27,7 +27,7 @@ import numpy as np
 from .._numba import njit
 
 
-@njit
+@njit(inline="always")
 def factor(A: np.ndarray, shift: float, L: np.ndarray) -> bool:
     """Lower Cholesky factor of ``A - shift I`` into ``L`` (lower triangle of ``A`` read).
 
@@ -53,7 +53,7 @@ def factor(A: np.ndarray, shift: float, L: np.ndarray) -> bool:
     return True
 
 
-@njit
+@njit(inline="always")
 def solve_lower(L: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     """Solve ``L out = b`` (``L`` lower triangular)."""
     d = b.shape[0]
@@ -64,7 +64,7 @@ def solve_lower(L: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
         out[i] = s / L[i, i]
 
 
-@njit
+@njit(inline="always")
 def solve_lower_transposed(L: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     """Solve ``L^T out = b`` (``L`` lower triangular)."""
     d = b.shape[0]
@@ -75,7 +75,7 @@ def solve_lower_transposed(L: np.ndarray, b: np.ndarray, out: np.ndarray) -> Non
         out[i] = s / L[i, i]
 
 
-@njit
+@njit(inline="always")
 def inverse_norm(L: np.ndarray, x: np.ndarray, work: np.ndarray) -> float:
     """``||x||_{V^{-1}} = ||L^{-1} x||`` for ``V = L L^T`` (``work``: scratch of length d)."""
     solve_lower(L, x, work)
@@ -85,7 +85,7 @@ def inverse_norm(L: np.ndarray, x: np.ndarray, work: np.ndarray) -> float:
     return np.sqrt(quad)
 
 
-@njit
+@njit(inline="always")
 def observe_one(V, chol, xy_sum, theta_hat, x, y, V_new, L, w) -> bool:
     """Add ``(x, y)`` to one run's ``V``, ``xy_sum``; refactor and re-solve ``theta_hat``.
 
@@ -98,10 +98,11 @@ def observe_one(V, chol, xy_sum, theta_hat, x, y, V_new, L, w) -> bool:
             V_new[a, b] = V[a, b] + x[a] * x[b]  # symmetric: the products commute
     if not factor(V_new, 0.0, L):
         return False
-    V[:, :] = V_new
     for a in range(d):
         xy_sum[a] += x[a] * y
-    chol[:, :] = L
+        for b in range(d):  # explicit loops: slice assignment is slower on tiny matrices
+            V[a, b] = V_new[a, b]
+            chol[a, b] = L[a, b]
     solve_lower(L, xy_sum, w)
     solve_lower_transposed(L, w, theta_hat)
     return True
@@ -129,7 +130,7 @@ def observe(V, chol, xy_sum, theta_hat, counts, rows, x, y) -> int:
     return failed
 
 
-@njit
+@njit(inline="always")
 def lcb_one(x, theta_hat, chol, radius, w) -> float:
     """``<x, theta_hat> - r ||x||_{V^{-1}}`` for one run (``w``: scratch of length d)."""
     dot = 0.0
@@ -165,7 +166,7 @@ def min_eigenvalue_at_least(V, bound) -> np.ndarray:
     return out
 
 
-@njit
+@njit(inline="always")
 def inverse_factor_one(L, out, e, col) -> None:
     """``L^{-1}`` of one run into ``out`` (``e``, ``col``: scratch of length d)."""
     d = L.shape[0]
@@ -190,17 +191,28 @@ def inverse_factor(chol) -> np.ndarray:
 
 
 @njit
+def precision_one(L, out, inv, e, col) -> None:
+    """``V^{-1} = L^{-T} L^{-1}`` of one run into ``out``, exactly symmetric (``inv``: scratch
+    (d, d); ``e``, ``col``: scratch of length d)."""
+    d = L.shape[0]
+    inverse_factor_one(L, inv, e, col)
+    for a in range(d):
+        for b in range(a, d):
+            acc = 0.0
+            for k in range(max(a, b), d):  # L^{-1} is lower triangular
+                acc += inv[k, a] * inv[k, b]
+            out[a, b] = acc
+            out[b, a] = acc
+
+
+@njit
 def precision(chol) -> np.ndarray:
-    """``V_i^{-1} = L_i^{-T} L_i^{-1}`` per run, exactly symmetric."""
-    inv = inverse_factor(chol)
+    """``V_i^{-1} = L_i^{-T} L_i^{-1}`` per run (:func:`precision_one`)."""
     n, d, _ = chol.shape
     out = np.empty((n, d, d))
+    inv = np.empty((d, d))
+    col = np.empty(d)
+    e = np.empty(d)
     for i in range(n):
-        for a in range(d):
-            for b in range(a, d):
-                acc = 0.0
-                for k in range(max(a, b), d):  # L^{-1} is lower triangular
-                    acc += inv[i, k, a] * inv[i, k, b]
-                out[i, a, b] = acc
-                out[i, b, a] = acc
+        precision_one(chol[i], out[i], inv, e, col)
     return out

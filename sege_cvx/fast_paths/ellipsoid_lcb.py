@@ -325,90 +325,103 @@ def _solve_whitened(g, chat, kappa, dvec, r, a, b, u, y):
 
 
 @njit
+def lcb_arm_one(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa, theta, m, r, want_gap,
+                x, mats, vecs):
+    """One instance: write the LCB arm into ``x``; return ``(f(x), gap)`` (gap 0 unless wanted).
+
+    ``kappa = 1 - ||H^{-1/2} c||^2`` (>= 0 iff 0 is in E; it keeps (2) accurate near the
+    sphere), ``m = V^{-1}``; ``mats`` (3, d, d) and ``vecs`` (10, d) are scratch.
+    """
+    d = theta.shape[0]
+    tmp, bmat, q = mats[0], mats[1], mats[2]
+    dvec, g, chat, a, b = vecs[0], vecs[1], vecs[2], vecs[3], vecs[4]
+    u, y, vec, vec2, theta_star = vecs[5], vecs[6], vecs[7], vecs[8], vecs[9]
+    zero_dual = False  # whether theta' = 0 lies in C
+    tau = 0.0  # multiplier of (1); theta* = theta - tau V^{-1} x (clipped to C) below
+    if r > 0.0:
+        _congruence(h_sqrt, m, tmp, bmat)
+        _eigh(bmat, dvec, q)
+        # Eigenvalues below eps * max(D) are rounding noise of eigh; keep ||.||_D a norm.
+        d_floor = _EPS * dvec[d - 1]
+        for i in range(d):
+            dvec[i] = max(dvec[i], d_floor)
+        _matvec(h_sqrt, theta, vec)
+        theta_v2 = 0.0
+        for i in range(d):
+            gi = 0.0
+            ci = 0.0
+            for j in range(d):
+                gi += q[j, i] * vec[j]
+                ci += q[j, i] * white_center[j]
+            g[i] = gi
+            chat[i] = ci
+            theta_v2 += gi * gi / dvec[i]
+        zero_dual = theta_v2 <= r * r
+        if kappa >= 0.0 and zero_dual:
+            x[:] = 0.0
+        else:
+            tau = _solve_whitened(g, chat, kappa, dvec, r, a, b, u, y)
+            _matvec(q, y, vec)
+            _matvec(h_sqrt, vec, x)
+    else:
+        _matvec(shape, theta, vec)
+        norm_h = np.sqrt(max(_dot(theta, vec), 0.0))
+        for i in range(d):
+            x[i] = center[i] + (vec[i] / norm_h if norm_h > 0.0 else 0.0)
+
+    if want_gap:
+        # theta* from the computed maximiser, before the pull-in below, which may perturb
+        # the direction of a tiny arm.  t ||x||_{V^-1} <= r keeps theta* in C.
+        x_max, xv_dir = _scaled_vinv_norm(x, m, vec2, vec)
+        if xv_dir > 0.0:
+            t_scaled = min(tau * x_max, r / xv_dir)
+            for i in range(d):
+                theta_star[i] = theta[i] - t_scaled * vec[i]
+        elif zero_dual:
+            theta_star[:] = 0.0
+        else:
+            theta_star[:] = theta
+
+    # Pull x into E if rounding left it outside: shrink x - c towards the centre.
+    for attempt in range(4):
+        for i in range(d):
+            vec2[i] = x[i] - center[i]
+        _matvec(h_inv_sqrt, vec2, vec)
+        quad = _dot(vec, vec)
+        if quad <= 1.0:
+            break
+        shrink = (1.0 - 2.0 ** (attempt + 1) * _EPS) / np.sqrt(quad)
+        for i in range(d):
+            x[i] = center[i] + vec2[i] * shrink
+
+    x_max, xv_dir = _scaled_vinv_norm(x, m, vec2, vec)
+    value = _dot(theta, x) - r * x_max * xv_dir
+    gap = 0.0
+    if want_gap:
+        _matvec(shape, theta_star, vec)
+        h_val = _dot(center, theta_star) + np.sqrt(max(_dot(theta_star, vec), 0.0))
+        if zero_dual:
+            h_val = min(h_val, 0.0)  # theta' = 0 is in C too, with h(0) = 0
+        gap = h_val - value
+    return value, gap
+
+
+@njit
 def _lcb_batch(center, shape, h_sqrt, h_inv_sqrt, white_center, theta_hat, v_inv, radius, want_gap):
     """Arms, values and (if ``want_gap``, else an empty array) gaps for every instance."""
     n, d = theta_hat.shape
     arms = np.empty((n, d))
     values = np.empty(n)
     gaps = np.empty(n if want_gap else 0)
-    # kappa = 1 - ||H^{-1/2} c||^2 >= 0 iff 0 is in E; it keeps (2) accurate near the sphere.
     kappa = 1.0 - _dot(white_center, white_center)
     mats = np.empty((3, d, d))  # one allocation for all work arrays: matters at small n and d
-    tmp, bmat, q = mats[0], mats[1], mats[2]
     vecs = np.empty((10, d))
-    dvec, g, chat, a, b = vecs[0], vecs[1], vecs[2], vecs[3], vecs[4]
-    u, y, vec, vec2, theta_star = vecs[5], vecs[6], vecs[7], vecs[8], vecs[9]
     for k in range(n):
-        theta = theta_hat[k]
-        m = v_inv[k]
-        r = radius[k]
-        x = arms[k]
-        zero_dual = False  # whether theta' = 0 lies in C
-        tau = 0.0  # multiplier of (1); theta* = theta - tau V^{-1} x (clipped to C) below
-        if r > 0.0:
-            _congruence(h_sqrt, m, tmp, bmat)
-            _eigh(bmat, dvec, q)
-            # Eigenvalues below eps * max(D) are rounding noise of eigh; keep ||.||_D a norm.
-            d_floor = _EPS * dvec[d - 1]
-            for i in range(d):
-                dvec[i] = max(dvec[i], d_floor)
-            _matvec(h_sqrt, theta, vec)
-            theta_v2 = 0.0
-            for i in range(d):
-                gi = 0.0
-                ci = 0.0
-                for j in range(d):
-                    gi += q[j, i] * vec[j]
-                    ci += q[j, i] * white_center[j]
-                g[i] = gi
-                chat[i] = ci
-                theta_v2 += gi * gi / dvec[i]
-            zero_dual = theta_v2 <= r * r
-            if kappa >= 0.0 and zero_dual:
-                x[:] = 0.0
-            else:
-                tau = _solve_whitened(g, chat, kappa, dvec, r, a, b, u, y)
-                _matvec(q, y, vec)
-                _matvec(h_sqrt, vec, x)
-        else:
-            _matvec(shape, theta, vec)
-            norm_h = np.sqrt(max(_dot(theta, vec), 0.0))
-            for i in range(d):
-                x[i] = center[i] + (vec[i] / norm_h if norm_h > 0.0 else 0.0)
-
+        values[k], gap = lcb_arm_one(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa,
+                                     theta_hat[k], v_inv[k], radius[k], want_gap, arms[k],
+                                     mats, vecs)
         if want_gap:
-            # theta* from the computed maximiser, before the pull-in below, which may perturb
-            # the direction of a tiny arm.  t ||x||_{V^-1} <= r keeps theta* in C.
-            x_max, xv_dir = _scaled_vinv_norm(x, m, vec2, vec)
-            if xv_dir > 0.0:
-                t_scaled = min(tau * x_max, r / xv_dir)
-                for i in range(d):
-                    theta_star[i] = theta[i] - t_scaled * vec[i]
-            elif zero_dual:
-                theta_star[:] = 0.0
-            else:
-                theta_star[:] = theta
-
-        # Pull x into E if rounding left it outside: shrink x - c towards the centre.
-        for attempt in range(4):
-            for i in range(d):
-                vec2[i] = x[i] - center[i]
-            _matvec(h_inv_sqrt, vec2, vec)
-            quad = _dot(vec, vec)
-            if quad <= 1.0:
-                break
-            shrink = (1.0 - 2.0 ** (attempt + 1) * _EPS) / np.sqrt(quad)
-            for i in range(d):
-                x[i] = center[i] + vec2[i] * shrink
-
-        x_max, xv_dir = _scaled_vinv_norm(x, m, vec2, vec)
-        values[k] = _dot(theta, x) - r * x_max * xv_dir
-        if want_gap:
-            _matvec(shape, theta_star, vec)
-            h_val = _dot(center, theta_star) + np.sqrt(max(_dot(theta_star, vec), 0.0))
-            if zero_dual:
-                h_val = min(h_val, 0.0)  # theta' = 0 is in C too, with h(0) = 0
-            gaps[k] = h_val - values[k]
+            gaps[k] = gap
     return arms, values, gaps
 
 

@@ -20,6 +20,13 @@ class BatchPolicy:
     n_runs: int
     t: int
     _pending: np.ndarray | None = None
+    #: Whether :meth:`_run_stages` plays many stages in one compiled call (the engine then
+    #: uses it instead of ``select``/``observe`` per stage).
+    _fused_stages: bool = False
+
+    def _run_stages(self, t0: int, noise: np.ndarray, bandit, optimal: float, stats, row: int,
+                    trace_reward: np.ndarray, trace_decision: np.ndarray) -> int:
+        raise NotImplementedError
 
     def _set_problem(self, arm_set: ArmSet, baseline_arm, baseline_reward, threshold, S, noise_sd,
                      lam, n_runs) -> None:

@@ -4,6 +4,7 @@ discretization of a convex arm set, for a batch of runs; the paper's baseline (S
 from __future__ import annotations
 
 import numpy as np
+from numba import prange
 from scipy.special import ndtri
 
 from .._numba import njit
@@ -126,107 +127,125 @@ def default_arm_count(arm_set: ArmSet, S: float, tol: float = DEFAULT_DISCRETIZA
     return hi
 
 
-@njit
-def optimistic_index(inv, theta_hat, beta, arms) -> int:
+@njit(inline="always")
+def optimistic_index(inv, theta_hat, beta, arms_t, work) -> int:
     """One run's ``argmax_k <theta_hat, a_k> + beta ||a_k||_{V^{-1}}`` (first of ties).
 
-    ``||a||_{V^{-1}} = ||L^{-1} a||`` with ``inv = L^{-1}`` formed once per run, so that each
-    of the ``K`` arms costs one triangular mat-vec and no division.
+    ``||a||_{V^{-1}} = ||L^{-1} a||`` with ``inv = L^{-1}`` formed once per run.  The arms are
+    the columns of ``arms_t`` (shape ``(d, K)``) and every loop runs over them innermost, so
+    the compiler vectorizes it; each arm's sums are still taken in index order.  ``work``:
+    scratch of shape ``(3, K)``.
     """
-    d = theta_hat.shape[0]
-    best = -np.inf
+    d, K = arms_t.shape
+    dot, quad, w = work[0], work[1], work[2]
+    for k in range(K):
+        dot[k] = 0.0
+        quad[k] = 0.0
+    for j in range(d):
+        tj = theta_hat[j]
+        for k in range(K):
+            dot[k] += tj * arms_t[j, k]
+            w[k] = 0.0
+        for m in range(j + 1):  # L^{-1} is lower triangular
+            c = inv[j, m]
+            for k in range(K):
+                w[k] += c * arms_t[m, k]
+        for k in range(K):
+            quad[k] += w[k] * w[k]
+    for k in range(K):
+        dot[k] += beta * np.sqrt(quad[k])
     best_k = 0
-    for k in range(arms.shape[0]):
-        dot = 0.0
-        quad = 0.0
-        for j in range(d):
-            dot += theta_hat[j] * arms[k, j]
-            w = 0.0
-            for m in range(j + 1):  # L^{-1} is lower triangular
-                w += inv[j, m] * arms[k, m]
-            quad += w * w
-        ucb = dot + beta * np.sqrt(quad)
-        if ucb > best:
-            best = ucb
+    for k in range(1, K):
+        if dot[k] > dot[best_k]:
             best_k = k
     return best_k
 
 
-@njit
-def choose(t, chol, theta_hat, beta, arms, optimistic_sum, baseline_plays, b0, alpha,
-           baseline_arm, work, out_arm) -> bool:
+@njit(inline="always")
+def choose(t, chol, theta_hat, beta, arms, arms_t, optimistic_sum, baseline_plays, b0, alpha,
+           baseline_arm, work, arm_work, out_arm) -> bool:
     """CLUCB's rule for one run at round ``t``: whether it plays the optimistic arm.
 
     The optimistic arm ``x`` (:func:`optimistic_index`) is played iff
     ``min_{theta in C} <theta, z + x> + m b0 >= (1 - alpha) t b0`` (``z``: the optimistic arms
     played so far, ``m``: baseline plays), else the baseline arm; ``out_arm`` receives it.
-    ``work``: scratch of shape ``(d + 4, d)``.
+    ``arms_t``: the arms as columns; ``work``, ``arm_work``: scratch of shapes ``(d + 4, d)``
+    and ``(3, K)``.
     """
     d = theta_hat.shape[0]
     inv = work[:d]
     e, col, s = work[d], work[d + 1], work[d + 2]
     inverse_factor_one(chol, inv, e, col)
-    k = optimistic_index(inv, theta_hat, beta, arms)
+    k = optimistic_index(inv, theta_hat, beta, arms_t, arm_work)
     for j in range(d):
         s[j] = optimistic_sum[j] + arms[k, j]
     low = lcb_one(s, theta_hat, chol, beta, work[d + 3])
     play = low + baseline_plays * b0 >= (1.0 - alpha) * t * b0
-    if play:
-        out_arm[:] = arms[k]
-    else:
-        out_arm[:] = baseline_arm
+    for j in range(d):
+        out_arm[j] = arms[k, j] if play else baseline_arm[j]
     return play
 
 
 @njit
-def choose_all(t, chol, theta_hat, beta, arms, optimistic_sum, baseline_plays, b0, alpha,
+def choose_all(t, chol, theta_hat, beta, arms, arms_t, optimistic_sum, baseline_plays, b0, alpha,
                baseline_arm, out_arms, out_play) -> None:
     """:func:`choose` for every run (the step API's ``select``)."""
     n, d = theta_hat.shape
     work = np.empty((d + 4, d))
+    arm_work = np.empty((3, arms.shape[0]))
     for i in range(n):
-        out_play[i] = choose(t, chol[i], theta_hat[i], beta[i], arms, optimistic_sum[i],
-                             baseline_plays[i], b0, alpha, baseline_arm, work, out_arms[i])
+        out_play[i] = choose(t, chol[i], theta_hat[i], beta[i], arms, arms_t, optimistic_sum[i],
+                             baseline_plays[i], b0, alpha, baseline_arm, work, arm_work,
+                             out_arms[i])
 
 
-@njit
-def run_stages(t0, n_stages, V, chol, xy_sum, theta_hat, counts, beta_table, arms,
-               optimistic_sum, decision_counts, last_decision, b0, alpha, baseline_arm,
-               theta_star, noise_sd, noise, optimal, threshold, grid, row, cum_regret,
-               cum_reward, min_reward, reward_min, reward_max, first_violation, violations,
-               conservative, decisions, regret_rows, reward_rows, violation_rows, decision_rows,
-               trace_reward, trace_decision) -> int:
-    """Rounds ``t0 .. t0 + n_stages - 1`` of every run against the linear bandit, fused.
+@njit(parallel=True)
+def run_stages(t0, n_stages, state, beta_table, arms, arms_t, b0, alpha, baseline_arm, theta_star,
+               noise_sd, noise, optimal, threshold, grid, row, stats, rows, traces, failed):
+    """Rounds ``t0 .. t0 + n_stages - 1`` of every run against the linear bandit, runs over
+    threads.
 
     Per run and round, the very functions of the step API in its order: :func:`choose`, the
     reward ``<x, theta*> + noise_sd * noise`` (as :meth:`LinearBandit.pull`), the update of the
     confidence set on optimistic rounds (:func:`observe_one`) and the running statistics
-    (:func:`record_one`), so a run's numbers are bitwise those of ``select``/``observe``.
-    Returns the next checkpoint row, or ``-1 - i`` if run ``i``'s ``V`` lost definiteness.
+    (:func:`record_one`), so a run's numbers are bitwise those of ``select``/``observe``,
+    whatever the thread that computed it.  ``state``: ``(V, chol, xy_sum, theta_hat, counts,
+    optimistic_sum, decision_counts, last_decision)``; ``stats``: the arrays of
+    :class:`~sege_cvx.simulation.statistics.RunStatistics`; ``rows[i]`` receives run ``i``'s
+    next checkpoint row; ``failed[i]`` the round at which its ``V`` lost definiteness (else 0).
     """
+    V, chol, xy_sum, theta_hat, counts, optimistic_sum, decision_counts, last_decision = state
+    (cum_regret, cum_reward, min_reward, reward_min, reward_max, first_violation, violations,
+     conservative, decisions, regret_rows, reward_rows, violation_rows, decision_rows) = stats
+    trace_reward, trace_decision = traces
     n, d = theta_hat.shape
-    work = np.empty((d + 4, d))
-    arm = np.empty(d)
-    V_new = np.empty((d, d))
-    L = np.empty((d, d))
-    w = np.empty(d)
     keep_trace = trace_reward.shape[0] > 0
-    for s_ in range(n_stages):
-        t = t0 + s_
-        for i in range(n):
-            play = choose(t, chol[i], theta_hat[i], beta_table[counts[i]], arms,
-                          optimistic_sum[i], decision_counts[i, 1], b0, alpha, baseline_arm,
-                          work, arm)
+    for i in prange(n):
+        # Views of run i's rows are taken once: a view of a shared array touches its reference
+        # count, which threads would otherwise contend for at every round.
+        V_i, chol_i, xy_i, theta_i, z_i = V[i], chol[i], xy_sum[i], theta_hat[i], optimistic_sum[i]
+        work = np.empty((d + 4, d))
+        arm_work = np.empty((3, arms.shape[0]))
+        arm = np.empty(d)
+        V_new = np.empty((d, d))
+        L = np.empty((d, d))
+        w = np.empty(d)
+        r_i = row
+        for s_ in range(n_stages):
+            t = t0 + s_
+            play = choose(t, chol_i, theta_i, beta_table[counts[i]], arms, arms_t, z_i,
+                          decision_counts[i, 1], b0, alpha, baseline_arm, work, arm_work, arm)
             mean = 0.0
             for j in range(d):
                 mean += arm[j] * theta_star[j]
             y = mean + noise_sd * noise[i, s_]
             if play:
-                if not observe_one(V[i], chol[i], xy_sum[i], theta_hat[i], arm, y, V_new, L, w):
-                    return -1 - i
+                if not observe_one(V_i, chol_i, xy_i, theta_i, arm, y, V_new, L, w):
+                    failed[i] = t
+                    break
                 counts[i] += 1
                 for j in range(d):
-                    optimistic_sum[i, j] += arm[j]
+                    z_i[j] += arm[j]
                 decision_counts[i, 0] += 1
                 code = 0
             else:
@@ -234,19 +253,19 @@ def run_stages(t0, n_stages, V, chol, xy_sum, theta_hat, counts, beta_table, arm
                 code = 2
             last_decision[i] = code
             record_one(i, t, mean, code, optimal, threshold, cum_regret, cum_reward, min_reward,
-                       reward_min[row], reward_max[row], first_violation, violations,
-                       conservative, decisions)
-            if t == grid[row]:
-                reward_rows[row, i] = mean
+                       reward_min, reward_max, r_i, first_violation, violations, conservative,
+                       decisions)
+            if t == grid[r_i]:
+                regret_rows[r_i, i] = cum_regret[i]
+                reward_rows[r_i, i] = mean
+                violation_rows[r_i, i] = violations[i]
+                for c in range(decisions.shape[1]):
+                    decision_rows[r_i, i, c] = decisions[i, c]
+                r_i += 1
             if keep_trace:
                 trace_reward[s_, i] = mean
                 trace_decision[s_, i] = code
-        if t == grid[row]:
-            regret_rows[row] = cum_regret
-            violation_rows[row] = violations
-            decision_rows[row] = decisions
-            row += 1
-    return row
+        rows[i] = r_i
 
 
 class CLUCB(BatchPolicy):
@@ -321,6 +340,7 @@ class CLUCB(BatchPolicy):
         self.delta = as_scalar("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
         K = default_arm_count(arm_set, self.S) if n_arms is None else as_positive_int("n_arms", n_arms)
         self.arms = discretize(arm_set, K)
+        self._arms_t = np.ascontiguousarray(self.arms.T)  # arms as columns: vectorized scans
         self.discretization_error = discretization_error(arm_set, self.arms, self.S)
         self.L = arm_set.norm_bound()
         self._check_lam(self.L)
@@ -339,13 +359,15 @@ class CLUCB(BatchPolicy):
         conf = self.confidence
         arms = np.empty((self.n_runs, self.arm_set.dim))
         play = np.empty(self.n_runs, dtype=bool)
-        choose_all(t, conf.chol, conf.theta_hat, self.beta(conf.counts), self.arms,
+        choose_all(t, conf.chol, conf.theta_hat, self.beta(conf.counts), self.arms, self._arms_t,
                    self.optimistic_sum, self.decision_counts[:, 1], self.baseline_reward,
                    self.alpha, self.baseline_arm, arms, play)
         self.last_decision = np.where(play, OPTIMISTIC, BASELINE).astype(np.int8)
         self.decision_counts[:, 0] += play
         self.decision_counts[:, 1] += ~play
         return self._stage_arms(arms)
+
+    _fused_stages = True
 
     def beta(self, counts: np.ndarray) -> np.ndarray:
         """``beta = r_n(delta)`` (eq. (r_t) at ``n`` optimistic rounds) per run.
@@ -365,25 +387,28 @@ class CLUCB(BatchPolicy):
 
     def _run_stages(self, t0: int, noise: np.ndarray, bandit, optimal: float, stats, row: int,
                     trace_reward: np.ndarray, trace_decision: np.ndarray) -> int:
-        """Play rounds ``t0 .. t0 + k - 1`` against ``bandit`` in one compiled loop
+        """Play rounds ``t0 .. t0 + k - 1`` against ``bandit`` in one compiled call
         (:func:`run_stages`), ``noise`` of shape ``(n_runs, k)`` being the bandit's draws for
         them; fold them into ``stats`` from checkpoint ``row`` on and return the next row."""
         k = noise.shape[1]
-        conf, st = self.confidence, stats
+        conf = self.confidence
         self._extend_beta(int(conf.counts.max()) + k)
-        row = run_stages(
-            t0, k, conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts, self._beta_table,
-            self.arms, self.optimistic_sum, self.decision_counts, self.last_decision,
-            self.baseline_reward, self.alpha, self.baseline_arm, bandit.theta_star,
-            bandit.noise_sd, noise, optimal, self.threshold, st.checkpoints, row, st.cum_regret,
-            st.cum_reward, st.min_reward, st.reward_min, st.reward_max, st.first_violation,
-            st.total_violations, st.conservative_met, st.decision_counts, st.regret, st.reward,
-            st.violations, st.decisions, trace_reward, trace_decision)
-        if row < 0:
-            raise ValueError(f"run {-1 - row}: V = lam I + sum x x^T is not numerically positive "
-                             f"definite (lam = {self.lam:g} is too small): use a larger lam")
+        state = (conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
+                 self.optimistic_sum, self.decision_counts, self.last_decision)
+        rows = np.empty(self.n_runs, dtype=np.int64)
+        failed = np.zeros(self.n_runs, dtype=np.int64)
+        run_stages(t0, k, state, self._beta_table, self.arms, self._arms_t, self.baseline_reward,
+                   self.alpha,
+                   self.baseline_arm, bandit.theta_star, bandit.noise_sd, noise, optimal,
+                   self.threshold, stats.checkpoints, row, stats.arrays(), rows,
+                   (trace_reward, trace_decision), failed)
+        if failed.any():
+            i = int(np.argmax(failed > 0))
+            raise ValueError(f"run {i}, round {failed[i]}: V = lam I + sum x x^T is not "
+                             f"numerically positive definite (lam = {self.lam:g} is too small): "
+                             "use a larger lam")
         self.t = t0 + k - 1
-        return row
+        return int(rows[0])
 
     def observe(self, x: np.ndarray, y: np.ndarray | float) -> None:
         """Record rewards; only optimistic rounds enter the confidence set."""

@@ -12,11 +12,14 @@ from .._random import NormalStreams, SeedLike, seed_sequences
 from .._validation import as_scalar
 from ..arm_sets.base import LCB_METHODS, ArmSet
 from ..arm_sets.exploration import Exploration
+from ..confidence.cholesky import min_eigenvalue_at_least
 from ..confidence.ellipsoid import ConfidenceEllipsoid, RadiusFormula
+from ..fast_paths.ellipsoid_arms import STATUS
+from . import sege_rule
 from .base import BatchPolicy
+from .sege_rule import EXPLOIT, EXPLORE_BASELINE, EXPLORE_LCB
 
-#: Decision codes recorded per stage (``SEGE.last_decision``).
-EXPLOIT, EXPLORE_LCB, EXPLORE_BASELINE = 0, 1, 2
+__all__ = ["SEGE", "EXPLOIT", "EXPLORE_LCB", "EXPLORE_BASELINE", "paper_risk", "rho_bar"]
 
 
 def paper_risk(t: int, delta_bar: float = 0.1) -> float:
@@ -50,6 +53,13 @@ class SEGE(BatchPolicy):
     A failed or unverified solve never yields an unverified arm: the greedy arm is then not
     played (the stage explores) and a failed LCB arm is replaced by the baseline arm; each such
     event is counted in ``solver_fallbacks``.
+
+    The rule is written once, as per-run compiled functions (:mod:`.sege_rule`).  On sets with
+    compiled arms (``arm_set.compiled_arms``: ellipsoids and balls, with ``lcb_method`` other
+    than ``"solver"``) a whole stage is compiled, and :func:`~sege_cvx.simulate` runs many
+    stages per call with the runs spread over threads; on other sets the same rule is applied
+    around the set's greedy and LCB arms (closed forms or Clarabel solves).  Either way a run's
+    numbers do not depend on the other runs.
 
     Parameters
     ----------
@@ -184,8 +194,34 @@ class SEGE(BatchPolicy):
         self.last_safe_arm = np.full((self.n_runs, d), np.nan)
         self.last_exploration_arm = np.full((self.n_runs, d), np.nan)
         self.decision_counts = np.zeros((self.n_runs, 3), dtype=np.int64)
-        self.solver_fallbacks = np.zeros(self.n_runs, dtype=np.int64)
-        self.fallback_reasons: Counter[str] = Counter()
+        # Fallbacks of the Python-orchestrated stages (any status) and of the compiled ones
+        # (per run: all, then by code of fast_paths.ellipsoid_arms.STATUS).
+        self._fallbacks = np.zeros(self.n_runs, dtype=np.int64)
+        self._fallback_reasons: Counter[str] = Counter()
+        self._compiled_fallbacks = np.zeros((self.n_runs, len(STATUS)), dtype=np.int64)
+        compiled = arm_set.compiled_arms
+        self._compiled = None if compiled is None or lcb_method == "solver" else (
+            compiled.lcb_data(),
+            (self.exploration.center, self.exploration.B, self.exploration.kind == "cross"))
+
+    @property
+    def _fused_stages(self) -> bool:
+        return self._compiled is not None
+
+    @property
+    def solver_fallbacks(self) -> np.ndarray:
+        """Per run: failed or unverified computations that forced a fallback."""
+        return self._fallbacks + self._compiled_fallbacks[:, 0]
+
+    @property
+    def fallback_reasons(self) -> Counter[str]:
+        """How often each failure status forced a fallback, over all runs."""
+        reasons = self._fallback_reasons.copy()
+        for code in range(1, len(STATUS)):
+            count = int(self._compiled_fallbacks[:, code].sum())
+            if count:
+                reasons[STATUS[code]] += count
+        return reasons
 
     # ------------------------------------------------------------------ stage quantities
     def risk_level(self, t: int) -> float:
@@ -210,18 +246,35 @@ class SEGE(BatchPolicy):
         t = self._stage_start()
         conf = self.confidence
         r = self.radius(t)
+        bound = self.c * math.sqrt(t)
         zeta = self._zeta.next()
+        if self._compiled is not None:
+            arms = np.empty((self.n_runs, self.arm_set.dim))
+            decision = np.empty(self.n_runs, dtype=np.int8)
+            sege_rule.select_all(bound, r, conf.V, conf.chol, conf.theta_hat, zeta,
+                                 *self._compiled, self.rho, self.baseline_arm, self.threshold,
+                                 self.baseline_reward, arms, self.last_safe_arm,
+                                 self.last_exploration_arm, decision, self._compiled_fallbacks)
+        else:
+            arms, decision = self._select_around_arm_set(r, bound, zeta)
+        self.last_decision = decision
+        self.decision_counts[np.arange(self.n_runs), decision] += 1
+        return self._stage_arms(arms)
 
+    def _select_around_arm_set(self, r: float, bound: float,
+                               zeta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The rule (:mod:`.sege_rule`) around the arm set's own greedy and LCB arms."""
+        conf = self.confidence
         # Safe greedy exploitation (lines 5-6).  The greedy arm (eq. (greedy arm)) is computed
         # only for runs that pass the information test, which is cheap and often fails.
         arms = np.full((self.n_runs, self.arm_set.dim), np.nan)
-        exploit = conf.min_eigenvalue_at_least(self.c * math.sqrt(t))
+        exploit = min_eigenvalue_at_least(conf.V, bound)
         ready = np.flatnonzero(exploit)
         if ready.size:
             greedy = self.arm_set.greedy_arm_batch(conf.theta_hat[ready])
             self._count_fallbacks(ready, greedy)
-            lcb_greedy = conf.lcb(np.nan_to_num(greedy.arms), r, ready)
-            exploit[ready] = greedy.ok & (lcb_greedy >= self.threshold)
+            exploit[ready] = sege_rule.exploit_all(greedy.arms, greedy.ok, conf.theta_hat,
+                                                   conf.chol, r, self.threshold, ready)
             arms[ready] = greedy.arms
 
         # Safe exploration (lines 7-8) for the other runs.
@@ -233,32 +286,58 @@ class SEGE(BatchPolicy):
             lcb_arm = self.arm_set.lcb_arm_batch(conf.theta_hat[idx], conf.chol[idx],
                                                  np.full(idx.size, r), self.lcb_method)
             self._count_fallbacks(idx, lcb_arm)
-            lcb_val = conf.lcb(np.nan_to_num(lcb_arm.arms), r, idx)
-            use_lcb = lcb_arm.ok & (lcb_val >= self.baseline_reward)  # eq. (safe arm t)
-            safe = np.where(use_lcb[:, None], lcb_arm.arms, self.baseline_arm)
             U = self.exploration.points(zeta[idx])  # eq. (U_t)
-            # eq. (safe exp arm); a convex combination of points of the set, verified exactly in
-            # it (rounding can leave it an ulp outside); the baseline if that ever failed.
-            explore, inside = self.arm_set.pull_inside((1.0 - self.rho) * safe + self.rho * U)
+            use_lcb, safe, mixed = sege_rule.explore_all(
+                lcb_arm.arms, lcb_arm.ok, conf.theta_hat, conf.chol, r, self.baseline_reward,
+                self.baseline_arm, U, self.rho, idx)
+            # Rounding can leave the mix an ulp outside; the baseline if it cannot be moved in.
+            explore, inside = self.arm_set.pull_inside(mixed)
             if not inside.all():
-                self.solver_fallbacks[idx] += ~inside
-                self.fallback_reasons["NotMember"] += int((~inside).sum())
+                self._fallbacks[idx] += ~inside
+                self._fallback_reasons["NotMember"] += int((~inside).sum())
             arms[idx] = np.where(inside[:, None], explore, self.baseline_arm)
             decision[idx] = np.where(use_lcb, EXPLORE_LCB, EXPLORE_BASELINE)
             self.last_safe_arm[idx] = safe
             self.last_exploration_arm[idx] = U
-
-        self.last_decision = decision
-        self.decision_counts[np.arange(self.n_runs), decision] += 1
-        return self._stage_arms(arms)
+        return arms, decision
 
     def _count_fallbacks(self, rows: np.ndarray, result) -> None:
         """Count the instances of a :class:`~sege_cvx.arm_sets.base.BatchArms` that failed."""
         failed = ~result.ok
         if failed.any():
-            self.solver_fallbacks[rows] += failed
-            self.fallback_reasons.update(s for s, ok in zip(result.status, result.ok, strict=True)
-                                         if not ok)
+            self._fallbacks[rows] += failed
+            self._fallback_reasons.update(s for s, ok in zip(result.status, result.ok, strict=True)
+                                          if not ok)
+
+    def _run_stages(self, t0: int, noise: np.ndarray, bandit, optimal: float, stats, row: int,
+                    trace_reward: np.ndarray, trace_decision: np.ndarray) -> int:
+        """Play stages ``t0 .. t0 + k - 1`` against ``bandit`` in one compiled call
+        (:func:`.sege_rule.run_stages`), ``noise`` of shape ``(n_runs, k)`` being the bandit's
+        draws for them; fold them into ``stats`` from checkpoint ``row`` on and return the next
+        row.  Only on sets with compiled arms (``_fused_stages``)."""
+        k = noise.shape[1]
+        stages = range(t0, t0 + k)
+        bounds = np.array([self.c * math.sqrt(t) for t in stages])
+        radii = np.array([self.radius(t) for t in stages])
+        gaussians = np.ascontiguousarray(self._zeta.take(k))
+        conf, st = self.confidence, stats
+        state = (conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
+                 self.decision_counts, self.last_decision, self.last_safe_arm,
+                 self.last_exploration_arm, self._compiled_fallbacks)
+        rows = np.empty(self.n_runs, dtype=np.int64)
+        failed = np.zeros(self.n_runs, dtype=np.int64)
+        sege_rule.run_stages(
+            t0, bounds, radii, gaussians, noise, state, *self._compiled, self.rho,
+            self.baseline_arm, self.threshold, self.baseline_reward, bandit.theta_star,
+            bandit.noise_sd, optimal, st.checkpoints, row, st.arrays(), rows,
+            (trace_reward, trace_decision), failed)
+        if failed.any():
+            i = int(np.argmax(failed > 0))
+            raise ValueError(f"run {i}, stage {failed[i]}: V = lam I + sum x x^T is not "
+                             f"numerically positive definite (lam = {self.lam:g} is too small): "
+                             "use a larger lam")
+        self.t = t0 + k - 1
+        return int(rows[0])
 
     def observe(self, x: np.ndarray, y: np.ndarray | float) -> None:
         """Record the observed rewards of the arms returned by :meth:`select` (line 11).

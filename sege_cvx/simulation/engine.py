@@ -178,6 +178,9 @@ def simulate(
         if isinstance(s, bool) or not isinstance(s, int | np.integer) or not 1 <= s <= horizon:
             raise ValueError(f"snapshot_stages must hold stages in 1..{horizon}, got {s!r}")
         snaps.add(int(s))
+    if snaps and not callable(getattr(policy, "radius", None)):
+        raise ValueError(f"snapshot_stages need a policy with a radius(t) method (SEGE); "
+                         f"{type(policy).__name__} has none")
     try:
         optimal = float(policy.arm_set.support(bandit.theta_star))
     except SolverFailure as exc:
@@ -200,15 +203,21 @@ def simulate(
     start = time.perf_counter()
     bar = tqdm(total=horizon, desc=progress if isinstance(progress, str) else None,
                disable=not progress, mininterval=0.5, unit="stage")
-    fused = getattr(policy, "_run_stages", None)
-    if fused is not None and not snaps:
-        # Many stages per compiled call, with the same per-run functions as select/observe.
+    if policy._fused_stages:
+        # Many stages per compiled call, with the same per-run functions as select/observe;
+        # calls end before snapshot stages, whose state (stages 1..t-1) is recorded first.
+        upcoming = sorted(snaps)
         t = 1
         while t <= horizon:
-            steps = min(horizon - t + 1, bandit._noise.available(), 1000 - (t - 1) % 1000)
-            noise = bandit._noise.take(steps)[:, :, 0]
+            if upcoming and upcoming[0] == t:
+                conf = policy.confidence
+                snapshots[t] = (conf.theta_hat[0].copy(), conf.V[0].copy(), policy.radius(t))
+                upcoming.pop(0)
+            steps = min(horizon - t + 1, bandit._noise.available(), 1000 - (t - 1) % 1000,
+                        (upcoming[0] - t) if upcoming else horizon)
+            noise = np.ascontiguousarray(bandit._noise.take(steps)[:, :, 0])
             window = slice(t - 1, t - 1 + steps)
-            row = fused(t, noise, bandit, optimal, stats, row,
+            row = policy._run_stages(t, noise, bandit, optimal, stats, row,
                         rewards[window] if traces else np.empty((0, n)),
                         decisions[window] if traces else np.empty((0, n), dtype=np.int8))
             t += steps

@@ -31,9 +31,9 @@ def checkpoint_grid(horizon: int, size: int = GRID_SIZE, extra=PAPER_CHECKPOINTS
     return np.union1d(grid, more)
 
 
-@njit
+@njit(inline="always")
 def record_one(i, t, m, decision, optimal, threshold, cum_regret, cum_reward, min_reward,
-               window_min, window_max, first_violation, violations, conservative, decisions):
+               window_min, window_max, row, first_violation, violations, conservative, decisions):
     """Fold run ``i``'s expected reward ``m`` at stage ``t`` into its running statistics.
 
     Cumulative regret ``sum_k <X* - X_k, theta*>`` and reward (summed in stage order, as
@@ -45,8 +45,8 @@ def record_one(i, t, m, decision, optimal, threshold, cum_regret, cum_reward, mi
     cum_regret[i] += optimal - m
     cum_reward[i] += m
     min_reward[i] = min(min_reward[i], m)
-    window_min[i] = min(window_min[i], m)
-    window_max[i] = max(window_max[i], m)
+    window_min[row, i] = min(window_min[row, i], m)
+    window_max[row, i] = max(window_max[row, i], m)
     if m < threshold:
         violations[i] += 1
         if first_violation[i] < 0:
@@ -58,11 +58,12 @@ def record_one(i, t, m, decision, optimal, threshold, cum_regret, cum_reward, mi
 
 @njit
 def record_stage(t, mean, decision, optimal, threshold, cum_regret, cum_reward, min_reward,
-                 window_min, window_max, first_violation, violations, conservative, decisions):
+                 window_min, window_max, row, first_violation, violations, conservative,
+                 decisions):
     """Fold stage ``t``'s expected rewards ``mean`` (one per run) in (:func:`record_one`)."""
     for i in range(mean.shape[0]):
         record_one(i, t, mean[i], decision[i], optimal, threshold, cum_regret, cum_reward,
-                   min_reward, window_min, window_max, first_violation, violations,
+                   min_reward, window_min, window_max, row, first_violation, violations,
                    conservative, decisions)
 
 
@@ -121,11 +122,21 @@ class RunStatistics:
                    conservative_met=np.ones(n_runs, dtype=bool),
                    decision_counts=np.zeros((n_runs, N_DECISIONS), dtype=np.int64))
 
+    def arrays(self) -> tuple:
+        """The arrays compiled simulation loops update, in their order: the running values
+        ``(cum_regret, cum_reward, min_reward, reward_min, reward_max, first_violation,
+        total_violations, conservative_met, decision_counts)`` then the checkpoint rows
+        ``(regret, reward, violations, decisions)``."""
+        return (self.cum_regret, self.cum_reward, self.min_reward, self.reward_min,
+                self.reward_max, self.first_violation, self.total_violations,
+                self.conservative_met, self.decision_counts, self.regret, self.reward,
+                self.violations, self.decisions)
+
     def record(self, t: int, mean: np.ndarray, decision: np.ndarray, optimal: float,
                threshold: float, row: int) -> None:
         """Fold stage ``t`` in; ``row`` is the checkpoint window it belongs to."""
         record_stage(t, mean, decision, optimal, threshold, self.cum_regret, self.cum_reward,
-                     self.min_reward, self.reward_min[row], self.reward_max[row],
+                     self.min_reward, self.reward_min, self.reward_max, row,
                      self.first_violation, self.total_violations, self.conservative_met,
                      self.decision_counts)
         if t == self.checkpoints[row]:

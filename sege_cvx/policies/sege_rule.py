@@ -1,0 +1,219 @@
+r"""SEGE's decision rule (paper Algorithm 1, lines 5-8) as per-run compiled functions.
+
+Every engine calls these, so the rule exists once:
+
+* :func:`exploits` (line 5's safety test of the greedy arm) and :func:`safe_exploration_arm`
+  (eqs. (safe arm t) and (safe exp arm)) are the rule itself.  ``SEGE.select`` applies them
+  to the greedy and LCB arms of any arm set (closed forms or Clarabel solves), through the
+  batched :func:`exploit_all` and :func:`explore_all`.
+* :func:`stage_one` is a whole stage of one run on an ellipsoid, whose greedy and LCB arms are
+  compiled (:mod:`sege_cvx.fast_paths.ellipsoid_arms`): the information test, the greedy arm
+  and its test, the LCB arm, the exploration point, the mix and its verification.
+  :func:`select_all` is one stage of every run (``SEGE.select``); :func:`run_stages` is many
+  stages of every run against a linear bandit, runs spread over threads.
+
+Each run is computed with its own data only, in the same order of operations whatever the
+other runs, the number of threads or the engine: the results are bitwise the same.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from .._numba import njit
+from ..arm_sets.exploration import exploration_point
+from ..confidence.cholesky import factor, lcb_one, observe_one
+from ..fast_paths.ellipsoid_arms import (
+    NOT_MEMBER,
+    VERIFIED,
+    greedy_one,
+    lcb_from_factor_one,
+    pull_inside_one,
+    verify_one,
+)
+from ..simulation.statistics import record_one
+
+#: Decision codes recorded per stage (``SEGE.last_decision``).
+EXPLOIT, EXPLORE_LCB, EXPLORE_BASELINE = 0, 1, 2
+#: Runs a thread advances together, stage by stage, in :func:`run_stages`.  A run's stage is a
+#: chain of dependent divisions and square roots; the stages of different runs are independent,
+#: so the processor overlaps them.  Grouping changes no run's arithmetic.
+GROUP = 8
+
+
+@njit(inline="always")
+def exploits(greedy, theta_hat, chol, r, threshold, w) -> bool:
+    """Line 5's safety test of the (verified) greedy arm: ``LCB_t(X^CE_t) >= b``."""
+    return lcb_one(greedy, theta_hat, chol, r, w) >= threshold
+
+
+@njit(inline="always")
+def safe_exploration_arm(lcb_arm, lcb_ok, theta_hat, chol, r, b0, baseline, U, rho, w, safe,
+                         out) -> bool:
+    """Lines 7-8: the safe arm and the safe exploratory arm of one run.
+
+    ``X^S_t = X^LCB_t`` if that arm was verified in the set and ``LCB_t(X^LCB_t) >= b0``, else
+    the baseline ``X_0`` (eq. (safe arm t)); ``out = (1 - rho) X^S_t + rho U_t`` (eq. (safe exp
+    arm)), a convex combination of points of the set, still to be verified in it (rounding).
+    ``safe`` receives ``X^S_t``.  Returns whether ``X^S_t`` is the LCB arm.
+    """
+    use_lcb = lcb_ok and lcb_one(lcb_arm, theta_hat, chol, r, w) >= b0
+    for k in range(out.shape[0]):
+        safe[k] = lcb_arm[k] if use_lcb else baseline[k]
+        out[k] = (1.0 - rho) * safe[k] + rho * U[k]
+    return use_lcb
+
+
+@njit
+def exploit_all(arms, ok, theta_hat, chol, r, threshold, rows) -> np.ndarray:
+    """:func:`exploits` for runs ``rows`` (``arms[j]`` is run ``rows[j]``'s greedy arm)."""
+    out = np.zeros(rows.shape[0], dtype=np.bool_)
+    w = np.empty(arms.shape[1])
+    for j in range(rows.shape[0]):
+        i = rows[j]
+        out[j] = ok[j] and exploits(arms[j], theta_hat[i], chol[i], r, threshold, w)
+    return out
+
+
+@njit
+def explore_all(lcb_arms, lcb_ok, theta_hat, chol, r, b0, baseline, U, rho, rows):
+    """:func:`safe_exploration_arm` for runs ``rows``: ``(use_lcb, safe arms, mixed arms)``."""
+    n, d = lcb_arms.shape
+    use = np.empty(n, dtype=np.bool_)
+    safe = np.empty((n, d))
+    mixed = np.empty((n, d))
+    w = np.empty(d)
+    for j in range(n):
+        i = rows[j]
+        use[j] = safe_exploration_arm(lcb_arms[j], lcb_ok[j], theta_hat[i], chol[i], r, b0,
+                                      baseline, U[j], rho, w, safe[j], mixed[j])
+    return use, safe, mixed
+
+
+@njit(inline="always")
+def stage_one(bound, r, V, chol, theta_hat, g, geometry, exploration, rho, baseline, b, b0,
+              out, safe, U, fallbacks, mats, vecs) -> int:
+    """One stage of one run on an ellipsoid: the arm into ``out``; returns the decision code.
+
+    Line 5: exploit iff ``lambda_min(V_{t-1}) >= bound = c sqrt(t)`` (decided by factoring
+    ``V - bound I``) and the greedy arm, verified in the set, passes :func:`exploits`.
+    Otherwise lines 7-8 with the LCB arm and ``U_t`` from the normal draws ``g``.  A greedy or
+    LCB arm that cannot be verified, or a mix that cannot be moved exactly into the set, is not
+    played: the stage explores, the safe arm is the baseline, or the arm is the baseline; each
+    such event adds one to ``fallbacks[0]`` (all events) and to ``fallbacks[status]`` (by
+    status: ``STATUS`` of :mod:`~sege_cvx.fast_paths.ellipsoid_arms`).  ``safe`` and ``U``
+    receive ``X^S_t`` and ``U_t`` (NaN when exploiting).  ``geometry``: ``EllipsoidArms.lcb_data()``;
+    ``exploration``: ``(center, B, cross)``; ``mats`` (6, d, d) and ``vecs`` (18, d): scratch.
+    """
+    center, shape, h_sqrt, h_inv_sqrt, white_center, kappa = geometry
+    if factor(V, bound, mats[5]):
+        greedy_one(theta_hat, center, shape, h_inv_sqrt, out, vecs[14:16])
+        status = verify_one(out, center, h_inv_sqrt, vecs[14], vecs[15])
+        if status != VERIFIED:
+            fallbacks[0] += 1
+            fallbacks[status] += 1
+        elif exploits(out, theta_hat, chol, r, b, vecs[14]):
+            safe[:] = np.nan
+            U[:] = np.nan
+            return EXPLOIT
+    lcb_arm = vecs[16]
+    status = lcb_from_factor_one(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa,
+                                 theta_hat, chol, r, lcb_arm, mats, vecs)
+    if status != VERIFIED:
+        fallbacks[0] += 1
+        fallbacks[status] += 1
+    exploration_point(g, exploration[0], exploration[1], exploration[2], U, vecs[17])
+    use_lcb = safe_exploration_arm(lcb_arm, status == VERIFIED, theta_hat, chol, r, b0,
+                                   baseline, U, rho, vecs[14], safe, out)
+    if not pull_inside_one(out, center, h_inv_sqrt, vecs[14], vecs[15]):
+        fallbacks[0] += 1
+        fallbacks[NOT_MEMBER] += 1
+        out[:] = baseline
+    return EXPLORE_LCB if use_lcb else EXPLORE_BASELINE
+
+
+@njit
+def select_all(bound, r, V, chol, theta_hat, gaussians, geometry, exploration, rho, baseline, b,
+               b0, out, safe, U, decision, fallbacks) -> None:
+    """:func:`stage_one` for every run (``SEGE.select``)."""
+    n, d = theta_hat.shape
+    mats = np.empty((6, d, d))
+    vecs = np.empty((18, d))
+    for i in range(n):
+        decision[i] = stage_one(bound, r, V[i], chol[i], theta_hat[i], gaussians[i], geometry,
+                                exploration, rho, baseline, b, b0, out[i], safe[i], U[i],
+                                fallbacks[i], mats, vecs)
+
+
+@njit(parallel=True)
+def run_stages(t0, bounds, radii, gaussians, noise, state, geometry, exploration, rho, baseline,
+               b, b0, theta_star, noise_sd, optimal, grid, row, stats, rows, traces, failed):
+    """Stages ``t0 .. t0 + k - 1`` of every run against the linear bandit, runs over threads.
+
+    Per run and stage, the step API's functions in its order: :func:`stage_one` (with the
+    stage's ``c sqrt(t)`` and ``r_t`` from ``bounds`` and ``radii``), the reward ``<x, theta*>
+    + noise_sd * noise`` (as :meth:`LinearBandit.pull`), the confidence update
+    (:func:`observe_one`) and the running statistics (:func:`record_one`).  A run's numbers are
+    therefore bitwise those of ``select``/``observe``, whatever the thread that computed it.
+
+    ``state``: ``(V, chol, xy_sum, theta_hat, counts, decision_counts, last_decision,
+    last_safe, last_exploration, fallbacks)``; ``stats``: the arrays of
+    :class:`~sege_cvx.simulation.statistics.RunStatistics`; ``rows[i]`` receives run ``i``'s
+    next checkpoint row; ``failed[i]`` the stage at which its ``V`` lost definiteness (else 0).
+    """
+    (V, chol, xy_sum, theta_hat, counts, decision_counts, last_decision, last_safe,
+     last_exploration, fallbacks) = state
+    (cum_regret, cum_reward, min_reward, reward_min, reward_max, first_violation, violations,
+     conservative, decisions, regret_rows, reward_rows, violation_rows, decision_rows) = stats
+    trace_reward, trace_decision = traces
+    n, d = theta_hat.shape
+    k = bounds.shape[0]
+    keep_trace = trace_reward.shape[0] > 0
+    for g in prange((n + GROUP - 1) // GROUP):
+        lo = g * GROUP
+        size = min(GROUP, n - lo)
+        mats = np.empty((size, 6, d, d))
+        vecs = np.empty((size, 18, d))
+        arm = np.empty((size, d))
+        V_new = np.empty((d, d))
+        L = np.empty((d, d))
+        w = np.empty(d)
+        r_g = row
+        for s in range(k):
+            t = t0 + s
+            for j in range(size):
+                i = lo + j
+                if failed[i]:
+                    continue
+                code = stage_one(bounds[s], radii[s], V[i], chol[i], theta_hat[i],
+                                 gaussians[i, s], geometry, exploration, rho, baseline, b, b0,
+                                 arm[j], last_safe[i], last_exploration[i], fallbacks[i],
+                                 mats[j], vecs[j])
+                mean = 0.0
+                for m in range(d):
+                    mean += arm[j, m] * theta_star[m]
+                y = mean + noise_sd * noise[i, s]
+                if not observe_one(V[i], chol[i], xy_sum[i], theta_hat[i], arm[j], y, V_new, L,
+                                   w):
+                    failed[i] = t
+                    continue
+                counts[i] += 1
+                decision_counts[i, code] += 1
+                last_decision[i] = code
+                record_one(i, t, mean, code, optimal, b, cum_regret, cum_reward, min_reward,
+                           reward_min, reward_max, r_g, first_violation, violations,
+                           conservative, decisions)
+                if t == grid[r_g]:
+                    regret_rows[r_g, i] = cum_regret[i]
+                    reward_rows[r_g, i] = mean
+                    violation_rows[r_g, i] = violations[i]
+                    for c in range(decisions.shape[1]):
+                        decision_rows[r_g, i, c] = decisions[i, c]
+                if keep_trace:
+                    trace_reward[s, i] = mean
+                    trace_decision[s, i] = code
+            if t == grid[r_g]:
+                r_g += 1
+        for j in range(size):
+            rows[lo + j] = r_g
