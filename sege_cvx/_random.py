@@ -164,3 +164,46 @@ class NormalStreams:
         out = self._buf[:, self._pos:self._pos + steps]
         self._pos += steps
         return out
+
+
+class PacedNormals:
+    """Standard normal vectors of length ``width``, each run drawing at its own pace.
+
+    Run ``i``'s ``k``-th draw is the ``k``-th vector of its own generator, whenever it is
+    taken: SEGE draws its exploration direction only at the stages where a run explores, so a
+    run's directions depend on its own history alone, not on its companions.  Each run keeps a
+    buffer of :data:`BLOCK` vectors and a cursor; :meth:`reserve` refills (in stream order) the
+    runs with fewer than ``k`` unread vectors, so that a compiled loop can read
+    ``buffer[i, cursor[i]]`` and advance the cursor itself.
+
+    Parameters
+    ----------
+    seeds : list of SeedSequence
+        One per run.
+    width : int
+        Length of each vector.
+    """
+
+    def __init__(self, seeds: Sequence[np.random.SeedSequence], width: int) -> None:
+        self._gens = [np.random.default_rng(s) for s in seeds]
+        self.buffer = np.empty((len(self._gens), BLOCK, width))
+        #: Per run: the index in ``buffer`` of its next unread vector.
+        self.cursor = np.full(len(self._gens), BLOCK, dtype=np.int64)
+
+    def reserve(self, k: int) -> None:
+        """Make at least ``k <= BLOCK`` unread vectors available to every run."""
+        if not 1 <= k <= BLOCK:
+            raise ValueError(f"k must be in 1..{BLOCK}, got {k}")
+        for i in np.flatnonzero(self.cursor > BLOCK - k):
+            unread = BLOCK - self.cursor[i]
+            self.buffer[i, :unread] = self.buffer[i, self.cursor[i]:]
+            self._gens[i].standard_normal(out=self.buffer[i, unread:])
+            self.cursor[i] = 0
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        """The next vector of each run in ``rows`` (distinct), shape ``(len(rows), width)``."""
+        rows = np.asarray(rows, dtype=np.int64)
+        self.reserve(1)
+        out = self.buffer[rows, self.cursor[rows]]
+        self.cursor[rows] += 1
+        return out

@@ -33,10 +33,12 @@ def test_reproduce_writes_figures_summary_and_arrays(tmp_path, capsys):
     stages = arrays["sege_checkpoints"]
     assert stages[0] == 1 and stages[-1] == 600 and {100, 250, 500} <= set(stages.tolist())
     assert arrays["sege_reward_mean"].shape == stages.shape
-    assert arrays["sege_regret_quantiles"].shape == (len(stages), 5)
+    assert arrays["sege_regret_q05"].shape == stages.shape
+    assert np.all(arrays["sege_regret_q05"] <= arrays["sege_regret_q95"])
     row = int(np.flatnonzero(stages == 500)[0])
     assert arrays["sege_regret_mean"][row] == sege["regret_mean"]["500"]
-    assert arrays["sege_reward_min"].min() == sege["min_expected_reward"]
+    assert arrays["sege_reward_window_min"].min() == sege["min_expected_reward"]
+    assert arrays["clucb_violating_pairs"][-1] == clucb["safety_violations"]
     assert "sege_run0_stage500_V" in arrays
     assert "CLUCB" in capsys.readouterr().out
 

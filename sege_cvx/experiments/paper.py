@@ -15,11 +15,10 @@ from ..arm_sets import ArmSet, Ball
 from ..policies import CLUCB, SEGE
 from ..policies.sege import EXPLOIT, paper_risk
 from ..simulation import LinearBandit, SimulationResult, run_seeds, simulate
-from ..simulation.statistics import PAPER_CHECKPOINTS
+from ..simulation.statistics import PAPER_CHECKPOINTS, QUANTILES
 from .outputs import atomic_output_dir, provenance, write_manifest
 
 #: Quantile levels of the per-checkpoint distributions over runs (``arrays.npz``, figures).
-QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 #: Stages of the safe-set figure (paper Figure 3), up to the horizon.
 SAFE_SET_STAGES = (250, 500, 1000, 2000, 5000, 10000, 50000)
 #: The paper's scale: 250 runs of 50,000 stages.
@@ -289,27 +288,16 @@ def write_outputs(
 
 
 def _arrays(study: StudyResult) -> dict[str, np.ndarray]:
-    """``arrays.npz``'s contents: statistics over runs at the checkpoint stages, and run 0's
-    safe-set snapshots.
+    """``arrays.npz``'s contents: each algorithm's per-checkpoint aggregates across runs
+    (:meth:`~sege_cvx.simulation.statistics.RunStatistics.aggregates`, prefixed ``sege_`` and
+    ``clucb_``), and run 0's safe-set snapshots.
 
-    ``*_reward_min`` / ``*_reward_max`` are the extremes over runs *and* over the stages since
-    the previous checkpoint, so no dip between checkpoints is lost.
+    ``*_reward_window_min`` / ``*_reward_window_max`` are the extremes over runs *and* over the
+    stages since the previous checkpoint, so no dip between checkpoints is lost.
     """
     arrays = {}
     for name, res in (("sege", study.sege), ("clucb", study.clucb)):
-        st = res.stats
-        arrays.update({
-            f"{name}_checkpoints": st.checkpoints,
-            f"{name}_reward_mean": st.reward.mean(axis=1),
-            f"{name}_reward_min": st.reward_min.min(axis=1),
-            f"{name}_reward_max": st.reward_max.max(axis=1),
-            f"{name}_regret_mean": st.regret.mean(axis=1),
-            f"{name}_regret_min": st.regret.min(axis=1),
-            f"{name}_regret_max": st.regret.max(axis=1),
-            f"{name}_regret_quantiles": np.quantile(st.regret, QUANTILES, axis=1).T,
-            f"{name}_violations": st.violations.sum(axis=1),
-            f"{name}_decision_counts": st.decisions.sum(axis=1),
-        })
+        arrays.update({f"{name}_{key}": value for key, value in res.stats.aggregates().items()})
     arrays["quantile_levels"] = np.array(QUANTILES)
     for t, (theta_hat, V, r) in study.sege.snapshots.items():
         arrays[f"sege_run0_stage{t}_theta_hat"] = theta_hat

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._random import NormalStreams, SeedLike, seed_sequences
+from .._random import PacedNormals, SeedLike, seed_sequences
 from .._validation import as_scalar
 from ..arm_sets.base import LCB_METHODS, ArmSet
 from ..arm_sets.exploration import Exploration
@@ -98,7 +98,8 @@ class SEGE(BatchPolicy):
     n_runs : int, default 1
         Independent runs acted on in lockstep.
     seed : int, SeedSequence or list of SeedSequence, optional
-        Seeds the exploration directions ``zeta_t`` (one stream per run).
+        Seeds the exploration directions ``zeta_t``: one stream per run, drawn from only at
+        the stages where that run explores.
 
     Attributes
     ----------
@@ -187,7 +188,9 @@ class SEGE(BatchPolicy):
 
         self._check_lam(self.L)
         self._radius = RadiusFormula(d, self.noise_sd, self.lam, self.S, self.L)
-        self._zeta = NormalStreams(seed_sequences(seed, self.n_runs), d)
+        # zeta_t is drawn only at the stages where a run explores: its k-th exploration uses
+        # the k-th draw of its own stream (the same distribution as a draw at every stage).
+        self._zeta = PacedNormals(seed_sequences(seed, self.n_runs), d)
         self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
         self.t = 0
         self.last_decision = np.full(self.n_runs, -1, dtype=np.int8)
@@ -247,22 +250,22 @@ class SEGE(BatchPolicy):
         conf = self.confidence
         r = self.radius(t)
         bound = self.c * math.sqrt(t)
-        zeta = self._zeta.next()
         if self._compiled is not None:
             arms = np.empty((self.n_runs, self.arm_set.dim))
             decision = np.empty(self.n_runs, dtype=np.int8)
-            sege_rule.select_all(bound, r, conf.V, conf.chol, conf.theta_hat, zeta,
-                                 *self._compiled, self.rho, self.baseline_arm, self.threshold,
+            self._zeta.reserve(1)
+            sege_rule.select_all(bound, r, conf.V, conf.chol, conf.theta_hat, self._zeta.buffer,
+                                 self._zeta.cursor, *self._compiled, self.rho,
+                                 self.baseline_arm, self.threshold,
                                  self.baseline_reward, arms, self.last_safe_arm,
                                  self.last_exploration_arm, decision, self._compiled_fallbacks)
         else:
-            arms, decision = self._select_around_arm_set(r, bound, zeta)
+            arms, decision = self._select_around_arm_set(r, bound)
         self.last_decision = decision
         self.decision_counts[np.arange(self.n_runs), decision] += 1
         return self._stage_arms(arms)
 
-    def _select_around_arm_set(self, r: float, bound: float,
-                               zeta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _select_around_arm_set(self, r: float, bound: float) -> tuple[np.ndarray, np.ndarray]:
         """The rule (:mod:`.sege_rule`) around the arm set's own greedy and LCB arms."""
         conf = self.confidence
         # Safe greedy exploitation (lines 5-6).  The greedy arm (eq. (greedy arm)) is computed
@@ -286,7 +289,7 @@ class SEGE(BatchPolicy):
             lcb_arm = self.arm_set.lcb_arm_batch(conf.theta_hat[idx], conf.chol[idx],
                                                  np.full(idx.size, r), self.lcb_method)
             self._count_fallbacks(idx, lcb_arm)
-            U = self.exploration.points(zeta[idx])  # eq. (U_t)
+            U = self.exploration.points(self._zeta.take(idx))  # eq. (U_t)
             use_lcb, safe, mixed = sege_rule.explore_all(
                 lcb_arm.arms, lcb_arm.ok, conf.theta_hat, conf.chol, r, self.baseline_reward,
                 self.baseline_arm, U, self.rho, idx)
@@ -319,7 +322,7 @@ class SEGE(BatchPolicy):
         stages = range(t0, t0 + k)
         bounds = np.array([self.c * math.sqrt(t) for t in stages])
         radii = np.array([self.radius(t) for t in stages])
-        gaussians = np.ascontiguousarray(self._zeta.take(k))
+        self._zeta.reserve(k)
         conf, st = self.confidence, stats
         state = (conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
                  self.decision_counts, self.last_decision, self.last_safe_arm,
@@ -327,7 +330,8 @@ class SEGE(BatchPolicy):
         rows = np.empty(self.n_runs, dtype=np.int64)
         failed = np.zeros(self.n_runs, dtype=np.int64)
         sege_rule.run_stages(
-            t0, bounds, radii, gaussians, noise, state, *self._compiled, self.rho,
+            t0, bounds, radii, self._zeta.buffer, self._zeta.cursor, noise, state,
+            *self._compiled, self.rho,
             self.baseline_arm, self.threshold, self.baseline_reward, bandit.theta_star,
             bandit.noise_sd, optimal, st.checkpoints, row, st.arrays(), rows,
             (trace_reward, trace_decision), failed)

@@ -36,10 +36,6 @@ from ..simulation.statistics import record_one
 
 #: Decision codes recorded per stage (``SEGE.last_decision``).
 EXPLOIT, EXPLORE_LCB, EXPLORE_BASELINE = 0, 1, 2
-#: Runs a thread advances together, stage by stage, in :func:`run_stages`.  A run's stage is a
-#: chain of dependent divisions and square roots; the stages of different runs are independent,
-#: so the processor overlaps them.  Grouping changes no run's arithmetic.
-GROUP = 8
 
 
 @njit(inline="always")
@@ -92,13 +88,15 @@ def explore_all(lcb_arms, lcb_ok, theta_hat, chol, r, b0, baseline, U, rho, rows
 
 
 @njit(inline="always")
-def stage_one(bound, r, V, chol, theta_hat, g, geometry, exploration, rho, baseline, b, b0,
-              out, safe, U, fallbacks, mats, vecs) -> int:
+def stage_one(bound, r, V, chol, theta_hat, draws, cursor, i, geometry, exploration, rho,
+              baseline, b, b0, out, safe, U, fallbacks, mats, vecs) -> int:
     """One stage of one run on an ellipsoid: the arm into ``out``; returns the decision code.
 
     Line 5: exploit iff ``lambda_min(V_{t-1}) >= bound = c sqrt(t)`` (decided by factoring
     ``V - bound I``) and the greedy arm, verified in the set, passes :func:`exploits`.
-    Otherwise lines 7-8 with the LCB arm and ``U_t`` from the normal draws ``g``.  A greedy or
+    Otherwise lines 7-8 with the LCB arm and ``U_t`` from the run's next normal draw,
+    ``draws[i, cursor[i]]`` (the cursor then advances: directions are drawn only when
+    exploring).  A greedy or
     LCB arm that cannot be verified, or a mix that cannot be moved exactly into the set, is not
     played: the stage explores, the safe arm is the baseline, or the arm is the baseline; each
     such event adds one to ``fallbacks[0]`` (all events) and to ``fallbacks[status]`` (by
@@ -123,7 +121,9 @@ def stage_one(bound, r, V, chol, theta_hat, g, geometry, exploration, rho, basel
     if status != VERIFIED:
         fallbacks[0] += 1
         fallbacks[status] += 1
-    exploration_point(g, exploration[0], exploration[1], exploration[2], U, vecs[17])
+    exploration_point(draws[i, cursor[i]], exploration[0], exploration[1], exploration[2], U,
+                      vecs[17])
+    cursor[i] += 1
     use_lcb = safe_exploration_arm(lcb_arm, status == VERIFIED, theta_hat, chol, r, b0,
                                    baseline, U, rho, vecs[14], safe, out)
     if not pull_inside_one(out, center, h_inv_sqrt, vecs[14], vecs[15]):
@@ -134,25 +134,26 @@ def stage_one(bound, r, V, chol, theta_hat, g, geometry, exploration, rho, basel
 
 
 @njit
-def select_all(bound, r, V, chol, theta_hat, gaussians, geometry, exploration, rho, baseline, b,
-               b0, out, safe, U, decision, fallbacks) -> None:
+def select_all(bound, r, V, chol, theta_hat, draws, cursor, geometry, exploration, rho, baseline,
+               b, b0, out, safe, U, decision, fallbacks) -> None:
     """:func:`stage_one` for every run (``SEGE.select``)."""
     n, d = theta_hat.shape
     mats = np.empty((6, d, d))
     vecs = np.empty((18, d))
     for i in range(n):
-        decision[i] = stage_one(bound, r, V[i], chol[i], theta_hat[i], gaussians[i], geometry,
-                                exploration, rho, baseline, b, b0, out[i], safe[i], U[i],
-                                fallbacks[i], mats, vecs)
+        decision[i] = stage_one(bound, r, V[i], chol[i], theta_hat[i], draws, cursor, i,
+                                geometry, exploration, rho, baseline, b, b0, out[i], safe[i],
+                                U[i], fallbacks[i], mats, vecs)
 
 
 @njit(parallel=True)
-def run_stages(t0, bounds, radii, gaussians, noise, state, geometry, exploration, rho, baseline,
+def run_stages(t0, bounds, radii, draws, cursor, noise, state, geometry, exploration, rho, baseline,
                b, b0, theta_star, noise_sd, optimal, grid, row, stats, rows, traces, failed):
     """Stages ``t0 .. t0 + k - 1`` of every run against the linear bandit, runs over threads.
 
     Per run and stage, the step API's functions in its order: :func:`stage_one` (with the
-    stage's ``c sqrt(t)`` and ``r_t`` from ``bounds`` and ``radii``), the reward ``<x, theta*>
+    stage's ``c sqrt(t)`` and ``r_t`` from ``bounds`` and ``radii``, and the run's normal
+    draws ``draws[i]`` read from ``cursor[i]`` on, at least ``k`` of them unread), the reward ``<x, theta*>
     + noise_sd * noise`` (as :meth:`LinearBandit.pull`), the confidence update
     (:func:`observe_one`) and the running statistics (:func:`record_one`).  A run's numbers are
     therefore bitwise those of ``select``/``observe``, whatever the thread that computed it.
@@ -170,50 +171,44 @@ def run_stages(t0, bounds, radii, gaussians, noise, state, geometry, exploration
     n, d = theta_hat.shape
     k = bounds.shape[0]
     keep_trace = trace_reward.shape[0] > 0
-    for g in prange((n + GROUP - 1) // GROUP):
-        lo = g * GROUP
-        size = min(GROUP, n - lo)
-        mats = np.empty((size, 6, d, d))
-        vecs = np.empty((size, 18, d))
-        arm = np.empty((size, d))
+    for i in prange(n):
+        # Run i's rows are viewed once per call: a view of a shared array touches its
+        # reference count, which the threads would otherwise contend for at every stage.
+        V_i, chol_i, xy_i, theta_i = V[i], chol[i], xy_sum[i], theta_hat[i]
+        safe_i, U_i, fallbacks_i = last_safe[i], last_exploration[i], fallbacks[i]
+        mats = np.empty((6, d, d))
+        vecs = np.empty((18, d))
+        arm = np.empty(d)
         V_new = np.empty((d, d))
         L = np.empty((d, d))
         w = np.empty(d)
-        r_g = row
+        r_i = row
         for s in range(k):
             t = t0 + s
-            for j in range(size):
-                i = lo + j
-                if failed[i]:
-                    continue
-                code = stage_one(bounds[s], radii[s], V[i], chol[i], theta_hat[i],
-                                 gaussians[i, s], geometry, exploration, rho, baseline, b, b0,
-                                 arm[j], last_safe[i], last_exploration[i], fallbacks[i],
-                                 mats[j], vecs[j])
-                mean = 0.0
-                for m in range(d):
-                    mean += arm[j, m] * theta_star[m]
-                y = mean + noise_sd * noise[i, s]
-                if not observe_one(V[i], chol[i], xy_sum[i], theta_hat[i], arm[j], y, V_new, L,
-                                   w):
-                    failed[i] = t
-                    continue
-                counts[i] += 1
-                decision_counts[i, code] += 1
-                last_decision[i] = code
-                record_one(i, t, mean, code, optimal, b, cum_regret, cum_reward, min_reward,
-                           reward_min, reward_max, r_g, first_violation, violations,
-                           conservative, decisions)
-                if t == grid[r_g]:
-                    regret_rows[r_g, i] = cum_regret[i]
-                    reward_rows[r_g, i] = mean
-                    violation_rows[r_g, i] = violations[i]
-                    for c in range(decisions.shape[1]):
-                        decision_rows[r_g, i, c] = decisions[i, c]
-                if keep_trace:
-                    trace_reward[s, i] = mean
-                    trace_decision[s, i] = code
-            if t == grid[r_g]:
-                r_g += 1
-        for j in range(size):
-            rows[lo + j] = r_g
+            code = stage_one(bounds[s], radii[s], V_i, chol_i, theta_i, draws, cursor, i,
+                             geometry, exploration, rho, baseline, b, b0, arm, safe_i, U_i,
+                             fallbacks_i, mats, vecs)
+            mean = 0.0
+            for m in range(d):
+                mean += arm[m] * theta_star[m]
+            y = mean + noise_sd * noise[i, s]
+            if not observe_one(V_i, chol_i, xy_i, theta_i, arm, y, V_new, L, w):
+                failed[i] = t
+                break
+            counts[i] += 1
+            decision_counts[i, code] += 1
+            last_decision[i] = code
+            record_one(i, t, mean, code, optimal, b, cum_regret, cum_reward, min_reward,
+                       reward_min, reward_max, r_i, first_violation, violations, conservative,
+                       decisions)
+            if t == grid[r_i]:
+                regret_rows[r_i, i] = cum_regret[i]
+                reward_rows[r_i, i] = mean
+                violation_rows[r_i, i] = violations[i]
+                for c in range(decisions.shape[1]):
+                    decision_rows[r_i, i, c] = decisions[i, c]
+                r_i += 1
+            if keep_trace:
+                trace_reward[s, i] = mean
+                trace_decision[s, i] = code
+        rows[i] = r_i

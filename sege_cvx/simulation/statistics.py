@@ -21,6 +21,8 @@ PAPER_CHECKPOINTS = (100, 250, 500, 1000, 2000, 5000, 10000, 20000, 50000)
 GRID_SIZE = 200
 #: Decision codes a policy may report (SEGE: 0, 1, 2; CLUCB: 0, 2).
 N_DECISIONS = 3
+#: Quantile levels of the per-checkpoint aggregates (:meth:`RunStatistics.aggregates`).
+QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 
 def checkpoint_grid(horizon: int, size: int = GRID_SIZE, extra=PAPER_CHECKPOINTS) -> np.ndarray:
@@ -144,6 +146,33 @@ class RunStatistics:
             self.reward[row] = mean
             self.violations[row] = self.total_violations
             self.decisions[row] = self.decision_counts
+
+    def aggregates(self) -> dict[str, np.ndarray]:
+        """Per-checkpoint aggregates across runs, each of shape ``(C,)``.
+
+        ``regret_*`` and ``reward_*`` (the expected reward at the checkpoint stage): ``mean``,
+        ``sd`` (over runs, ``ddof=1``; 0 for one run) and quantiles ``q05``, ``q25``, ``q50``,
+        ``q75``, ``q95`` (:data:`QUANTILES`); ``regret_min``/``regret_max``;
+        ``reward_window_min``/``reward_window_max``, the extremes over runs and over every stage
+        since the previous checkpoint; ``violating_pairs`` (run-stage pairs below the threshold
+        so far) and ``violating_runs`` (runs with at least one); ``decisions`` of shape
+        ``(C, 3)``, stages of each decision code so far, summed over runs.
+        """
+        out = {"checkpoints": self.checkpoints}
+        for name, rows in (("regret", self.regret), ("reward", self.reward)):
+            out[f"{name}_mean"] = rows.mean(axis=1)
+            out[f"{name}_sd"] = rows.std(axis=1, ddof=1) if rows.shape[1] > 1 else np.zeros(
+                rows.shape[0])
+            for level, values in zip(QUANTILES, np.quantile(rows, QUANTILES, axis=1), strict=True):
+                out[f"{name}_q{round(100 * level):02d}"] = values
+        out["regret_min"] = self.regret.min(axis=1)
+        out["regret_max"] = self.regret.max(axis=1)
+        out["reward_window_min"] = self.reward_min.min(axis=1)
+        out["reward_window_max"] = self.reward_max.max(axis=1)
+        out["violating_pairs"] = self.violations.sum(axis=1)
+        out["violating_runs"] = (self.violations > 0).sum(axis=1)
+        out["decisions"] = self.decisions.sum(axis=1)
+        return out
 
     def at(self, t: int) -> int:
         """The row of checkpoint stage ``t``."""
