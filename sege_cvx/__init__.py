@@ -3,7 +3,9 @@
 Implements Khezeli & Bitar, "Safe Linear Stochastic Bandits" (AAAI 2020).
 
 The public names load their modules on first use (PEP 562), so that ``import sege_cvx`` (and the
-command line's argument checks) do not pay for importing cvxpy until an arm set is needed.
+command line's argument checks) stays light.  cvxpy and Clarabel load only when a program is built
+(a polytope, a general convex set, LCB arms by ``"solver"``) and matplotlib only for figures: an
+ellipsoid or ball with its closed forms, as in the paper's study, never loads them.
 """
 
 from importlib import import_module

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import sege_cvx as sc
-import sege_cvx.arm_sets.base as arm_set_base
 import sege_cvx.arm_sets.polyhedral as polyhedral
+import sege_cvx.conic.programs as programs
 from sege_cvx.policies.sege import EXPLOIT, EXPLORE_LCB
 
 THETA = np.array([0.6, 0.8])
@@ -85,8 +85,9 @@ def test_loaded_polytope_is_not_rebuilt_but_its_programs_are(monkeypatch):
             return builder(*args, **kwargs)
         return build
 
-    monkeypatch.setattr(arm_set_base, "greedy_program", counting(arm_set_base.greedy_program))
-    monkeypatch.setattr(arm_set_base, "lcb_arm_program", counting(arm_set_base.lcb_arm_program))
+    # The arm sets import the builders from their module when they compile (cvxpy loads then).
+    monkeypatch.setattr(programs, "greedy_program", counting(programs.greedy_program))
+    monkeypatch.setattr(programs, "lcb_arm_program", counting(programs.lcb_arm_program))
 
     loaded = pickle.loads(data)
     assert "_box" in loaded.__dict__ and "_mve" in loaded.__dict__

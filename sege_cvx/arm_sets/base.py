@@ -4,15 +4,17 @@ Every arm set gives its cvxpy representation (:meth:`ArmSet.constraints`); from 
 class compiles, once per set, the greedy linear program and the LCB-arm SOCP on Clarabel
 (:mod:`sege_cvx.conic`).  Subclasses with closed forms (ellipsoid, ball, box) override the
 corresponding ``_closed_form`` hooks; ``method="auto"`` uses a closed form where there is one.
+
+The programs, and with them cvxpy and Clarabel, are imported when first compiled: a set whose
+closed forms serve every call never loads them.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from functools import cached_property
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import cvxpy as cp
 import numpy as np
 
 from .. import _pull_in
@@ -26,10 +28,14 @@ from .._validation import (
     scaled_norm,
 )
 from ..confidence import cholesky
-from ..conic.compiled import CompiledConicProgram, SolverFailure
-from ..conic.programs import greedy_program, lcb_arm_program
+from ..conic.errors import SolverFailure
 from .exploration import MIN_SOLVER_SCALE, Exploration, inscribed_cross_polytope
 from .scaling import scale_directions, scale_lcb_data
+
+if TYPE_CHECKING:
+    import cvxpy as cp
+
+    from ..conic.compiled import CompiledConicProgram
 
 #: Largest relative contraction toward the set's certified interior point used to move a
 #: solver's slightly infeasible point exactly into the set (:meth:`ArmSet.pull_inside`).
@@ -136,10 +142,14 @@ class ArmSet(ABC):
     # ----------------------------------------------------------------- compiled programs
     @cached_property
     def _greedy_program(self) -> CompiledConicProgram:
+        from ..conic.programs import greedy_program
+
         return greedy_program(self.dim, self.constraints)
 
     @cached_property
     def _lcb_program(self) -> CompiledConicProgram:
+        from ..conic.programs import lcb_arm_program
+
         return lcb_arm_program(self.dim, self.constraints)
 
     # ----------------------------------------------------------------- greedy arm

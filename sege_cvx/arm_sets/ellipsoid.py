@@ -1,14 +1,22 @@
-"""Ellipsoids (the paper's arm set, eq. (ellipsoid)) and Euclidean balls."""
+"""Ellipsoids (the paper's arm set, eq. (ellipsoid)) and Euclidean balls.
+
+Their arms, bounds and exploration are closed forms: cvxpy is imported only by
+:meth:`Ellipsoid.constraints`, for the solver programs.
+"""
 
 from __future__ import annotations
 
-import cvxpy as cp
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .._validation import as_scalar, as_spd_matrix, as_vector, scaled_norm
 from ..fast_paths import ellipsoid_arms as fast
 from .base import ArmSet
 from .exploration import Exploration
+
+if TYPE_CHECKING:
+    import cvxpy as cp
 
 
 class Ellipsoid(ArmSet):
@@ -57,6 +65,8 @@ class Ellipsoid(ArmSet):
         return f"{type(self).__name__}(center={self.center!r}, shape={self.shape!r})"
 
     def constraints(self, x: cp.Variable) -> list:
+        import cvxpy as cp
+
         return [cp.norm(self._shape_inv_sqrt @ (x - self.center), 2) <= 1]
 
     def _inside(self, xs: np.ndarray, tol: float) -> np.ndarray:

@@ -10,19 +10,24 @@ symmetric, ``||zeta_t|| = 1`` and ``Cov(zeta_t)`` positive definite.  Here ``U =
   ``conv{c +- B e_i}``; checking those ``2d`` vertices certifies it for *any* convex set.
 
 Both have ``Cov(zeta) = I / d``, hence ``sigma^2 = lambda_min(Cov U) = lambda_min(B B^T) / d``.
+
+The inscribed bodies are solved for with cvxpy, which the solving functions import: an ellipsoid
+or a box, whose exploration body is a closed form, never loads it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import cvxpy as cp
 import numpy as np
 
 from .._numba import njit
 from .._validation import as_finite_array, as_vector
-from ..conic.programs import solve_once
+
+if TYPE_CHECKING:
+    import cvxpy as cp
 
 KINDS = ("sphere", "cross")
 
@@ -159,6 +164,10 @@ def max_volume_inscribed_ellipsoid(
         The program fails or no interior ellipsoid can be certified (the polytope has an empty
         interior at the solver's resolution).
     """
+    import cvxpy as cp
+
+    from ..conic.programs import solve_once
+
     d = A.shape[1]
     m = np.zeros(d) if center is None else np.asarray(center, dtype=np.float64)
     if not (np.isfinite(scale) and scale > 0):
@@ -211,6 +220,10 @@ def inscribed_cross_polytope(
     ValueError
         The interior is empty at the solver's resolution, or no cross-polytope can be certified.
     """
+    import cvxpy as cp
+
+    from ..conic.programs import solve_once
+
     mid, s = (np.zeros(dim), 1.0) if frame is None else frame
     c, t = cp.Variable(dim), cp.Variable(dim, nonneg=True)
     eye = np.eye(dim)

@@ -1,17 +1,23 @@
-"""Arm sets given by any cvxpy constraints (any compact DCP-representable convex set)."""
+"""Arm sets given by any cvxpy constraints (any compact DCP-representable convex set).
+
+cvxpy is imported by the methods that use it, so that importing the arm sets does not load it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-import cvxpy as cp
 import numpy as np
 
 from .._validation import _fmt, as_positive_int
 from .base import ArmSet
 from .exploration import Exploration, inscribed_cross_polytope
 from .scaling import check_box_holds, solver_frame
+
+if TYPE_CHECKING:
+    import cvxpy as cp
 
 #: Largest dimension accepted: the set's programs hold ``d x d`` data and its bounding box takes
 #: ``2 d`` solves, so far smaller dimensions are already slow; this only rejects absurd values.
@@ -60,6 +66,8 @@ class ConvexArmSet(ArmSet):
     _UNPICKLED_CACHES = (*ArmSet._UNPICKLED_CACHES, "_membership")
 
     def __init__(self, dim: int, constraints: Callable[[cp.Variable], list]) -> None:
+        import cvxpy as cp
+
         self.dim = as_positive_int("dim", dim)
         if not callable(constraints):
             raise TypeError(f"constraints must be callable x -> list of constraints, "
@@ -113,6 +121,8 @@ class ConvexArmSet(ArmSet):
                                      f"{_fmt(str(c))} holds a non-finite constant")
 
     def constraints(self, x: cp.Variable) -> list:
+        import cvxpy as cp
+
         try:
             cons = self._constraint_fn(x)
         except Exception as exc:  # the user's function; say which call failed, and how
@@ -152,6 +162,8 @@ class ConvexArmSet(ArmSet):
 
     @cached_property
     def _membership(self) -> tuple[cp.Variable, list]:
+        import cvxpy as cp
+
         # Built once: constructing cvxpy expressions costs far more than evaluating them.
         var = cp.Variable(self.dim)
         return var, self.constraints(var)

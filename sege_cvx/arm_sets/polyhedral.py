@@ -1,18 +1,24 @@
-"""Polyhedral arm sets: boxes and bounded polytopes ``{x : A x <= b}``."""
+"""Polyhedral arm sets: boxes and bounded polytopes ``{x : A x <= b}``.
+
+cvxpy is imported only where a program is built (a polytope's certificates at construction,
+the solver programs of either).
+"""
 
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-import cvxpy as cp
 import numpy as np
 
 from .._rowwise import row_matvec
 from .._validation import _fmt, as_finite_array, as_vector, scaled_norm
-from ..conic.programs import solve_once
 from .base import ArmSet
 from .exploration import Exploration, max_volume_inscribed_ellipsoid
 from .scaling import check_box_holds, solver_frame
+
+if TYPE_CHECKING:
+    import cvxpy as cp
 
 #: Chebyshev radius, relative to the polytope's size (its bounding-box diagonal), below which
 #: a polytope is said to have an empty interior.
@@ -169,6 +175,10 @@ class Polytope(ArmSet):
         return f"Polytope(A x <= b: {self.A.shape[0]} inequalities in dimension {self.dim})"
 
     def _chebyshev_ball(self) -> tuple[np.ndarray, float]:
+        import cvxpy as cp
+
+        from ..conic.programs import solve_once
+
         frame = solver_frame(*self.bounding_box())
         mid, s = (np.zeros(self.dim), 1.0) if frame is None else frame
         y, r = cp.Variable(self.dim), cp.Variable()

@@ -33,6 +33,8 @@ import numpy as np
 import scipy.sparse as sp
 from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import dims_to_solver_cones
 
+from .errors import SolverFailure  # lives in a module light code can import; re-exported here
+
 # Presolve and chordal decomposition forbid in-place data updates.  Equilibration is off because
 # Clarabel keeps the scaling computed for the first data it saw across in-place updates, which
 # would make each solve depend on the solves before it (and a run differ alone and in a batch).
@@ -50,14 +52,6 @@ TIERS: tuple[tuple[Mapping[str, object], frozenset[str]], ...] = (
     ({**_COMMON, "reduced_tol_gap_abs": 1e-6, "reduced_tol_gap_rel": 1e-6, "reduced_tol_feas": 1e-6},
      frozenset({"Solved", "AlmostSolved"})),
 )
-
-
-class SolverFailure(RuntimeError):
-    """Clarabel did not return ``Solved``, or its point failed verification."""
-
-    def __init__(self, message: str, status: str = "unknown") -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Experiments: the paper's Section 6 study, example problems, their figures and outputs.
 
-Names load their modules on first use (PEP 562): :mod:`.outputs` is light, the rest imports cvxpy.
+Names load their modules on first use (PEP 562): :mod:`.outputs` is light, :mod:`.paper` loads
+the policies' kernels; cvxpy loads only for arm sets that need a solver, matplotlib for figures.
 """
 
 from importlib import import_module

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 from numba import prange
-from scipy.special import ndtri
 
 from .._numba import njit
 from .._validation import as_batch_of_vectors, as_positive_int, as_scalar
@@ -60,6 +59,8 @@ def sphere_directions(dim: int, count: int) -> np.ndarray:
         phi = k * np.pi * (3.0 - np.sqrt(5.0))
         rho = np.sqrt(1.0 - z**2)
         return np.column_stack([rho * np.cos(phi), rho * np.sin(phi), z])
+    from scipy.special import ndtri  # here: only d > 3 needs scipy
+
     primes = [p for p in range(2, 20 * dim) if all(p % q for q in range(2, p))][: dim - 1]
     cube = np.hstack([(k[:, None] + 0.5) / count, (k[:, None] * np.sqrt(primes)) % 1.0])
     points = ndtri(np.clip(cube, 1e-12, 1 - 1e-12))

@@ -12,7 +12,7 @@ from tqdm.auto import tqdm
 from .._random import NormalStreams, seed_sequences
 from .._rowwise import row_dot
 from .._validation import as_batch_of_vectors, as_positive_int, as_scalar, as_vector
-from ..conic.compiled import SolverFailure
+from ..conic.errors import SolverFailure
 from ..policies.base import BatchPolicy
 from .statistics import RunStatistics, checkpoint_grid
 
