@@ -12,7 +12,8 @@ import numpy as np
 from ._random import MAX_RUNS
 
 #: ``--arm-set`` choices: the keys of :data:`sege_cvx.experiments.examples.EXAMPLES` (a test keeps
-#: them equal), listed here so that parsing arguments does not import cvxpy.
+#: them equal), listed here so that parsing arguments (``--help``, a bad option) imports neither
+#: the examples nor numba and the policies they need.
 EXAMPLE_NAMES = ("box", "ellipsoid", "lp-ball", "paper", "polytope", "treatment-mix")
 
 

@@ -19,8 +19,11 @@ SEGE_COLOR, CLUCB_COLOR = "tab:blue", "tab:green"
 
 def _save(fig, out: Path, name: str) -> list[Path]:
     paths = [out / f"{name}.png", out / f"{name}.pdf"]
+    # Fixed margins that fit these figures' labels: a computed layout (bbox_inches="tight",
+    # tight or constrained layout) draws every figure once more, doubling the time to write it.
+    fig.subplots_adjust(left=0.15, right=0.97, bottom=0.14, top=0.91)
     for p in paths:
-        fig.savefig(p, dpi=150, bbox_inches="tight")
+        fig.savefig(p, dpi=150)
     plt.close(fig)
     return paths
 
