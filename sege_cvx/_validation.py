@@ -125,34 +125,36 @@ def as_spd_batch(name: str, value: object, dim: int) -> tuple[np.ndarray, np.nda
     if arr.ndim != 3 or arr.shape[1:] != (dim, dim):
         raise ValueError(f"{name} must have shape ({dim}, {dim}) or (n, {dim}, {dim}), "
                          f"got shape {np.shape(value)}")
-    asym = np.abs(arr - np.swapaxes(arr, 1, 2)).max(axis=(1, 2))
-    scale = np.abs(arr).max(axis=(1, 2))
-    bad = np.flatnonzero(asym > SYMMETRY_RTOL * np.maximum(scale, 1e-300))
+    from .confidence.cholesky import (  # compiled; imported here to keep this module light
+        SPD_ASYMMETRIC,
+        SPD_NOT_DEFINITE,
+        SPD_OK,
+        checked_factor_all,
+    )
+
+    sym, chol, codes = checked_factor_all(np.ascontiguousarray(arr), SYMMETRY_RTOL)
+    bad = np.flatnonzero(codes != SPD_OK)
     if bad.size:
-        raise ValueError(f"{name} must be symmetric; instance {bad[0]} has asymmetry "
-                         f"{asym[bad[0]]:.3g}")
-    arr = 0.5 * arr + 0.5 * np.swapaxes(arr, 1, 2)  # halves first: the sum may overflow
-    # Factor each matrix divided by a power of 4 near its largest entry (exact, and its square
-    # root is exact too), so that neither huge nor tiny matrices overflow or underflow inside.
-    _, exponent = np.frexp(scale)
-    half_exp = (exponent // 2)[:, None, None]
-    unit = np.ldexp(arr, -2 * half_exp)
-    try:
-        chol = np.ldexp(np.linalg.cholesky(unit), half_exp)
-    except np.linalg.LinAlgError:
-        eig = np.ldexp(np.linalg.eigvalsh(unit).min(axis=1), 2 * half_exp[:, 0, 0])
-        i = int(np.argmin(eig))
-        raise ValueError(f"{name} must be positive definite; instance {i} has smallest "
-                         f"eigenvalue {eig[i]:.3g}") from None
-    # Callers invert these matrices; ||M^{-1}||_max <= ||L^{-1}||_F^2 must be a float.
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        inv_bound = scaled_norm(np.linalg.inv(chol).reshape(len(chol), -1), axis=1) ** 2
-    bad = np.flatnonzero(~np.isfinite(inv_bound))
-    if bad.size:
+        i, code = int(bad[0]), int(codes[bad[0]])
+        if code == SPD_ASYMMETRIC:
+            asym = np.abs(arr[i] - arr[i].T).max()
+            raise ValueError(f"{name} must be symmetric; instance {i} has asymmetry {asym:.3g}")
+        if code == SPD_NOT_DEFINITE:
+            eig = scaled_eigenvalues(sym[i])[0]
+            raise ValueError(f"{name} must be positive definite; instance {i} has smallest "
+                             f"eigenvalue {eig:.3g}")
         raise ValueError(f"{name} must be positive definite with a representable inverse; "
-                         f"instance {bad[0]} is singular in floating point (entries of magnitude "
-                         f"{scale[bad[0]]:.3g})")
-    return arr, chol
+                         f"instance {i} is singular in floating point (entries of magnitude "
+                         f"{np.abs(arr[i]).max():.3g})")
+    return sym, chol
+
+
+def scaled_eigenvalues(matrix: np.ndarray) -> np.ndarray:
+    """Ascending eigenvalues of a symmetric matrix, computed on it scaled by a power of 4 near
+    its largest entry (exact) so that they neither overflow nor underflow inside."""
+    _, exponent = np.frexp(np.abs(matrix).max())
+    half = int(exponent) // 2
+    return np.ldexp(np.linalg.eigvalsh(np.ldexp(matrix, -2 * half)), 2 * half)
 
 
 def as_spd_matrix(name: str, value: object, dim: int | None = None) -> np.ndarray:

@@ -134,3 +134,33 @@ def test_cross_check_passes_and_detects_disagreement(monkeypatch):
     monkeypatch.setattr(E, "_lcb_closed_form", lambda *a: E.center + (broken(*a) - E.center) @ rot.T)
     with pytest.raises(sc.CrossCheckError, match="disagree"):
         E.lcb_arm(thetas, V, 0.7, cross_check=True)
+
+
+def test_single_call_fast_path_equals_the_batched_path_bitwise():
+    """A single float64 instance is validated and solved in one compiled call; its arm is the
+    batched path's, bit for bit (same factorization, same kernel, same verification)."""
+    rng = np.random.default_rng(11)
+    E = sc.Ellipsoid([1.0, 0.5, -0.2], np.diag([2.0, 1.0, 0.5]) + 0.1)
+    for k in range(50):
+        theta = rng.standard_normal(3) * 10.0 ** rng.uniform(-3, 3)
+        A = rng.standard_normal((3, 3))
+        V = A @ A.T + 0.1 * np.eye(3)
+        r = 0.0 if k == 0 else float(rng.uniform(0.0, 3.0))
+        fast = E.lcb_arm(theta, V, r)
+        batched = E.lcb_arm(theta[None], V[None], np.array([r]))[0]
+        listed = E.lcb_arm(theta.tolist(), V.tolist(), r)
+        np.testing.assert_array_equal(fast, batched)
+        np.testing.assert_array_equal(fast, listed)
+        assert E.contains(fast, tol=0.0)
+
+
+@pytest.mark.parametrize("theta, V, r, match", [
+    (np.array([np.nan, 0.0]), np.eye(2), 1.0, "theta_hat must be finite"),
+    (np.array([0.6, 0.8]), np.array([[1.0, 0.5], [0.0, 1.0]]), 1.0, "V must be symmetric"),
+    (np.array([0.6, 0.8]), np.array([[1.0, 2.0], [2.0, 1.0]]), 1.0, "V must be positive definite"),
+    (np.array([0.6, 0.8]), np.eye(2), -1.0, "radius must be nonnegative"),
+    (np.array([0.6, 0.8]), np.eye(2), 1e-310, "radius must be 0 or at least"),
+])
+def test_single_call_fast_path_rejects_what_the_general_path_rejects(theta, V, r, match):
+    with pytest.raises(ValueError, match=match):
+        DISK.lcb_arm(theta, V, r)

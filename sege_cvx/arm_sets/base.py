@@ -343,6 +343,11 @@ class ArmSet(ABC):
             The solver's status was not one its accuracy tier accepts
             (:data:`sege_cvx.conic.compiled.TIERS`), or its point could not be verified in the set.
         """
+        if self.compiled_arms is not None and not cross_check and method in ("auto", "closed_form"):
+            # One instance in float64 arrays: validated and computed in one compiled call.
+            arm = self.compiled_arms.checked_lcb_arm(theta_hat, V, radius)
+            if arm is not None:
+                return arm
         thetas, single = as_batch_of_vectors("theta_hat", theta_hat, self.dim)
         _, chol = as_spd_batch("V", V, self.dim)
         n = max(thetas.shape[0], chol.shape[0])

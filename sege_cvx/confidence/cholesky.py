@@ -22,6 +22,8 @@ order, so a run's numbers do not depend on which other runs share its batch.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._numba import njit
@@ -216,3 +218,76 @@ def precision(chol) -> np.ndarray:
     for i in range(n):
         precision_one(chol[i], out[i], inv, e, col)
     return out
+
+
+#: Codes of :func:`checked_factor`.
+SPD_OK, SPD_NOT_FINITE, SPD_ASYMMETRIC, SPD_NOT_DEFINITE, SPD_SINGULAR = 0, 1, 2, 3, 4
+
+
+@njit
+def checked_factor(A, rtol, sym, L, work) -> int:
+    """Validate a symmetric positive definite matrix and factor it: every SPD input of the
+    package goes through this one routine.
+
+    ``A`` must be finite and symmetric up to ``rtol`` times its largest entry; ``sym`` receives
+    ``(A + A^T) / 2`` (halves first: the sum may overflow) and ``L`` its lower Cholesky factor.
+    The factorization is of ``sym`` divided by a power of 4 near its largest entry (exact, and
+    so is the square root of the power), so that neither huge nor tiny matrices overflow or
+    underflow inside.  Callers invert these matrices, so ``||L^{-1}||_F^2`` (a bound on
+    ``||A^{-1}||_max``) must be a float.  ``work``: scratch of shape ``(d + 2, d)``.
+
+    Returns
+    -------
+    int
+        :data:`SPD_OK`, or why ``A`` was rejected: :data:`SPD_NOT_FINITE`,
+        :data:`SPD_ASYMMETRIC`, :data:`SPD_NOT_DEFINITE` or :data:`SPD_SINGULAR`.
+    """
+    d = A.shape[0]
+    scale = 0.0
+    asym = 0.0
+    for a in range(d):
+        for b in range(d):
+            if not math.isfinite(A[a, b]):
+                return SPD_NOT_FINITE
+            scale = max(scale, abs(A[a, b]))
+            asym = max(asym, abs(A[a, b] - A[b, a]))
+    if asym > rtol * max(scale, 1e-300):
+        return SPD_ASYMMETRIC
+    half = math.frexp(scale)[1] // 2
+    unit = work[:d]
+    for a in range(d):
+        for b in range(d):
+            sym[a, b] = 0.5 * A[a, b] + 0.5 * A[b, a]
+            unit[a, b] = math.ldexp(sym[a, b], -2 * half)
+    if not factor(unit, 0.0, L):
+        return SPD_NOT_DEFINITE
+    for a in range(d):
+        for b in range(a + 1):
+            L[a, b] = math.ldexp(L[a, b], half)
+    inverse_factor_one(L, unit, work[d], work[d + 1])
+    biggest = 0.0
+    for a in range(d):
+        for b in range(d):
+            biggest = max(biggest, abs(unit[a, b]))
+    if not math.isfinite(biggest):
+        return SPD_SINGULAR
+    if biggest == 0.0:
+        return SPD_OK
+    ssq = 0.0
+    for a in range(d):
+        for b in range(d):
+            ssq += (unit[a, b] / biggest) ** 2
+    return SPD_OK if math.isfinite(biggest * biggest * ssq) else SPD_SINGULAR
+
+
+@njit
+def checked_factor_all(A, rtol):
+    """:func:`checked_factor` per matrix of ``A`` (shape ``(n, d, d)``): ``(sym, L, codes)``."""
+    n, d, _ = A.shape
+    sym = np.empty((n, d, d))
+    L = np.zeros((n, d, d))
+    codes = np.empty(n, dtype=np.int64)
+    work = np.empty((d + 2, d))
+    for i in range(n):
+        codes[i] = checked_factor(A[i], rtol, sym[i], L[i], work)
+    return sym, L, codes

@@ -23,7 +23,8 @@ import numpy as np
 
 from .._numba import njit
 from .._pull_in import FIRST_CONTRACTION, contraction_limit
-from ..confidence.cholesky import precision_one
+from .._validation import SYMMETRY_RTOL
+from ..confidence.cholesky import SPD_OK, checked_factor, precision_one
 from .ellipsoid_lcb import lcb_arm_one
 
 VERIFIED, NOT_FINITE, NOT_MEMBER = 0, 1, 2
@@ -31,6 +32,7 @@ VERIFIED, NOT_FINITE, NOT_MEMBER = 0, 1, 2
 STATUS = ("closed_form", "NotFinite", "NotMember")
 
 _EPS = float(np.finfo(np.float64).eps)
+_TINY = float(np.finfo(np.float64).tiny)
 #: Binary exponents within which data count as of order one (as :mod:`sege_cvx.arm_sets.scaling`).
 ORDER_ONE = 8
 _ORDER_ONE_LOW, _ORDER_ONE_HIGH = 2.0 ** (-ORDER_ONE - 1), 2.0**ORDER_ONE
@@ -162,6 +164,31 @@ def lcb_from_factor_one(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa, 
     return verify_one(out, center, h_inv_sqrt, vecs[12], vecs[13])
 
 
+@njit
+def lcb_arm_checked(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa, theta, V, r, rtol,
+                    out) -> int:
+    """A single public LCB-arm call, validated and computed in one compiled call.
+
+    Checks what :meth:`ArmSet.lcb_arm` checks (finite ``theta``; ``r`` finite, nonnegative and
+    not subnormal; ``V`` through :func:`~sege_cvx.confidence.cholesky.checked_factor`) and then
+    computes the verified arm from the factor, exactly as the batched path does.  Returns
+    :data:`VERIFIED` with the arm in ``out``, or a nonzero code: the caller then takes the
+    batched path, which raises the precise error.
+    """
+    d = theta.shape[0]
+    for k in range(d):
+        if not math.isfinite(theta[k]):
+            return NOT_FINITE
+    if not (math.isfinite(r) and r >= 0.0) or 0.0 < r < _TINY:
+        return NOT_FINITE
+    sym = np.empty((d, d))
+    chol = np.zeros((d, d))
+    if checked_factor(V, rtol, sym, chol, np.empty((d + 2, d))) != SPD_OK:
+        return NOT_FINITE
+    return lcb_from_factor_one(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa, theta,
+                               chol, r, out, np.empty((5, d, d)), np.empty((14, d)))
+
+
 class EllipsoidArms:
     """An ellipsoid's data for the compiled per-point functions, computed once.
 
@@ -192,6 +219,23 @@ class EllipsoidArms:
         """The arguments :func:`lcb_from_factor_one` takes before ``theta``."""
         return (self.center, self.shape, self.h_sqrt, self.h_inv_sqrt, self.white_center,
                 self.kappa)
+
+    def checked_lcb_arm(self, theta_hat: object, V: object, radius: object) -> np.ndarray | None:
+        """The LCB arm of a single instance given as float64 arrays of shapes ``(d,)`` and
+        ``(d, d)`` and a real radius, validated and computed in one compiled call
+        (:func:`lcb_arm_checked`); ``None`` for any other input or any failure, which the
+        caller's general path then handles (and reports)."""
+        d = self.center.shape[0]
+        if not (type(theta_hat) is np.ndarray and type(V) is np.ndarray
+                and theta_hat.dtype == np.float64 and V.dtype == np.float64
+                and theta_hat.shape == (d,) and V.shape == (d, d)
+                and isinstance(radius, float | int) and not isinstance(radius, bool)):
+            return None
+        out = np.empty(d)
+        code = lcb_arm_checked(self.center, self.shape, self.h_sqrt, self.h_inv_sqrt,
+                               self.white_center, self.kappa, theta_hat, V, float(radius),
+                               SYMMETRY_RTOL, out)
+        return out if code == VERIFIED else None
 
 
 @njit
