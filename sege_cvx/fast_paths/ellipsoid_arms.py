@@ -25,7 +25,7 @@ from .._numba import njit
 from .._pull_in import FIRST_CONTRACTION, contraction_limit
 from .._validation import SYMMETRY_RTOL
 from ..confidence.cholesky import SPD_OK, checked_factor, precision_one
-from .ellipsoid_lcb import lcb_arm_one
+from .ellipsoid_lcb import lcb_arm_one, square_roots
 
 VERIFIED, NOT_FINITE, NOT_MEMBER = 0, 1, 2
 #: Status of each code, as reported in ``BatchArms.status`` and ``SEGE.fallback_reasons``.
@@ -209,9 +209,7 @@ class EllipsoidArms:
     def __init__(self, center: np.ndarray, shape: np.ndarray) -> None:
         self.center = np.ascontiguousarray(center, dtype=np.float64)
         self.shape = np.ascontiguousarray(shape, dtype=np.float64)
-        lam, vecs = np.linalg.eigh(self.shape)
-        self.h_sqrt = np.ascontiguousarray((vecs * np.sqrt(lam)) @ vecs.T)
-        self.h_inv_sqrt = np.ascontiguousarray((vecs / np.sqrt(lam)) @ vecs.T)
+        self.h_sqrt, self.h_inv_sqrt = square_roots(self.shape)
         self.white_center = self.h_inv_sqrt @ self.center
         self.kappa = float(1.0 - self.white_center @ self.white_center)
 

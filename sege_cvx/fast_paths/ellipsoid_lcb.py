@@ -425,6 +425,14 @@ def _lcb_batch(center, shape, h_sqrt, h_inv_sqrt, white_center, theta_hat, v_inv
     return arms, values, gaps
 
 
+def square_roots(shape: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``H^{1/2}`` and ``H^{-1/2}`` (symmetric, C-contiguous) of a symmetric positive definite
+    ``H``, from one eigendecomposition."""
+    lam, vecs = np.linalg.eigh(shape)
+    return (np.ascontiguousarray((vecs * np.sqrt(lam)) @ vecs.T),
+            np.ascontiguousarray((vecs / np.sqrt(lam)) @ vecs.T))
+
+
 class EllipsoidLCBKernel:
     """LCB arms, eq. (lcb arm), over a fixed ellipsoid ``{x : (x-c)^T H^{-1} (x-c) <= 1}``.
 
@@ -448,9 +456,7 @@ class EllipsoidLCBKernel:
         self.center = np.ascontiguousarray(center, dtype=np.float64)
         shape_arr = np.asarray(shape, dtype=np.float64)
         self.shape = np.ascontiguousarray(0.5 * (shape_arr + shape_arr.T))
-        lam, vecs = np.linalg.eigh(self.shape)
-        self._h_sqrt = np.ascontiguousarray((vecs * np.sqrt(lam)) @ vecs.T)
-        self._h_inv_sqrt = np.ascontiguousarray((vecs / np.sqrt(lam)) @ vecs.T)
+        self._h_sqrt, self._h_inv_sqrt = square_roots(self.shape)
         self._white_center = self._h_inv_sqrt @ self.center
 
     def __call__(
