@@ -6,12 +6,16 @@ Each function converts its input to a float64 array of a known shape and raises 
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 
+from ._numba import njit
+
 # Relative tolerance for symmetry checks of matrices given by users.
 SYMMETRY_RTOL = 1e-9
+_TINY = float(np.finfo(np.float64).tiny)
 
 
 def _fmt(value: object) -> str:
@@ -28,6 +32,10 @@ def as_finite_array(name: str, value: object) -> np.ndarray:
     booleans, complex numbers (whose imaginary part numpy would drop) and ``None`` raise
     ``TypeError`` instead of being converted silently.
     """
+    if type(value) is np.ndarray and value.dtype == np.float64:  # the common case, kept cheap
+        if not np.isfinite(value).all():
+            raise ValueError(f"{name} must be finite (no NaN or inf), got {_fmt(value)}")
+        return value
     if isinstance(value, str | bytes):
         raise TypeError(f"{name} must be numeric, got {_fmt(value)}")
     try:
@@ -109,6 +117,69 @@ def as_batch_of_vectors(name: str, value: object, dim: int) -> tuple[np.ndarray,
     raise ValueError(f"{name} must have shape ({dim},) or (n, {dim}), got shape {arr.shape}")
 
 
+@njit
+def _symmetrized_units(arr: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, np.ndarray,
+                                                  np.ndarray, np.ndarray]:
+    """Per matrix: its asymmetry ``max |a_jk - a_kj|``, scale ``max |a_jk|``, symmetrization
+    ``a / 2 + a^T / 2`` (halves first: the sum may overflow), and that divided by ``4^h``, ``h``
+    half the binary exponent of the scale; first the index of the first matrix asymmetric
+    beyond :data:`SYMMETRY_RTOL` (-1 if none).  Every step is exact or correctly rounded, as
+    numpy computes it elementwise."""
+    n, d, _ = arr.shape
+    asym, scale = np.zeros(n), np.zeros(n)
+    sym, unit = np.empty((n, d, d)), np.empty((n, d, d))
+    half_exp = np.empty(n, dtype=np.int64)
+    first_bad = -1
+    for i in range(n):
+        for j in range(d):
+            for k in range(d):
+                asym[i] = max(asym[i], abs(arr[i, j, k] - arr[i, k, j]))
+                scale[i] = max(scale[i], abs(arr[i, j, k]))
+                sym[i, j, k] = 0.5 * arr[i, j, k] + 0.5 * arr[i, k, j]
+        if first_bad < 0 and asym[i] > SYMMETRY_RTOL * max(scale[i], 1e-300):
+            first_bad = i
+        half_exp[i] = math.frexp(scale[i])[1] // 2
+        for j in range(d):
+            for k in range(d):
+                unit[i, j, k] = math.ldexp(sym[i, j, k], -2 * half_exp[i])
+    return first_bad, asym, scale, sym, unit, half_exp
+
+
+@njit
+def _scaled_factors(unit_chol: np.ndarray, half_exp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``L = 2^h L_unit`` per matrix, and whether ``||L^{-1}||_F^2`` is a float (``L^{-1}`` by
+    forward substitution, as callers compute it; scaled by a power of two, so that only a bound
+    beyond the float range is reported)."""
+    n, d, _ = unit_chol.shape
+    chol = np.empty((n, d, d))
+    ok = np.empty(n, dtype=np.bool_)
+    col = np.empty(d)
+    inv = np.empty((d, d))
+    for i in range(n):
+        for j in range(d):
+            for k in range(d):
+                chol[i, j, k] = math.ldexp(unit_chol[i, j, k], half_exp[i])
+        for j in range(d):  # column j of L^{-1}: L col = e_j
+            for r in range(d):
+                acc = 1.0 if r == j else 0.0
+                for k in range(r):
+                    acc -= chol[i, r, k] * col[k]
+                col[r] = acc / chol[i, r, r]
+            for r in range(d):
+                inv[r, j] = col[r]
+        largest = 0.0
+        for v in inv.ravel():
+            largest = max(largest, abs(v))
+        ok[i] = math.isfinite(largest)
+        if ok[i] and largest > 0.0:
+            e = math.frexp(largest)[1]
+            total = 0.0
+            for v in inv.ravel():
+                total += math.ldexp(v, -e) ** 2
+            ok[i] = math.isfinite(math.ldexp(math.sqrt(total), e) ** 2)
+    return chol, ok
+
+
 def as_spd_batch(name: str, value: object, dim: int) -> tuple[np.ndarray, np.ndarray]:
     """Validate symmetric positive definite matrices of shape ``(d, d)`` or ``(n, d, d)``.
 
@@ -125,33 +196,25 @@ def as_spd_batch(name: str, value: object, dim: int) -> tuple[np.ndarray, np.nda
     if arr.ndim != 3 or arr.shape[1:] != (dim, dim):
         raise ValueError(f"{name} must have shape ({dim}, {dim}) or (n, {dim}, {dim}), "
                          f"got shape {np.shape(value)}")
-    asym = np.abs(arr - np.swapaxes(arr, 1, 2)).max(axis=(1, 2))
-    scale = np.abs(arr).max(axis=(1, 2))
-    bad = np.flatnonzero(asym > SYMMETRY_RTOL * np.maximum(scale, 1e-300))
-    if bad.size:
-        raise ValueError(f"{name} must be symmetric; instance {bad[0]} has asymmetry "
-                         f"{asym[bad[0]]:.3g}")
-    arr = 0.5 * arr + 0.5 * np.swapaxes(arr, 1, 2)  # halves first: the sum may overflow
     # Factor each matrix divided by a power of 4 near its largest entry (exact, and its square
     # root is exact too), so that neither huge nor tiny matrices overflow or underflow inside.
-    _, exponent = np.frexp(scale)
-    half_exp = (exponent // 2)[:, None, None]
-    unit = np.ldexp(arr, -2 * half_exp)
+    bad, asym, scale, arr, unit, half_exp = _symmetrized_units(arr)
+    if bad >= 0:
+        raise ValueError(f"{name} must be symmetric; instance {bad} has asymmetry {asym[bad]:.3g}")
     try:
-        chol = np.ldexp(np.linalg.cholesky(unit), half_exp)
+        unit_chol = np.linalg.cholesky(unit)
     except np.linalg.LinAlgError:
-        eig = np.ldexp(np.linalg.eigvalsh(unit).min(axis=1), 2 * half_exp[:, 0, 0])
+        eig = np.ldexp(np.linalg.eigvalsh(unit).min(axis=1), 2 * half_exp)
         i = int(np.argmin(eig))
         raise ValueError(f"{name} must be positive definite; instance {i} has smallest "
                          f"eigenvalue {eig[i]:.3g}") from None
     # Callers invert these matrices; ||M^{-1}||_max <= ||L^{-1}||_F^2 must be a float.
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        inv_bound = scaled_norm(np.linalg.inv(chol).reshape(len(chol), -1), axis=1) ** 2
-    bad = np.flatnonzero(~np.isfinite(inv_bound))
-    if bad.size:
+    chol, representable = _scaled_factors(unit_chol, half_exp)
+    if not representable.all():
+        bad = int(np.argmin(representable))
         raise ValueError(f"{name} must be positive definite with a representable inverse; "
-                         f"instance {bad[0]} is singular in floating point (entries of magnitude "
-                         f"{scale[bad[0]]:.3g})")
+                         f"instance {bad} is singular in floating point (entries of magnitude "
+                         f"{scale[bad]:.3g})")
     return arr, chol
 
 
@@ -197,18 +260,20 @@ def as_scalar(
 
 def as_radius_batch(name: str, value: object, n: int) -> np.ndarray:
     """Nonnegative confidence radii broadcast to shape ``(n,)``."""
+    if type(value) in (float, np.float64) and (value == 0.0 or _TINY <= value < math.inf):
+        return np.full(n, float(value))  # the common case, kept cheap
     arr = as_finite_array(name, value)
     if arr.ndim == 0:
         arr = np.full(n, float(arr))
     if arr.shape != (n,):
         raise ValueError(f"{name} must be a scalar or have shape ({n},), got shape {arr.shape}")
-    if np.any(arr < 0):
-        raise ValueError(f"{name} must be nonnegative, got {_fmt(arr[arr < 0])}")
-    # A subnormal radius has lost its precision (and underflows the computations it enters).
-    tiny = (arr > 0) & (arr < np.finfo(float).tiny)
-    if np.any(tiny):
-        raise ValueError(f"{name} must be 0 or at least {np.finfo(float).tiny:.3g}, got "
-                         f"{_fmt(arr[tiny])}")
+    if (arr < _TINY).any():  # one test for the common case; the two below name the fault
+        if np.any(arr < 0):
+            raise ValueError(f"{name} must be nonnegative, got {_fmt(arr[arr < 0])}")
+        # A subnormal radius has lost its precision (and underflows the computations it enters).
+        tiny = (arr > 0) & (arr < _TINY)
+        if np.any(tiny):
+            raise ValueError(f"{name} must be 0 or at least {_TINY:.3g}, got {_fmt(arr[tiny])}")
     return arr
 
 

@@ -355,9 +355,12 @@ class ArmSet(ABC):
         n = max(thetas.shape[0], chol.shape[0])
         if thetas.shape[0] not in (1, n) or chol.shape[0] not in (1, n):
             raise ValueError(f"theta_hat has {thetas.shape[0]} rows but V has {chol.shape[0]}")
-        thetas = np.ascontiguousarray(np.broadcast_to(thetas, (n, self.dim)))
+        if thetas.shape[0] != n:
+            thetas = np.broadcast_to(thetas, (n, self.dim))
         # The Cholesky factor that proved V positive definite carries everything else.
-        chols = np.ascontiguousarray(np.broadcast_to(chol, (n, self.dim, self.dim)))
+        if chol.shape[0] != n:
+            chol = np.broadcast_to(chol, (n, self.dim, self.dim))
+        thetas, chols = np.ascontiguousarray(thetas), np.ascontiguousarray(chol)
         radii = as_radius_batch("radius", radius, n)
         if not isinstance(method, str) or method not in LCB_METHODS:
             raise ValueError(f"method must be one of {LCB_METHODS}, got {method!r}")
