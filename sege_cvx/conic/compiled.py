@@ -43,6 +43,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import dims_to_solver_cones
+from numba import literal_unroll
 
 from .._numba import njit
 from .errors import SolverFailure  # lives in a module light code can import; re-exported here
@@ -95,10 +96,18 @@ class ConicSolution(NamedTuple):
 
 
 @njit
-def _apply_map(indptr: np.ndarray, indices: np.ndarray, coefs: np.ndarray,
-               params: np.ndarray) -> np.ndarray:
-    """``J @ params`` for ``J`` in CSR form, each row summed in stored order from 0.0: the
-    arithmetic of scipy's ``csr_matvec``, so the data are the same bits as ``J @ params``."""
+def _apply_map(indptr: np.ndarray, indices: np.ndarray, coefs: np.ndarray, size: int,
+               values: tuple) -> np.ndarray:
+    """``J @ [p, 1]`` for ``J`` in CSR form and ``p`` the ``size`` entries of the arrays
+    ``values``, each in C order (as ``np.ravel``).  Each row is summed in stored order from 0.0:
+    the arithmetic of scipy's ``csr_matvec``, so the data are the same bits as ``J @ [p, 1]``."""
+    params = np.empty(size + 1)
+    k = 0
+    for value in literal_unroll(values):
+        for v in value.flat:
+            params[k] = v
+            k += 1
+    params[size] = 1.0
     n = indptr.shape[0] - 1
     out = np.empty(n)
     for i in range(n):
@@ -234,10 +243,11 @@ class CompiledConicProgram:
             If no tier of :data:`TIERS` ends with one of its accepted statuses.
         """
         start = time.perf_counter()
-        flat = np.concatenate([np.asarray(v, dtype=np.float64).ravel() for v in values] + [[1.0]])
-        if flat.size != self._n_params + 1:
-            raise ValueError(f"expected {self._n_params} parameter entries, got {flat.size - 1}")
-        data = _apply_map(*self._map, flat)
+        values = tuple(np.asarray(v, dtype=np.float64) for v in values)
+        size = sum(v.size for v in values)
+        if size != self._n_params:
+            raise ValueError(f"expected {self._n_params} parameter entries, got {size}")
+        data = _apply_map(*self._map, size, values)
         update = None
         for tier, (_, accept) in enumerate(self._tiers):
             solver = self._solvers[tier]
