@@ -102,3 +102,12 @@ def test_first_tier_meets_its_tolerances_on_polytope_lcb_programs():
         V = (Q * 10.0 ** np.linspace(0.0, 2.0, d)) @ Q.T
         cube.lcb_arm(rng.standard_normal(d), 0.5 * (V + V.T), rng.uniform(0.5, 3.0), method="solver")
     assert cube._lcb_program.tier_counts[0] >= 90, cube._lcb_program.tier_counts
+
+
+def test_program_without_parameters_solves_again_without_an_update():
+    # Nothing varies: Clarabel's update (which needs at least one part) is never called.
+    x = cp.Variable(2)
+    prog = CompiledConicProgram(cp.Problem(cp.Maximize(x[0] + x[1]), [cp.norm(x) <= 1]), x, [])
+    for _ in range(2):
+        np.testing.assert_allclose(prog.solve().x, [0.5**0.5, 0.5**0.5], rtol=1e-9)
+    assert prog.tier_counts[0] == 2

@@ -243,7 +243,8 @@ class CompiledConicProgram:
             If no tier of :data:`TIERS` ends with one of its accepted statuses.
         """
         start = time.perf_counter()
-        values = tuple(np.asarray(v, dtype=np.float64) for v in values)
+        # (An empty array stands for no parameters: the compiled map unrolls a nonempty tuple.)
+        values = tuple(np.asarray(v, dtype=np.float64) for v in values) or (np.empty(0),)
         size = sum(v.size for v in values)
         if size != self._n_params:
             raise ValueError(f"expected {self._n_params} parameter entries, got {size}")
