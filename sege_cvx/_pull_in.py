@@ -4,13 +4,16 @@ A point ``x`` failing the set's exact membership test is replaced by the least c
 ``c + (1 - eps)(x - c)`` toward a certified interior point ``c`` that passes, for ``eps`` =
 1e-15, 1e-14, ... up to a limit: :data:`MAX_CONTRACTION` (solver tolerance), or 16 ulps of the
 coordinates relative to ``||x - c||`` where the floats themselves are coarser than that.  This
-module holds the schedule's constants and its compiled per-point form; the arm sets' batched
-form applies the same arithmetic to many rows at once.
+module holds the schedule's constants and its compiled per-point form (for ellipsoids in
+:mod:`sege_cvx.fast_paths.ellipsoid_arms`, for polytopes and boxes here); other arm sets apply
+the same arithmetic to many rows at once.
 """
 
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from ._numba import njit
 
@@ -40,3 +43,57 @@ def contraction_limit(x, c, offset) -> float:
         biggest = max(biggest, abs(x[k]), abs(c[k]))
         norm2 += offset[k] * offset[k]
     return max(MAX_CONTRACTION, 16.0 * spacing(biggest) / max(math.sqrt(norm2), 1e-300))
+
+
+@njit(inline="always")
+def pull_in_one(x, center, inside, data, offset, trial) -> bool:
+    """Move ``x`` into the set by the least contraction toward ``center`` that passes
+    ``inside(point, data)`` (the set's exact membership test); False, ``x`` unchanged, if none
+    up to the limit does.  The per-point form of :meth:`~sege_cvx.arm_sets.base.ArmSet.pull_inside`'s
+    schedule, for every set with a compiled membership test.  ``offset``, ``trial``: scratch."""
+    if inside(x, data):
+        return True
+    d = x.shape[0]
+    for k in range(d):
+        offset[k] = x[k] - center[k]
+    limit = contraction_limit(x, center, offset)
+    eps = FIRST_CONTRACTION
+    while eps <= limit * 10.0:
+        factor = 1.0 - min(eps, limit)
+        for k in range(d):
+            trial[k] = center[k] + factor * offset[k]
+        if inside(trial, data):
+            for k in range(d):
+                x[k] = trial[k]
+            return True
+        if not eps < limit:
+            break
+        eps *= 10.0
+    return False
+
+
+@njit
+def in_polytope(x, data) -> bool:
+    """``A x <= b`` (``data = (A, b)``) exactly as :meth:`~sege_cvx.Polytope.contains` with
+    ``tol=0`` decides it: ``(A x)_j`` summed in index order (as
+    :func:`~sege_cvx._rowwise.row_matvec`)."""
+    A, b = data
+    for j in range(A.shape[0]):
+        acc = 0.0
+        for k in range(A.shape[1]):
+            acc += A[j, k] * x[k]
+        if not acc <= b[j]:
+            return False
+    return True
+
+
+@njit
+def pull_into_polytope(points, center, A, b) -> np.ndarray:
+    """:func:`pull_in_one` for every row of ``points``, in place, into ``{x : A x <= b}``;
+    returns which rows are inside (the others are left as they were)."""
+    n, d = points.shape
+    ok = np.empty(n, dtype=np.bool_)
+    scratch = np.empty((2, d))
+    for i in range(n):
+        ok[i] = pull_in_one(points[i], center, in_polytope, (A, b), scratch[0], scratch[1])
+    return ok

@@ -6,12 +6,14 @@ Each function converts its input to a float64 array of a known shape and raises 
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 
 # Relative tolerance for symmetry checks of matrices given by users.
 SYMMETRY_RTOL = 1e-9
+_TINY = float(np.finfo(np.float64).tiny)
 
 
 def _fmt(value: object) -> str:
@@ -28,6 +30,10 @@ def as_finite_array(name: str, value: object) -> np.ndarray:
     booleans, complex numbers (whose imaginary part numpy would drop) and ``None`` raise
     ``TypeError`` instead of being converted silently.
     """
+    if type(value) is np.ndarray and value.dtype == np.float64:  # the common case, kept cheap
+        if not np.isfinite(value).all():
+            raise ValueError(f"{name} must be finite (no NaN or inf), got {_fmt(value)}")
+        return value
     if isinstance(value, str | bytes):
         raise TypeError(f"{name} must be numeric, got {_fmt(value)}")
     try:
@@ -199,18 +205,20 @@ def as_scalar(
 
 def as_radius_batch(name: str, value: object, n: int) -> np.ndarray:
     """Nonnegative confidence radii broadcast to shape ``(n,)``."""
+    if type(value) in (float, np.float64) and (value == 0.0 or _TINY <= value < math.inf):
+        return np.full(n, float(value))  # the common case, kept cheap
     arr = as_finite_array(name, value)
     if arr.ndim == 0:
         arr = np.full(n, float(arr))
     if arr.shape != (n,):
         raise ValueError(f"{name} must be a scalar or have shape ({n},), got shape {arr.shape}")
-    if np.any(arr < 0):
-        raise ValueError(f"{name} must be nonnegative, got {_fmt(arr[arr < 0])}")
-    # A subnormal radius has lost its precision (and underflows the computations it enters).
-    tiny = (arr > 0) & (arr < np.finfo(float).tiny)
-    if np.any(tiny):
-        raise ValueError(f"{name} must be 0 or at least {np.finfo(float).tiny:.3g}, got "
-                         f"{_fmt(arr[tiny])}")
+    if (arr < _TINY).any():  # one test for the common case; the two below name the fault
+        if np.any(arr < 0):
+            raise ValueError(f"{name} must be nonnegative, got {_fmt(arr[arr < 0])}")
+        # A subnormal radius has lost its precision (and underflows the computations it enters).
+        tiny = (arr > 0) & (arr < _TINY)
+        if np.any(tiny):
+            raise ValueError(f"{name} must be 0 or at least {_TINY:.3g}, got {_fmt(arr[tiny])}")
     return arr
 
 

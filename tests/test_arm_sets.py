@@ -6,6 +6,7 @@ import pytest
 from scipy.optimize import linprog
 
 import sege_cvx as sc
+from sege_cvx.arm_sets.base import ArmSet
 
 DISK = sc.Ball(center=[1.0, 1.0], radius=1.0)
 SIMPLEX = sc.Polytope(A=np.vstack([-np.eye(2), np.ones((1, 2))]), b=[0.0, 0.0, 1.0])
@@ -164,3 +165,29 @@ def test_single_call_fast_path_equals_the_batched_path_bitwise():
 def test_single_call_fast_path_rejects_what_the_general_path_rejects(theta, V, r, match):
     with pytest.raises(ValueError, match=match):
         DISK.lcb_arm(theta, V, r)
+
+
+@pytest.mark.parametrize("arm_set", [SIMPLEX, sc.Box([0.0, -1.0], [1.0, 2.0])])
+def test_compiled_pull_in_is_the_batched_schedule_bit_for_bit(arm_set):
+    # Polytopes and boxes pull points in by a compiled per-row kernel; ArmSet's batched form of
+    # the schedule gives the same bits (rows inside, just outside, beyond reach, NaN).
+    rng = np.random.default_rng(6)
+    center = arm_set.exploration().center
+    edge = arm_set.greedy_arm(rng.standard_normal((40, 2)))
+    points = np.vstack([edge * (1.0 + 10.0 ** rng.uniform(-16, -6, (40, 1))), edge,
+                        center + 0.5 * (edge - center), [[np.nan, 0.5], edge[0] + 1.0]])
+    ours, ok = arm_set.pull_inside(points)
+    batched = np.array(points)
+    ok_batched = ArmSet._pull_in(arm_set, batched)
+    assert ours.tobytes() == batched.tobytes() and np.array_equal(ok, ok_batched)
+    moved = np.any(ours[:120] != points[:120], axis=1)
+    assert ok[:120].all() and not ok[120:].any() and moved[:40].sum() >= 20 and not moved[40:].any()
+
+
+def test_pull_inside_moves_finite_rows_next_to_nan_rows():
+    # A NaN row's limit is NaN: it once stopped every other row's schedule.
+    l15 = sc.ConvexArmSet(2, lambda x: [cp.pnorm(x - 1, 1.5) <= 1])
+    just_out = np.array([2.0, 1.0]) + 1e-9
+    points, ok = l15.pull_inside(np.array([[np.nan, np.nan], just_out]))
+    np.testing.assert_array_equal(ok, [False, True])
+    assert l15.contains(points[1], tol=0.0) and np.linalg.norm(points[1] - just_out) < 1e-8

@@ -194,9 +194,19 @@ def test_sets_too_small_for_the_solver_say_so(make):
 
 
 def test_inconsistent_solver_results_are_reported():
-    # Clarabel reports Solved at 0.2% of the support of this ball (its data are ~1e12).
+    # Clarabel reports Solved at 1.6% of the support of this ball (its data are ~1e13; a ball
+    # of radius 1e12 is solved accurately with the first tier's regularization of 1e-10).
     with pytest.raises(ValueError, match="inconsistent.*rescale"):
-        sc.ConvexArmSet(2, lambda x: [cp.norm(x) <= 1e12])
+        sc.ConvexArmSet(2, lambda x: [cp.norm(x) <= 1e13])
+
+
+def test_large_generic_ball_is_bounded_accurately():
+    # Clarabel's default regularization (1e-8) gave this ball support values of 1.85e9.
+    ball = sc.ConvexArmSet(2, lambda x: [cp.norm(x) <= 1e12])
+    lo, hi = ball.bounding_box()
+    np.testing.assert_allclose(hi, 1e12 * (1 + 1e-5), rtol=1e-6)
+    np.testing.assert_allclose(lo, -hi)
+    np.testing.assert_allclose(ball.greedy_arm([3.0, 4.0]), [6e11, 8e11], rtol=1e-6)
 
 
 def test_ball_far_from_the_origin_greedy_arm():

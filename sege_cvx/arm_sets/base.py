@@ -202,7 +202,9 @@ class ArmSet(ABC):
         """
         n = len(batches[0])
         try:
-            return self._verified(compute(*batches), ["closed_form"] * n)
+            # A copy: _verified moves rows in place, and a closed form may return shared data.
+            return self._verified(np.array(compute(*batches), dtype=np.float64, order="C"),
+                                  ["closed_form"] * n)
         except Exception:
             points = np.full((n, self.dim), np.nan)
             status = []
@@ -239,23 +241,19 @@ class ArmSet(ABC):
     def _verified(self, points: np.ndarray, status: list[str]) -> BatchArms:
         """Keep the points that lie in the set exactly (``tol=0``), after :meth:`pull_inside`.
 
+        ``points`` is the caller's own new array: its rows are moved into the set in place.
         Rows already marked failed in ``status`` (NaN points) stay failed; others become
         ``"NotFinite"`` or ``"NotMember"`` if they cannot be verified.
         """
-        inside = self._inside(points, 0.0)
-        if inside.all():  # the common case, kept cheap for simulation loops
-            return BatchArms(points, inside, status)
-        finite = np.all(np.isfinite(points), axis=1)
-        arms = np.full_like(points, np.nan)
-        ok = np.zeros(len(points), dtype=bool)
-        if finite.any():
-            arms[finite], ok[finite] = self.pull_inside(points[finite])
+        ok = self._pull_in(points)
+        if ok.all():  # the common case, kept cheap for simulation loops
+            return BatchArms(points, ok, status)
         for i in np.flatnonzero(~ok):
-            if finite[i]:
+            if np.all(np.isfinite(points[i])):
                 status[i] = "NotMember"
             elif status[i] in ("Solved", "AlmostSolved", "closed_form"):
                 status[i] = "NotFinite"
-        return BatchArms(np.where(ok[:, None], arms, np.nan), ok, status)
+        return BatchArms(np.where(ok[:, None], points, np.nan), ok, status)
 
     def pull_inside(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Move points that lie just outside the set exactly into it.
@@ -279,11 +277,20 @@ class ArmSet(ABC):
         ok : ndarray of bool, shape (n,)
             False where no contraction up to :data:`MAX_CONTRACTION` sufficed.
         """
-        points = np.array(points, dtype=np.float64)
+        points = np.array(points, dtype=np.float64, order="C")
+        return points, self._pull_in(points)
+
+    def _pull_in(self, points: np.ndarray) -> np.ndarray:
+        """:meth:`pull_inside` in place on ``points`` (C-ordered float64); returns ``ok``.
+
+        Vectorized over the rows; sets with a cheap compiled membership test override it with
+        the same schedule compiled per row (:mod:`sege_cvx._pull_in`).
+        """
         ok = self._inside(points, 0.0)
-        bad = np.flatnonzero(~ok)
-        if not bad.size:
-            return points, ok
+        if ok.all():
+            return ok
+        # Rows with NaN or inf cannot be moved in (and their limits would stop the others').
+        bad = np.flatnonzero(~ok & np.all(np.isfinite(points), axis=1))
         center = self.exploration().center
         offset = points[bad] - center
         ulps = 16.0 * np.spacing(np.maximum(np.abs(points[bad]), np.abs(center)).max(axis=1))
@@ -295,7 +302,7 @@ class ArmSet(ABC):
             points[bad[inside]], ok[bad[inside]] = trial[inside], True
             keep = ~inside & (eps < limit)
             bad, offset, limit, eps = bad[keep], offset[keep], limit[keep], eps * 10.0
-        return points, ok
+        return ok
 
     @staticmethod
     def _checked(result: BatchArms) -> np.ndarray:
@@ -353,9 +360,12 @@ class ArmSet(ABC):
         n = max(thetas.shape[0], chol.shape[0])
         if thetas.shape[0] not in (1, n) or chol.shape[0] not in (1, n):
             raise ValueError(f"theta_hat has {thetas.shape[0]} rows but V has {chol.shape[0]}")
-        thetas = np.ascontiguousarray(np.broadcast_to(thetas, (n, self.dim)))
+        if thetas.shape[0] != n:
+            thetas = np.broadcast_to(thetas, (n, self.dim))
         # The Cholesky factor that proved V positive definite carries everything else.
-        chols = np.ascontiguousarray(np.broadcast_to(chol, (n, self.dim, self.dim)))
+        if chol.shape[0] != n:
+            chol = np.broadcast_to(chol, (n, self.dim, self.dim))
+        thetas, chols = np.ascontiguousarray(thetas), np.ascontiguousarray(chol)
         radii = as_radius_batch("radius", radius, n)
         if not isinstance(method, str) or method not in LCB_METHODS:
             raise ValueError(f"method must be one of {LCB_METHODS}, got {method!r}")

@@ -78,11 +78,10 @@ class Ellipsoid(ArmSet):
         return fast.gauge_all(np.ascontiguousarray(xs, dtype=np.float64), self.center,
                                  self._shape_inv_sqrt)
 
-    def pull_inside(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _pull_in(self, points: np.ndarray) -> np.ndarray:
         # The schedule of ArmSet.pull_inside toward the centre, compiled per point
         # (fast.pull_inside_one, also called by SEGE's compiled stages).
-        points = np.array(points, dtype=np.float64, order="C")
-        return points, fast.pull_inside_all(points, self.center, self._shape_inv_sqrt)
+        return fast.pull_inside_all(points, self.center, self._shape_inv_sqrt)
 
     @property
     def has_closed_form_greedy(self) -> bool:

@@ -152,12 +152,18 @@ class ConvexArmSet(ArmSet):
             raise ValueError(f"{self!r}: {exc}") from None
 
     def _inside(self, xs: np.ndarray, tol: float) -> np.ndarray:
+        from cvxpy.constraints.nonpos import Inequality
+
         var, cons = self._membership
         inside = np.zeros(xs.shape[0], dtype=bool)
-        for i, row in enumerate(xs):
-            if np.all(np.isfinite(row)):
-                var.value = row
-                inside[i] = all(np.all(c.violation() <= tol) for c in cons)
+        for i in np.flatnonzero(np.isfinite(xs).all(axis=1)):
+            # What the value setter would store (a finite float64 vector of the variable's shape,
+            # which has no attributes to project onto), without its checks.
+            var.save_value(xs[i])
+            # An inequality's violation() is max(expr, 0), evaluating expr twice; with tol >= 0,
+            # max(expr, 0) <= tol exactly when expr <= tol.
+            inside[i] = all(np.all(c.expr.value <= tol) if type(c) is Inequality
+                            else np.all(c.violation() <= tol) for c in cons)
         return inside
 
     @cached_property

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import _pull_in
 from .._rowwise import row_matvec
 from .._validation import _fmt, as_finite_array, as_vector, scaled_norm
 from .base import ArmSet
@@ -62,6 +63,18 @@ class Box(ArmSet):
 
     def _inside(self, xs: np.ndarray, tol: float) -> np.ndarray:
         return np.all((xs >= self.lower - tol) & (xs <= self.upper + tol), axis=1)
+
+    def _pull_in(self, points: np.ndarray) -> np.ndarray:
+        return _pull_in.pull_into_polytope(points, *self._as_polytope)
+
+    @cached_property
+    def _as_polytope(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The exploration centre and the box as ``A x <= b`` with ``A = [I; -I]``,
+        ``b = [upper; -lower]``: the same verdicts as :meth:`contains` with ``tol=0`` (each
+        ``(A x)_j`` is exactly ``x_j`` or ``-x_j``, and negation is exact)."""
+        eye = np.eye(self.dim)
+        return (0.5 * self.lower + 0.5 * self.upper, np.vstack([eye, -eye]),
+                np.concatenate([self.upper, -self.lower]))
 
     @property
     def has_closed_form_greedy(self) -> bool:
@@ -210,3 +223,6 @@ class Polytope(ArmSet):
 
     def _inside(self, xs: np.ndarray, tol: float) -> np.ndarray:
         return np.all(row_matvec(np.ascontiguousarray(xs), self.A) <= self.b + tol, axis=1)
+
+    def _pull_in(self, points: np.ndarray) -> np.ndarray:
+        return _pull_in.pull_into_polytope(points, self.exploration().center, self.A, self.b)

@@ -9,25 +9,85 @@ well-scaled problems are solved exactly as given.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from .._numba import njit
 from .._validation import _fmt
-from ..confidence import cholesky
+from ..confidence.cholesky import inverse_factor_one
 
 #: Binary exponents within which data count as of order one and are solved as given.
 ORDER_ONE = 8
 _NONE = np.iinfo(np.int32).min
 
 
-def _exponent(e: np.ndarray) -> np.ndarray:
-    return np.where(np.abs(e) <= ORDER_ONE, 0, e)
+@njit(inline="always")
+def _binary_exponent(v: float) -> int:
+    """``np.frexp(v)[1]``: ``2^(e-1) <= |v| < 2^e``, and 0 for 0, inf and NaN."""
+    return math.frexp(v)[1] if math.isfinite(v) else 0
+
+
+@njit(inline="always")
+def _order_one(e: int) -> int:
+    """0 for exponents within ``ORDER_ONE`` (data of order one are left as given), else ``e``."""
+    return 0 if abs(e) <= ORDER_ONE else e
+
+
+@njit(inline="always")
+def _largest(x: np.ndarray) -> float:
+    """``max |x_k|`` over all entries, NaN if any is NaN (as ``np.max``)."""
+    out = 0.0
+    for v in x.ravel():
+        if not abs(v) <= out:  # larger, or NaN
+            out = abs(v)
+            if out != out:
+                break
+    return out
+
+
+@njit
+def _scale_directions(thetas: np.ndarray) -> np.ndarray:
+    n, d = thetas.shape
+    out = np.empty((n, d))
+    for i in range(n):
+        e = _order_one(_binary_exponent(_largest(thetas[i])))
+        for k in range(d):
+            out[i, k] = math.ldexp(thetas[i, k], -e)
+    return out
 
 
 def scale_directions(thetas: np.ndarray) -> np.ndarray:
     """``theta / 2^e`` per row with ``2^e`` near ``max |theta_i|``: ``argmax <x, theta>`` is
     unchanged (and a closed form scale-invariant in theta gives the same bits)."""
-    _, exponent = np.frexp(np.max(np.abs(thetas), axis=1))
-    return np.ldexp(thetas, -_exponent(exponent)[:, None])
+    return _scale_directions(np.ascontiguousarray(thetas, dtype=np.float64))
+
+
+@njit
+def _scale_lcb_data(thetas: np.ndarray, chols: np.ndarray,
+                    radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n, d = thetas.shape
+    scaled = np.empty((n, d))
+    factors = np.empty((n, d, d))
+    inv = np.empty((d, d))
+    unit = np.empty(d)
+    col = np.empty(d)
+    for i in range(n):
+        inverse_factor_one(chols[i], inv, unit, col)
+        m = _order_one(_binary_exponent(_largest(inv)))
+        e = _NONE
+        if np.any(thetas[i] != 0):
+            e = _binary_exponent(_largest(thetas[i]))
+        r = radii[i]
+        if r > 0:
+            e = max(e, _binary_exponent(r) + m)
+        e = _order_one(0 if e == _NONE else e)  # 0 for theta = r = 0
+        r_scaled = math.ldexp(r, m - e)
+        for a in range(d):
+            scaled[i, a] = math.ldexp(thetas[i, a], -e)
+            for b in range(d):
+                factors[i, a, b] = math.ldexp(inv[a, b], -m) * r_scaled
+    return scaled, factors
 
 
 def scale_lcb_data(thetas: np.ndarray, chols: np.ndarray,
@@ -37,17 +97,11 @@ def scale_lcb_data(thetas: np.ndarray, chols: np.ndarray,
     ``||x||_{V^{-1}} = ||L^{-1} x||`` for ``V = L L^T``; ``L^{-1} / 2^m`` is of order one and
     ``(theta, r 2^m) / k`` with ``k = 2^e`` from the larger of the two (integer exponents, so
     ``r 2^m`` itself is never formed).  ``argmax <x, theta> - r ||x||_{V^{-1}}`` is unchanged.
+    Compiled per instance: every step is exact, as numpy's ``frexp`` and ``ldexp`` would do it.
     """
-    inv = cholesky.inverse_factor(chols)
-    _, l_exp = np.frexp(np.max(np.abs(inv), axis=(1, 2)))
-    m = _exponent(l_exp)
-    _, t_exp = np.frexp(np.max(np.abs(thetas), axis=1))
-    _, r_exp = np.frexp(radii)
-    e = np.maximum(np.where(np.any(thetas != 0, axis=1), t_exp, _NONE),
-                   np.where(radii > 0, r_exp + m, _NONE))
-    e = _exponent(np.where(e == _NONE, 0, e))  # 0 for theta = r = 0
-    factors = np.ldexp(inv, -m[:, None, None]) * np.ldexp(radii, m - e)[:, None, None]
-    return np.ldexp(thetas, -e[:, None]), factors
+    return _scale_lcb_data(np.ascontiguousarray(thetas, dtype=np.float64),
+                           np.ascontiguousarray(chols, dtype=np.float64),
+                           np.ascontiguousarray(radii, dtype=np.float64))
 
 
 def check_box_holds(arm_set, verified: np.ndarray) -> None:

@@ -181,18 +181,6 @@ def inverse_factor_one(L, out, e, col) -> None:
 
 
 @njit
-def inverse_factor(chol) -> np.ndarray:
-    """``L_i^{-1}`` per run (lower triangular): ``||x||_{V^{-1}} = ||L^{-1} x||``."""
-    n, d, _ = chol.shape
-    out = np.zeros((n, d, d))
-    col = np.empty(d)
-    e = np.zeros(d)
-    for i in range(n):
-        inverse_factor_one(chol[i], out[i], e, col)
-    return out
-
-
-@njit
 def precision_one(L, out, inv, e, col) -> None:
     """``V^{-1} = L^{-T} L^{-1}`` of one run into ``out``, exactly symmetric (``inv``: scratch
     (d, d); ``e``, ``col``: scratch of length d)."""

@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from .._numba import njit
-from .._pull_in import FIRST_CONTRACTION, contraction_limit
+from .._pull_in import pull_in_one
 from .._validation import SYMMETRY_RTOL
 from ..confidence.cholesky import SPD_OK, checked_factor, precision_one
 from .ellipsoid_lcb import lcb_arm_one, square_roots
@@ -57,29 +57,18 @@ def inside_one(x, center, h_inv_sqrt, tol) -> bool:
     return gauge_one(x, center, h_inv_sqrt) <= 1.0 + tol
 
 
+@njit
+def _inside_exactly(x, data) -> bool:
+    """:func:`inside_one` with ``tol = 0``; ``data = (center, h_inv_sqrt)``."""
+    return gauge_one(x, data[0], data[1]) <= 1.0
+
+
 @njit(inline="always")
 def pull_inside_one(x, center, h_inv_sqrt, offset, trial) -> bool:
     """Move ``x`` exactly into ``E`` by the least contraction toward ``c`` that passes
-    :func:`inside_one` with ``tol = 0``; False (``x`` unchanged) if none up to the limit does.
-    ``offset``, ``trial``: scratch of length d."""
-    if inside_one(x, center, h_inv_sqrt, 0.0):
-        return True
-    d = x.shape[0]
-    for k in range(d):
-        offset[k] = x[k] - center[k]
-    limit = contraction_limit(x, center, offset)
-    eps = FIRST_CONTRACTION
-    while eps <= limit * 10.0:
-        factor = 1.0 - min(eps, limit)
-        for k in range(d):
-            trial[k] = center[k] + factor * offset[k]
-        if inside_one(trial, center, h_inv_sqrt, 0.0):
-            x[:] = trial
-            return True
-        if not eps < limit:
-            break
-        eps *= 10.0
-    return False
+    :func:`inside_one` with ``tol = 0`` (:func:`sege_cvx._pull_in.pull_in_one`); False (``x``
+    unchanged) if none up to the limit does.  ``offset``, ``trial``: scratch of length d."""
+    return pull_in_one(x, center, _inside_exactly, (center, h_inv_sqrt), offset, trial)
 
 
 @njit(inline="always")
