@@ -73,9 +73,8 @@ def _prepare_kernels(lcb_method: str) -> None:
     from .experiments.paper import warm_up
 
     print("preparing the compiled kernels ...", end=" ", flush=True)
-    seconds = warm_up(lcb_method)
-    # Loading cached kernels takes well under a second; more means they were compiled now.
-    print(f"compiled once in {seconds:.1f} s (cached for later runs)" if seconds > 1.0
+    seconds, compiled = warm_up(lcb_method)
+    print(f"compiled once in {seconds:.1f} s (cached for later runs)" if compiled
           else f"loaded from the cache in {seconds:.2f} s", flush=True)
 
 

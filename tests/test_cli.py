@@ -196,15 +196,15 @@ def test_arm_set_choices_are_the_examples():
     assert EXAMPLE_NAMES == tuple(sorted(EXAMPLES))
 
 
-@pytest.mark.parametrize("seconds, said", [
-    (14.2, "preparing the compiled kernels ... compiled once in 14.2 s (cached for later runs)"),
-    (0.04, "preparing the compiled kernels ... loaded from the cache in 0.04 s"),
+@pytest.mark.parametrize("seconds, compiled, said", [
+    (14.2, True, "preparing the compiled kernels ... compiled once in 14.2 s (cached for later runs)"),
+    (1.2, False, "preparing the compiled kernels ... loaded from the cache in 1.20 s"),
 ])
 def test_a_cold_start_says_it_compiles_before_simulating(monkeypatch, capsys, tmp_path, seconds,
-                                                         said):
+                                                         compiled, said):
     import sege_cvx.experiments.paper as paper
 
-    monkeypatch.setattr(paper, "warm_up", lambda lcb_method="auto": seconds)
+    monkeypatch.setattr(paper, "warm_up", lambda lcb_method="auto": (seconds, compiled))
     for module in (paper, sege_cvx.experiments):  # the CLI imports it through the package
         monkeypatch.setattr(module, "run_study", _no_study)
     with pytest.raises(RuntimeError, match="stop here"):

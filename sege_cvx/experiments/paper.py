@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from numba.core.dispatcher import Dispatcher
 
 from .._validation import as_positive_int
 from ..arm_sets import ArmSet, Ball
@@ -159,20 +161,39 @@ def summarize(result: SimulationResult, threshold: float, seed: int) -> dict:
     }
 
 
-def warm_up(lcb_method: str = "auto") -> float:
+def warm_up(lcb_method: str = "auto") -> tuple[float, bool]:
     """Compile (or load from numba's cache) every kernel the study's simulations use.
 
     Runs SEGE (with LCB arms by ``lcb_method``) and CLUCB for a few stages of the paper's
     problem; the kernels are specialized by array types only, so the same compiled code then
-    serves any problem and size.  Returns the seconds it took: tens of seconds the first time
-    on a machine, a fraction of a second once the kernels are cached.
+    serves any problem and size.
+
+    Returns
+    -------
+    seconds : float
+        How long it took: tens of seconds the first time on a machine, a fraction of a second
+        once the kernels are cached.
+    compiled : bool
+        Whether any kernel was compiled (rather than loaded from the cache).
     """
     start = time.perf_counter()
+    misses = _cache_misses()
     setup = paper_problem()
     policy_seeds, noise_seeds = run_seeds(0, 2)
     for policy in (setup.sege(2, policy_seeds, lcb_method), setup.clucb(2)):
         simulate(policy, LinearBandit(setup.theta_star, setup.noise_sd, noise_seeds), 3)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _cache_misses() > misses
+
+
+def _cache_misses() -> int:
+    """Kernels of this package compiled so far in this process (numba's cache misses)."""
+    total = 0
+    for name, module in list(sys.modules.items()):
+        if name.startswith("sege_cvx") and module is not None:
+            for value in vars(module).values():
+                if isinstance(value, Dispatcher) and value._cache is not None:
+                    total += sum(value.stats.cache_misses.values())
+    return total
 
 
 def run_study(
