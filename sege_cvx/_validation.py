@@ -139,16 +139,20 @@ def as_spd_batch(name: str, value: object, dim: int) -> tuple[np.ndarray, np.nda
     )
 
     sym, chol, codes = checked_factor_all(np.ascontiguousarray(arr), SYMMETRY_RTOL)
-    bad = np.flatnonzero(codes != SPD_OK)
-    if bad.size:
-        i, code = int(bad[0]), int(codes[bad[0]])
-        if code == SPD_ASYMMETRIC:
+    if np.any(codes != SPD_OK):
+        # Asymmetry first, then the most indefinite instance, then singularity.
+        asymmetric = np.flatnonzero(codes == SPD_ASYMMETRIC)
+        if asymmetric.size:
+            i = int(asymmetric[0])
             asym = np.abs(arr[i] - arr[i].T).max()
             raise ValueError(f"{name} must be symmetric; instance {i} has asymmetry {asym:.3g}")
-        if code == SPD_NOT_DEFINITE:
-            eig = scaled_eigenvalues(sym[i])[0]
+        indefinite = np.flatnonzero(codes == SPD_NOT_DEFINITE)
+        if indefinite.size:
+            eig = np.array([scaled_eigenvalues(sym[i])[0] for i in indefinite])
+            i = int(indefinite[np.argmin(eig)])
             raise ValueError(f"{name} must be positive definite; instance {i} has smallest "
-                             f"eigenvalue {eig:.3g}")
+                             f"eigenvalue {eig.min():.3g}")
+        i = int(np.flatnonzero(codes != SPD_OK)[0])
         raise ValueError(f"{name} must be positive definite with a representable inverse; "
                          f"instance {i} is singular in floating point (entries of magnitude "
                          f"{np.abs(arr[i]).max():.3g})")

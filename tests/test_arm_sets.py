@@ -191,3 +191,25 @@ def test_pull_inside_moves_finite_rows_next_to_nan_rows():
     points, ok = l15.pull_inside(np.array([[np.nan, np.nan], just_out]))
     np.testing.assert_array_equal(ok, [False, True])
     assert l15.contains(points[1], tol=0.0) and np.linalg.norm(points[1] - just_out) < 1e-8
+
+
+def test_single_call_fast_path_reports_like_the_general_path():
+    # A radius beyond the float range, and data that overflow inside the closed form (d = 3,
+    # where eigh is LAPACK's), are reported as by the general path, not by the fast path.
+    E = sc.Ellipsoid([0.5, 0.0], np.eye(2))
+    with pytest.raises(ValueError, match="radius must be finite"):
+        E.lcb_arm(np.array([1.0, 0.3]), 2.0 * np.eye(2), 10**400)
+    big = sc.Ellipsoid(np.zeros(3), 1e10 * np.eye(3))
+    args = (np.array([1.0, 0.0, 0.0]), 1e-300 * np.eye(3), 1.0)
+    with pytest.raises(sc.SolverFailure) as fast:
+        big.lcb_arm(*args)
+    with pytest.raises(sc.SolverFailure) as general:
+        big.lcb_arm(args[0].tolist(), args[1].tolist(), 1.0)
+    assert str(fast.value) == str(general.value)
+
+
+def test_spd_validation_names_asymmetry_first_then_the_most_indefinite_instance():
+    with pytest.raises(ValueError, match="V must be symmetric; instance 1"):
+        DISK.lcb_arm(np.ones((2, 2)), [[[1.0, 0.0], [0.0, -1.0]], [[1.0, 0.5], [0.0, 1.0]]], 1.0)
+    with pytest.raises(ValueError, match="instance 1 has smallest eigenvalue -5"):
+        DISK.lcb_arm(np.ones((2, 2)), [np.diag([1.0, -1.0]), np.diag([1.0, -5.0])], 1.0)
