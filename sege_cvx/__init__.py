@@ -19,6 +19,7 @@ _EXPORTS = {
     "ConfidenceEllipsoid": ".confidence", "confidence_radius": ".confidence", "lcb": ".confidence",
     "SolverFailure": ".conic", "CLUCB": ".policies", "SEGE": ".policies",
     "LinearBandit": ".simulation", "run_seeds": ".simulation", "simulate": ".simulation",
+    "BanditProblem": ".experiments", "StudySpec": ".experiments",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,0 +1,211 @@
+"""A study spec: problems x algorithms x parameter grids x seeds, from TOML or Python.
+
+::
+
+    seed = 11
+    runs = 250
+    horizon = 20000
+    # checkpoints = [...]            # optional; default about 200 log-spaced stages
+
+    [[problems]]
+    name = "paper"                   # a built-in example (the names of `sege-cvx run --arm-set`)
+
+    [[problems]]
+    factory = "mypkg.problems:make"  # any importable callable returning a BanditProblem
+
+    [[algorithms]]
+    name = "SEGE"
+    [algorithms.grid]                # the product of these lists; any constructor parameter
+    c = [0.25, 0.5, 1.0]
+    lcb_method = ["closed_form", "solver"]
+
+    [[algorithms]]
+    name = "CLUCB"
+
+The spec's shape is checked when it is read, before any work: unknown keys, unknown algorithms
+or parameters, empty grids and bad sizes are errors naming the key.  A grid parameter overrides
+the value the problem gives (e.g. SEGE's ``c`` and ``lam``); its values are checked by the
+algorithm's constructor.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .._validation import as_nonnegative_int, as_positive_int
+
+#: Parameters a grid may vary, per algorithm: its constructor's (the others come from the
+#: problem: arm set, baseline, threshold, S, noise sd; or from the sweep: runs and seeds), and
+#: for SEGE ``delta_bar``, the overall risk of its schedule ``delta_t = 6 delta_bar / (pi^2 t^2)``.
+GRID_PARAMETERS = {
+    "SEGE": ("c", "lam", "rho", "L", "lcb_method", "delta_bar"),
+    "CLUCB": ("lam", "delta", "n_arms"),
+}
+
+_TOP_KEYS = {"seed", "runs", "horizon", "checkpoints", "problems", "algorithms"}
+_PROBLEM_KEYS = {"name", "factory"}
+_ALGORITHM_KEYS = {"name", "grid"}
+
+
+class SpecError(ValueError):
+    """A study spec that cannot be run; the message names the offending key."""
+
+
+@dataclass(frozen=True)
+class ProblemSpec:
+    """One problem of a study: a built-in example by ``name``, or a ``factory``
+    (``"module:callable"``) returning a :class:`~sege_cvx.experiments.paper.BanditProblem`."""
+
+    name: str | None = None
+    factory: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How results name the problem: its ``name``, else its ``factory``."""
+        return self.name if self.name is not None else str(self.factory)
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """One algorithm of a study and the grid of its parameters (lists of values)."""
+
+    name: str
+    grid: dict[str, tuple] = field(default_factory=dict)
+
+    def settings(self) -> list[dict]:
+        """The grid's product, one dict per cell, keys in the spec's order (``[{}]`` if none)."""
+        keys = list(self.grid)
+        return [dict(zip(keys, values, strict=True))
+                for values in itertools.product(*(self.grid[k] for k in keys))]
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    """A study: every problem x algorithm x grid cell, each over ``runs`` seeded runs.
+
+    Examples
+    --------
+    >>> spec = StudySpec.from_dict({"seed": 11, "runs": 4, "horizon": 100,
+    ...                             "problems": [{"name": "paper"}],
+    ...                             "algorithms": [{"name": "SEGE", "grid": {"c": [0.25, 0.5]}},
+    ...                                            {"name": "CLUCB"}]})
+    >>> [(p.label, a.name, s) for p, a, s in spec.cells()]
+    [('paper', 'SEGE', {'c': 0.25}), ('paper', 'SEGE', {'c': 0.5}), ('paper', 'CLUCB', {})]
+    """
+
+    seed: int
+    runs: int
+    horizon: int
+    problems: tuple[ProblemSpec, ...]
+    algorithms: tuple[AlgorithmSpec, ...]
+    checkpoints: tuple[int, ...] | None = None
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> StudySpec:
+        """Read and check a TOML spec file."""
+        path = Path(path)
+        try:
+            data = tomllib.loads(path.read_text())
+        except OSError as exc:
+            raise SpecError(f"cannot read the spec {path}: {exc.strerror or exc}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise SpecError(f"{path} is not valid TOML: {exc}") from None
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> StudySpec:
+        """Check a spec given as a dict (the TOML's tables and arrays)."""
+        if not isinstance(data, dict):
+            raise SpecError(f"a spec is a table of keys, got {type(data).__name__}")
+        _no_unknown("the spec", data, _TOP_KEYS)
+        for key in ("seed", "runs", "horizon", "problems", "algorithms"):
+            if key not in data:
+                raise SpecError(f"the spec needs '{key}'")
+        seed = _checked("seed", as_nonnegative_int, data["seed"])
+        runs = _checked("runs", as_positive_int, data["runs"])
+        horizon = _checked("horizon", as_positive_int, data["horizon"])
+        checkpoints = None
+        if "checkpoints" in data:
+            given = _nonempty_list("checkpoints", data["checkpoints"])
+            checkpoints = tuple(sorted({_checked("checkpoints", as_positive_int, c) for c in given}))
+            if checkpoints[-1] > horizon:
+                raise SpecError(f"checkpoints must lie in 1..{horizon} (the horizon), got "
+                                f"{checkpoints[-1]}")
+        problems = tuple(_problem(i, p) for i, p in
+                         enumerate(_nonempty_list("problems", data["problems"])))
+        algorithms = tuple(_algorithm(i, a) for i, a in
+                           enumerate(_nonempty_list("algorithms", data["algorithms"])))
+        labels = [p.label for p in problems]
+        if len(set(labels)) != len(labels):
+            raise SpecError(f"problems must be distinct, got {labels}")
+        return cls(seed, runs, horizon, problems, algorithms, checkpoints)
+
+    def cells(self) -> list[tuple[ProblemSpec, AlgorithmSpec, dict]]:
+        """Every ``(problem, algorithm, settings)`` of the study, in the spec's order."""
+        return [(p, a, s) for p in self.problems for a in self.algorithms for s in a.settings()]
+
+
+def _no_unknown(where: str, table: dict, allowed: set[str]) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise SpecError(f"unknown key '{unknown[0]}' in {where} (allowed: "
+                        f"{', '.join(sorted(allowed))})")
+
+
+def _checked(key: str, convert, value):
+    try:
+        return convert(key, value)
+    except (TypeError, ValueError) as exc:
+        raise SpecError(str(exc)) from None
+
+
+def _nonempty_list(key: str, value) -> list:
+    if not isinstance(value, list):
+        raise SpecError(f"'{key}' must be a list, got {value!r}")
+    if not value:
+        raise SpecError(f"'{key}' must not be empty")
+    return value
+
+
+def _problem(i: int, table) -> ProblemSpec:
+    where = f"problems[{i}]"
+    if not isinstance(table, dict):
+        raise SpecError(f"{where} must be a table, got {table!r}")
+    _no_unknown(where, table, _PROBLEM_KEYS)
+    if len(table) != 1:
+        raise SpecError(f"{where} needs exactly one of 'name' (a built-in example) or 'factory' "
+                        f"('module:callable'), got {sorted(table)}")
+    if "name" in table:
+        from .examples import EXAMPLES  # the problems themselves load their arm sets lazily
+
+        if table["name"] not in EXAMPLES:
+            raise SpecError(f"{where}: unknown problem name {table['name']!r} (built-in: "
+                            f"{', '.join(sorted(EXAMPLES))})")
+        return ProblemSpec(name=table["name"])
+    factory = table["factory"]
+    if not isinstance(factory, str) or factory.count(":") != 1 or not all(factory.split(":")):
+        raise SpecError(f"{where}: factory must be 'module:callable', got {factory!r}")
+    return ProblemSpec(factory=factory)
+
+
+def _algorithm(i: int, table) -> AlgorithmSpec:
+    where = f"algorithms[{i}]"
+    if not isinstance(table, dict):
+        raise SpecError(f"{where} must be a table, got {table!r}")
+    _no_unknown(where, table, _ALGORITHM_KEYS)
+    name = table.get("name")
+    if name not in GRID_PARAMETERS:
+        raise SpecError(f"{where}: unknown algorithm {name!r} (known: "
+                        f"{', '.join(GRID_PARAMETERS)})")
+    grid = table.get("grid", {})
+    if not isinstance(grid, dict):
+        raise SpecError(f"{where}.grid must be a table of lists, got {grid!r}")
+    for key, values in grid.items():
+        if key not in GRID_PARAMETERS[name]:
+            raise SpecError(f"{where}.grid: {name} has no parameter '{key}' to vary (it can vary: "
+                            f"{', '.join(GRID_PARAMETERS[name])})")
+        _nonempty_list(f"{where}.grid.{key}", values)
+    return AlgorithmSpec(name, {key: tuple(values) for key, values in grid.items()})
