@@ -216,3 +216,23 @@ def test_a_cold_start_says_it_compiles_before_simulating(monkeypatch, capsys, tm
 
 def _no_study(**kwargs):
     raise RuntimeError("stop here")
+
+
+def test_figures_draw_quantile_bands_by_default_and_extremes_on_request():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from sege_cvx.experiments import figures, run_study
+
+    study = run_study(runs=4, horizon=300, seed=2)
+    agg = study.sege.stats.aggregates()
+    for band, low in (("quantile", agg["reward_q05"]), ("minmax", agg["reward_window_min"])):
+        fig = figures.reward_figure(study.sege, study.setup.threshold, 2.4, "b", "SEGE", band=band)
+        drawn = fig.axes[0].collections[0].get_paths()[0].vertices[:, 1]
+        assert np.isclose(drawn.min(), low.min())
+        figures.plt.close(fig)
+    fig = figures.regret_figure(study.sege, study.clucb)
+    assert fig.axes[0].get_title() == "Cumulative regret (4 runs)"
+    figures.plt.close(fig)
+    with pytest.raises(ValueError, match="band must be one of"):
+        figures.regret_figure(study.sege, study.clucb, band="iqr")

@@ -17,35 +17,56 @@ from ..confidence import lcb  # noqa: E402
 SEGE_COLOR, CLUCB_COLOR = "tab:blue", "tab:green"
 
 
+#: Quantile band drawn by default (5 % to 95 % over runs); ``band="minmax"`` draws the extremes.
+BANDS = ("quantile", "minmax")
+
+
 def _save(fig, out: Path, name: str) -> list[Path]:
     paths = [out / f"{name}.png", out / f"{name}.pdf"]
-    # Fixed margins that fit these figures' labels: a computed layout (bbox_inches="tight",
-    # tight or constrained layout) draws every figure once more, doubling the time to write it.
-    fig.subplots_adjust(left=0.15, right=0.97, bottom=0.14, top=0.91)
     for p in paths:
         fig.savefig(p, dpi=150)
     plt.close(fig)
     return paths
 
 
-def _band(ax, stages: np.ndarray, mean: np.ndarray, low: np.ndarray, high: np.ndarray,
-          color: str, label: str) -> None:
-    """Mean over runs as a line, min-max over runs as a shaded band, at the checkpoint stages."""
-    ax.fill_between(stages, low, high, color=color, alpha=0.25, linewidth=0,
-                    label=f"{label} range over runs")
-    ax.plot(stages, mean, color=color, linewidth=1.2, label=f"{label} mean")
+def _axes(figsize=(5.2, 4.2), bottom=0.30):
+    """A figure with room below the axes for the legend: fixed margins, because a computed
+    layout (bbox_inches="tight", tight or constrained layout) draws every figure once more."""
+    fig, ax = plt.subplots(figsize=figsize)
+    fig.subplots_adjust(left=0.15, right=0.97, bottom=bottom, top=0.91)
+    return fig, ax
 
 
-def reward_figure(result, threshold: float, optimal: float, color: str, label: str):
+def _legend_below(ax) -> None:
+    """The legend under the axes, where it hides no data (the band's edge near b included)."""
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=2, frameon=False)
+
+
+def _check_band(band: str) -> None:
+    if band not in BANDS:
+        raise ValueError(f"band must be one of {BANDS}, got {band!r}")
+
+
+def reward_figure(result, threshold: float, optimal: float, color: str, label: str,
+                  band: str = "quantile"):
     """Stagewise expected reward ``<X_t, theta*>`` with the safety threshold ``b``.
 
-    The band's edges are the extremes over runs and over every stage since the previous
-    checkpoint, so a dip below ``b`` between checkpoints shows.
+    The line is the mean over runs at the checkpoint stages; the band spans the 5 % to 95 %
+    quantiles over runs (``band="quantile"``), or (``"minmax"``) the extremes over runs and over
+    every stage since the previous checkpoint, so that a dip below ``b`` between checkpoints
+    shows.
     """
-    st = result.stats
-    fig, ax = plt.subplots(figsize=(5.2, 3.6))
-    _band(ax, st.checkpoints, st.reward.mean(axis=1), st.reward_min.min(axis=1),
-          st.reward_max.max(axis=1), color, label)
+    _check_band(band)
+    agg = result.stats.aggregates()
+    fig, ax = _axes()
+    stages = agg["checkpoints"]
+    if band == "quantile":
+        low, high, what = agg["reward_q05"], agg["reward_q95"], "5-95 % of runs"
+    else:
+        low, high, what = agg["reward_window_min"], agg["reward_window_max"], "range over runs"
+    ax.fill_between(stages, low, high, color=color, alpha=0.25, linewidth=0,
+                    label=f"{label} {what}")
+    ax.plot(stages, agg["reward_mean"], color=color, linewidth=1.2, label=f"{label} mean")
     ax.axhline(threshold, color="red", linestyle="--", linewidth=1, label="safety threshold b")
     ax.axhline(optimal, color="black", linestyle=":", linewidth=1,
                label=r"optimal $\langle X^*, \theta^*\rangle$")
@@ -53,38 +74,55 @@ def reward_figure(result, threshold: float, optimal: float, color: str, label: s
     ax.set_xlabel("stage t")
     ax.set_ylabel(r"expected reward $\langle X_t, \theta^*\rangle$")
     ax.set_title(f"{label}: stagewise expected reward ({result.n_runs} runs)")
-    ax.legend(fontsize=7, loc="lower right")
+    _legend_below(ax)
     return fig
 
 
-def regret_figure(sege, clucb):
-    """Cumulative regret of both algorithms (mean and min-max band)."""
-    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+def regret_figure(sege, clucb, band: str = "quantile"):
+    """Cumulative regret of both algorithms: mean over runs and a 5-95 % quantile band (or,
+    ``band="minmax"``, the range over runs)."""
+    _check_band(band)
+    fig, ax = _axes()
     for result, color, label in ((sege, SEGE_COLOR, "SEGE"), (clucb, CLUCB_COLOR, "CLUCB")):
-        st = result.stats
-        _band(ax, st.checkpoints, st.regret.mean(axis=1), st.regret.min(axis=1),
-              st.regret.max(axis=1), color, label)
+        agg = result.stats.aggregates()
+        low, high = ((agg["regret_q05"], agg["regret_q95"]) if band == "quantile"
+                     else (agg["regret_min"], agg["regret_max"]))
+        what = "5-95 % of runs" if band == "quantile" else "range over runs"
+        ax.fill_between(agg["checkpoints"], low, high, color=color, alpha=0.25, linewidth=0,
+                        label=f"{label} {what}")
+        ax.plot(agg["checkpoints"], agg["regret_mean"], color=color, linewidth=1.2,
+                label=f"{label} mean")
     ax.set_xlabel("stage t")
     ax.set_ylabel("cumulative regret")
-    ax.set_title("Cumulative regret")
-    ax.legend(fontsize=7, loc="upper left")
+    runs = (f"{sege.n_runs} runs" if sege.n_runs == clucb.n_runs
+            else f"{sege.n_runs} and {clucb.n_runs} runs")
+    ax.set_title(f"Cumulative regret ({runs})")
+    _legend_below(ax)
     return fig
 
 
 def safe_set_figure(study):
-    """Paper Figure 3: ``{x in X : LCB_t(x) >= b}`` of run 0 at several stages."""
+    """Paper Figure 3: ``{x in X : LCB_t(x) >= b}`` of run 0 at several stages.
+
+    The unsafe part of the disk, ``<x, theta*> < b``, is drawn exactly (a circular segment); each
+    stage's safe set is shaded, later stages darker, with its boundary drawn.
+    """
     setup = study.setup
     center, radius = setup.arm_set.center, setup.arm_set.radius
     theta_star = np.asarray(setup.theta_star)
-    fig, ax = plt.subplots(figsize=(4.6, 4.6))
+    fig, ax = _axes(figsize=(4.8, 5.6), bottom=0.24)
+    fig.subplots_adjust(left=0.14, right=0.96)
+    angles = np.linspace(0, 2 * np.pi, 721)
+    circle = center + radius * np.column_stack([np.cos(angles), np.sin(angles)])
+    unsafe = circle[circle @ theta_star < setup.threshold]
+    if len(unsafe):  # the circle's unsafe arc, closed by the chord on <x, theta*> = b
+        ax.fill(unsafe[:, 0], unsafe[:, 1], color="red", alpha=0.2, linewidth=0,
+                label=r"unsafe: $\langle x, \theta^*\rangle < b$")
+    ax.plot(circle[:, 0], circle[:, 1], "k-", lw=1)
     grid = np.linspace(-1.0, 1.0, 401) * radius
     gx, gy = np.meshgrid(center[0] + grid, center[1] + grid)
     pts = np.column_stack([gx.ravel(), gy.ravel()])
     inside = (np.linalg.norm(pts - center, axis=1) <= radius).reshape(gx.shape)
-    unsafe = ((pts @ theta_star) < setup.threshold).reshape(gx.shape) & inside
-    ax.contourf(gx, gy, unsafe.astype(float), levels=[0.5, 1.5], colors=["red"], alpha=0.25)
-    angles = np.linspace(0, 2 * np.pi, 400)
-    ax.plot(center[0] + radius * np.cos(angles), center[1] + radius * np.sin(angles), "k-", lw=1)
     stages = sorted(study.sege.snapshots)
     cmap = plt.get_cmap("Blues")
     for k, t in enumerate(stages):
@@ -93,18 +131,22 @@ def safe_set_figure(study):
                           np.nan)
         shade = cmap(0.35 + 0.65 * (k + 1) / len(stages))
         if np.nanmax(margin) >= 0:
+            ax.contourf(gx, gy, margin, levels=[0.0, np.inf], colors=[shade], alpha=0.12)
             ax.contour(gx, gy, margin, levels=[0.0], colors=[shade], linewidths=1.2)
-        ax.plot([], [], color=shade, label=f"t = {t}")
+        ax.plot([], [], color=shade, label=f"safe set at t = {t}")
     x_opt = study.sege.optimal_reward  # value; the arm itself from the disk's greedy formula
     arm_opt = center + radius * theta_star / np.linalg.norm(theta_star)
     ax.plot(*setup.baseline_arm, "o", color="tab:blue", label="baseline arm $X_0$")
-    ax.plot(*arm_opt, "*", color="black", markersize=12,
-            label=rf"$X^*$ (reward {x_opt:.2f})")
+    ax.plot(*arm_opt, "*", color="black", markersize=12, label=rf"$X^*$ (reward {x_opt:.2f})")
+    pad = 0.06 * radius  # the whole disk, its top and bottom included
+    ax.set_xlim(center[0] - radius - pad, center[0] + radius + pad)
+    ax.set_ylim(center[1] - radius - pad, center[1] + radius + pad)
     ax.set_aspect("equal")
     ax.set_xlabel("$x_1$")
     ax.set_ylabel("$x_2$")
-    ax.set_title(r"Safe sets $\{x : \mathrm{LCB}_t(x) \geq b\}$, run 0 (red: unsafe)")
-    ax.legend(fontsize=7, loc="lower left")
+    ax.set_title(r"Safe sets $\{x : \mathrm{LCB}_t(x) \geq b\}$, run 0")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.11), ncol=2,
+              frameon=False)
     return fig
 
 
