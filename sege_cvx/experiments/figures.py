@@ -119,7 +119,7 @@ def safe_set_figure(study):
         ax.fill(unsafe[:, 0], unsafe[:, 1], color="red", alpha=0.2, linewidth=0,
                 label=r"unsafe: $\langle x, \theta^*\rangle < b$")
     ax.plot(circle[:, 0], circle[:, 1], "k-", lw=1)
-    grid = np.linspace(-1.0, 1.0, 401) * radius
+    grid = np.linspace(-1.0, 1.0, 301) * radius  # the contours interpolate between points
     gx, gy = np.meshgrid(center[0] + grid, center[1] + grid)
     pts = np.column_stack([gx.ravel(), gy.ravel()])
     inside = (np.linalg.norm(pts - center, axis=1) <= radius).reshape(gx.shape)
