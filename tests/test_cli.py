@@ -236,3 +236,25 @@ def test_figures_draw_quantile_bands_by_default_and_extremes_on_request():
     figures.plt.close(fig)
     with pytest.raises(ValueError, match="band must be one of"):
         figures.regret_figure(study.sege, study.clucb, band="iqr")
+
+
+def test_another_problem_s_figures_are_named_and_titled_after_it(tmp_path, monkeypatch):
+    from sege_cvx.experiments import figures, run_study
+    from sege_cvx.experiments.examples import EXAMPLES
+
+    study = run_study(runs=2, horizon=60, seed=1, setup=EXAMPLES["ellipsoid"]())
+    titles = []
+    save = figures._save
+
+    def recording_save(fig, out, name):
+        titles.append(fig.axes[0].get_title())
+        return save(fig, out, name)
+
+    monkeypatch.setattr(figures, "_save", recording_save)
+    paths = figures.write_figures(study, tmp_path)
+    assert sorted(p.name for p in paths) == sorted(
+        f"ellipsoid_{kind}.{ext}" for kind in ("sege_reward", "clucb_reward", "regret")
+        for ext in ("png", "pdf"))
+    assert titles == ["ellipsoid: SEGE: stagewise expected reward (2 runs)",
+                      "ellipsoid: CLUCB: stagewise expected reward (2 runs)",
+                      "ellipsoid: Cumulative regret (2 runs)"]

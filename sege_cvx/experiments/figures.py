@@ -150,15 +150,38 @@ def safe_set_figure(study):
     return fig
 
 
+#: The paper's figure numbers, used for the paper's problem; other problems' files are named
+#: after the problem (``<name>_sege_reward``, ...) and their titles name it.
+PAPER_FIGURES = {"sege_reward": "fig2a_sege_reward", "clucb_reward": "fig2b_clucb_reward",
+                 "regret": "fig2c_regret", "safe_sets": "fig3_safe_sets"}
+
+
 def write_figures(study, out: Path) -> list[Path]:
-    """Write fig2a, fig2b, fig2c and (for a disk in the plane) fig3, as PNG and PDF, into ``out``."""
+    """Write the reward figures of both algorithms, the regret figure and (for a disk in the
+    plane) the safe sets, as PNG and PDF, into ``out``.
+
+    The paper's problem gets the paper's names (``fig2a_sege_reward``, ``fig2b_clucb_reward``,
+    ``fig2c_regret``, ``fig3_safe_sets``); another problem ``<name>_sege_reward``,
+    ``<name>_clucb_reward``, ``<name>_regret``, ``<name>_safe_sets``, with its name in the titles.
+    """
     s = study.setup
+    paper = s.name == "paper"
+
+    def name(kind: str) -> str:
+        return PAPER_FIGURES[kind] if paper else f"{s.name or 'problem'}_{kind}"
+
+    def titled(fig):
+        if not paper and s.name:
+            ax = fig.axes[0]
+            ax.set_title(f"{s.name}: {ax.get_title()}", fontsize=10)
+        return fig
+
     paths = []
-    paths += _save(reward_figure(study.sege, s.threshold, study.sege.optimal_reward, SEGE_COLOR,
-                                 "SEGE"), out, "fig2a_sege_reward")
-    paths += _save(reward_figure(study.clucb, s.threshold, study.clucb.optimal_reward, CLUCB_COLOR,
-                                 "CLUCB"), out, "fig2b_clucb_reward")
-    paths += _save(regret_figure(study.sege, study.clucb), out, "fig2c_regret")
+    paths += _save(titled(reward_figure(study.sege, s.threshold, study.sege.optimal_reward,
+                                        SEGE_COLOR, "SEGE")), out, name("sege_reward"))
+    paths += _save(titled(reward_figure(study.clucb, s.threshold, study.clucb.optimal_reward,
+                                        CLUCB_COLOR, "CLUCB")), out, name("clucb_reward"))
+    paths += _save(titled(regret_figure(study.sege, study.clucb)), out, name("regret"))
     if isinstance(s.arm_set, Ball) and s.arm_set.dim == 2 and study.sege.snapshots:
-        paths += _save(safe_set_figure(study), out, "fig3_safe_sets")
+        paths += _save(titled(safe_set_figure(study)), out, name("safe_sets"))
     return paths
