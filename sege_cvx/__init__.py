@@ -8,7 +8,7 @@ command line's argument checks) stays light.  cvxpy and Clarabel load only when 
 ellipsoid or ball with its closed forms, as in the paper's study, never loads them.
 """
 
-from importlib import import_module
+from ._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -25,13 +25,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(import_module(_EXPORTS[name], __name__), name)
-        globals()[name] = value  # later look-ups skip this function
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

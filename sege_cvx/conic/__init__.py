@@ -4,8 +4,7 @@
 Clarabel, on first use (PEP 562).
 """
 
-from importlib import import_module
-
+from .._lazy import lazy_exports
 from .errors import SolverFailure
 
 _EXPORTS = {"CompiledConicProgram": ".compiled", "ConicSolution": ".compiled",
@@ -15,13 +14,4 @@ __all__ = ["CompiledConicProgram", "ConicSolution", "SolverFailure", "greedy_pro
            "lcb_arm_program"]
 
 
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(import_module(_EXPORTS[name], __name__), name)
-        globals()[name] = value  # later look-ups skip this function
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

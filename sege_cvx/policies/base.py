@@ -28,6 +28,18 @@ class BatchPolicy:
                     trace_reward: np.ndarray, trace_decision: np.ndarray) -> int:
         raise NotImplementedError
 
+    def _stages_done(self, last: int, rows: np.ndarray, failed: np.ndarray) -> int:
+        """After a compiled call that played stages up to ``last``: raise if a run's ``V`` lost
+        definiteness (``failed[i]``: the stage), else record the stage and return the next
+        checkpoint row (the same for every run)."""
+        if failed.any():
+            i = int(np.argmax(failed > 0))
+            raise ValueError(f"run {i}, stage {failed[i]}: V = lam I + sum x x^T is not "
+                             f"numerically positive definite (lam = {self.lam:g} is too small): "
+                             "use a larger lam")
+        self.t = last
+        return int(rows[0])
+
     def _set_problem(self, arm_set: ArmSet, baseline_arm, baseline_reward, threshold, S, noise_sd,
                      lam, n_runs) -> None:
         """Validate and store what every safe-bandit policy is given (Assumptions 1-3, b < b0).

@@ -11,7 +11,7 @@ from .._validation import as_batch_of_vectors, as_positive_int, as_scalar
 from ..arm_sets.base import ArmSet
 from ..confidence.cholesky import inverse_factor_one, lcb_one, observe_one
 from ..confidence.ellipsoid import ConfidenceEllipsoid, RadiusFormula
-from ..simulation.statistics import record_one
+from ..simulation.statistics import record_run_stage
 from .base import BatchPolicy
 
 #: Decision codes recorded per stage (``CLUCB.last_decision``).
@@ -209,18 +209,15 @@ def run_stages(t0, n_stages, state, beta_table, arms, arms_t, b0, alpha, baselin
     Per run and round, the very functions of the step API in its order: :func:`choose`, the
     reward ``<x, theta*> + noise_sd * noise`` (as :meth:`LinearBandit.pull`), the update of the
     confidence set on optimistic rounds (:func:`observe_one`) and the running statistics
-    (:func:`record_one`), so a run's numbers are bitwise those of ``select``/``observe``,
+    (:func:`record_run_stage`), so a run's numbers are bitwise those of ``select``/``observe``,
     whatever the thread that computed it.  ``state``: ``(V, chol, xy_sum, theta_hat, counts,
     optimistic_sum, decision_counts, last_decision)``; ``stats``: the arrays of
     :class:`~sege_cvx.simulation.statistics.RunStatistics`; ``rows[i]`` receives run ``i``'s
     next checkpoint row; ``failed[i]`` the round at which its ``V`` lost definiteness (else 0).
     """
     V, chol, xy_sum, theta_hat, counts, optimistic_sum, decision_counts, last_decision = state
-    (cum_regret, cum_reward, min_reward, reward_min, reward_max, first_violation, violations,
-     conservative, decisions, regret_rows, reward_rows, violation_rows, decision_rows) = stats
     trace_reward, trace_decision = traces
     n, d = theta_hat.shape
-    keep_trace = trace_reward.shape[0] > 0
     for i in prange(n):
         # Views of run i's rows are taken once: a view of a shared array touches its reference
         # count, which threads would otherwise contend for at every round.
@@ -253,19 +250,8 @@ def run_stages(t0, n_stages, state, beta_table, arms, arms_t, b0, alpha, baselin
                 decision_counts[i, 1] += 1
                 code = 2
             last_decision[i] = code
-            record_one(i, t, mean, code, optimal, threshold, cum_regret, cum_reward, min_reward,
-                       reward_min, reward_max, r_i, first_violation, violations, conservative,
-                       decisions)
-            if t == grid[r_i]:
-                regret_rows[r_i, i] = cum_regret[i]
-                reward_rows[r_i, i] = mean
-                violation_rows[r_i, i] = violations[i]
-                for c in range(decisions.shape[1]):
-                    decision_rows[r_i, i, c] = decisions[i, c]
-                r_i += 1
-            if keep_trace:
-                trace_reward[s_, i] = mean
-                trace_decision[s_, i] = code
+            r_i = record_run_stage(i, t, s_, mean, code, optimal, threshold, grid, r_i, stats,
+                                   trace_reward, trace_decision)
         rows[i] = r_i
 
 
@@ -403,13 +389,7 @@ class CLUCB(BatchPolicy):
                    self.baseline_arm, bandit.theta_star, bandit.noise_sd, noise, optimal,
                    self.threshold, stats.checkpoints, row, stats.arrays(), rows,
                    (trace_reward, trace_decision), failed)
-        if failed.any():
-            i = int(np.argmax(failed > 0))
-            raise ValueError(f"run {i}, round {failed[i]}: V = lam I + sum x x^T is not "
-                             f"numerically positive definite (lam = {self.lam:g} is too small): "
-                             "use a larger lam")
-        self.t = t0 + k - 1
-        return int(rows[0])
+        return self._stages_done(t0 + k - 1, rows, failed)
 
     def observe(self, x: np.ndarray, y: np.ndarray | float) -> None:
         """Record rewards; only optimistic rounds enter the confidence set."""

@@ -335,13 +335,7 @@ class SEGE(BatchPolicy):
             self.baseline_arm, self.threshold, self.baseline_reward, bandit.theta_star,
             bandit.noise_sd, optimal, st.checkpoints, row, st.arrays(), rows,
             (trace_reward, trace_decision), failed)
-        if failed.any():
-            i = int(np.argmax(failed > 0))
-            raise ValueError(f"run {i}, stage {failed[i]}: V = lam I + sum x x^T is not "
-                             f"numerically positive definite (lam = {self.lam:g} is too small): "
-                             "use a larger lam")
-        self.t = t0 + k - 1
-        return int(rows[0])
+        return self._stages_done(t0 + k - 1, rows, failed)
 
     def observe(self, x: np.ndarray, y: np.ndarray | float) -> None:
         """Record the observed rewards of the arms returned by :meth:`select` (line 11).

@@ -32,7 +32,7 @@ from ..fast_paths.ellipsoid_arms import (
     pull_inside_one,
     verify_one,
 )
-from ..simulation.statistics import record_one
+from ..simulation.statistics import record_run_stage
 
 #: Decision codes recorded per stage (``SEGE.last_decision``).
 EXPLOIT, EXPLORE_LCB, EXPLORE_BASELINE = 0, 1, 2
@@ -155,7 +155,7 @@ def run_stages(t0, bounds, radii, draws, cursor, noise, state, geometry, explora
     stage's ``c sqrt(t)`` and ``r_t`` from ``bounds`` and ``radii``, and the run's normal
     draws ``draws[i]`` read from ``cursor[i]`` on, at least ``k`` of them unread), the reward ``<x, theta*>
     + noise_sd * noise`` (as :meth:`LinearBandit.pull`), the confidence update
-    (:func:`observe_one`) and the running statistics (:func:`record_one`).  A run's numbers are
+    (:func:`observe_one`) and the running statistics (:func:`record_run_stage`).  A run's numbers are
     therefore bitwise those of ``select``/``observe``, whatever the thread that computed it.
 
     ``state``: ``(V, chol, xy_sum, theta_hat, counts, decision_counts, last_decision,
@@ -165,12 +165,9 @@ def run_stages(t0, bounds, radii, draws, cursor, noise, state, geometry, explora
     """
     (V, chol, xy_sum, theta_hat, counts, decision_counts, last_decision, last_safe,
      last_exploration, fallbacks) = state
-    (cum_regret, cum_reward, min_reward, reward_min, reward_max, first_violation, violations,
-     conservative, decisions, regret_rows, reward_rows, violation_rows, decision_rows) = stats
     trace_reward, trace_decision = traces
     n, d = theta_hat.shape
     k = bounds.shape[0]
-    keep_trace = trace_reward.shape[0] > 0
     for i in prange(n):
         # Run i's rows are viewed once per call: a view of a shared array touches its
         # reference count, which the threads would otherwise contend for at every stage.
@@ -198,17 +195,6 @@ def run_stages(t0, bounds, radii, draws, cursor, noise, state, geometry, explora
             counts[i] += 1
             decision_counts[i, code] += 1
             last_decision[i] = code
-            record_one(i, t, mean, code, optimal, b, cum_regret, cum_reward, min_reward,
-                       reward_min, reward_max, r_i, first_violation, violations, conservative,
-                       decisions)
-            if t == grid[r_i]:
-                regret_rows[r_i, i] = cum_regret[i]
-                reward_rows[r_i, i] = mean
-                violation_rows[r_i, i] = violations[i]
-                for c in range(decisions.shape[1]):
-                    decision_rows[r_i, i, c] = decisions[i, c]
-                r_i += 1
-            if keep_trace:
-                trace_reward[s, i] = mean
-                trace_decision[s, i] = code
+            r_i = record_run_stage(i, t, s, mean, code, optimal, b, grid, r_i, stats,
+                                   trace_reward, trace_decision)
         rows[i] = r_i

@@ -58,6 +58,30 @@ def record_one(i, t, m, decision, optimal, threshold, cum_regret, cum_reward, mi
     decisions[i, decision] += 1
 
 
+@njit(inline="always")
+def record_run_stage(i, t, s, m, decision, optimal, threshold, grid, row, stats, trace_reward,
+                     trace_decision) -> int:
+    """Fold run ``i``'s stage ``t`` (the ``s``-th of a compiled call) into ``stats``
+    (:meth:`RunStatistics.arrays`): :func:`record_one`, then run ``i``'s checkpoint row if ``t``
+    is checkpoint ``grid[row]``, and the traces of reward and decision if they are kept (empty
+    arrays otherwise).  Returns the next checkpoint row."""
+    (cum_regret, cum_reward, min_reward, reward_min, reward_max, first_violation, violations,
+     conservative, decisions, regret_rows, reward_rows, violation_rows, decision_rows) = stats
+    record_one(i, t, m, decision, optimal, threshold, cum_regret, cum_reward, min_reward,
+               reward_min, reward_max, row, first_violation, violations, conservative, decisions)
+    if trace_reward.shape[0] > 0:
+        trace_reward[s, i] = m
+        trace_decision[s, i] = decision
+    if t != grid[row]:
+        return row
+    regret_rows[row, i] = cum_regret[i]
+    reward_rows[row, i] = m
+    violation_rows[row, i] = violations[i]
+    for c in range(decisions.shape[1]):
+        decision_rows[row, i, c] = decisions[i, c]
+    return row + 1
+
+
 @njit
 def record_stage(t, mean, decision, optimal, threshold, cum_regret, cum_reward, min_reward,
                  window_min, window_max, row, first_violation, violations, conservative,
