@@ -216,6 +216,8 @@ def run_stages(t0, n_stages, state, beta_table, arms, arms_t, b0, alpha, baselin
     next checkpoint row; ``failed[i]`` the round at which its ``V`` lost definiteness (else 0).
     """
     V, chol, xy_sum, theta_hat, counts, optimistic_sum, decision_counts, last_decision = state
+    (cum_regret, cum_reward, min_reward, reward_min, reward_max, first_violation, violations,
+     conservative, decisions, regret_rows, reward_rows, violation_rows, decision_rows) = stats
     trace_reward, trace_decision = traces
     n, d = theta_hat.shape
     for i in prange(n):
@@ -250,7 +252,10 @@ def run_stages(t0, n_stages, state, beta_table, arms, arms_t, b0, alpha, baselin
                 decision_counts[i, 1] += 1
                 code = 2
             last_decision[i] = code
-            r_i = record_run_stage(i, t, s_, mean, code, optimal, threshold, grid, r_i, stats,
+            r_i = record_run_stage(i, t, s_, mean, code, optimal, threshold, grid, r_i,
+                                   cum_regret, cum_reward, min_reward, reward_min, reward_max,
+                                   first_violation, violations, conservative, decisions,
+                                   regret_rows, reward_rows, violation_rows, decision_rows,
                                    trace_reward, trace_decision)
         rows[i] = r_i
 

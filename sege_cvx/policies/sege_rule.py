@@ -165,6 +165,8 @@ def run_stages(t0, bounds, radii, draws, cursor, noise, state, geometry, explora
     """
     (V, chol, xy_sum, theta_hat, counts, decision_counts, last_decision, last_safe,
      last_exploration, fallbacks) = state
+    (cum_regret, cum_reward, min_reward, reward_min, reward_max, first_violation, violations,
+     conservative, decisions, regret_rows, reward_rows, violation_rows, decision_rows) = stats
     trace_reward, trace_decision = traces
     n, d = theta_hat.shape
     k = bounds.shape[0]
@@ -195,6 +197,9 @@ def run_stages(t0, bounds, radii, draws, cursor, noise, state, geometry, explora
             counts[i] += 1
             decision_counts[i, code] += 1
             last_decision[i] = code
-            r_i = record_run_stage(i, t, s, mean, code, optimal, b, grid, r_i, stats,
+            r_i = record_run_stage(i, t, s, mean, code, optimal, b, grid, r_i, cum_regret,
+                                   cum_reward, min_reward, reward_min, reward_max,
+                                   first_violation, violations, conservative, decisions,
+                                   regret_rows, reward_rows, violation_rows, decision_rows,
                                    trace_reward, trace_decision)
         rows[i] = r_i

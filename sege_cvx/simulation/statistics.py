@@ -59,14 +59,15 @@ def record_one(i, t, m, decision, optimal, threshold, cum_regret, cum_reward, mi
 
 
 @njit(inline="always")
-def record_run_stage(i, t, s, m, decision, optimal, threshold, grid, row, stats, trace_reward,
-                     trace_decision) -> int:
-    """Fold run ``i``'s stage ``t`` (the ``s``-th of a compiled call) into ``stats``
-    (:meth:`RunStatistics.arrays`): :func:`record_one`, then run ``i``'s checkpoint row if ``t``
-    is checkpoint ``grid[row]``, and the traces of reward and decision if they are kept (empty
+def record_run_stage(i, t, s, m, decision, optimal, threshold, grid, row, cum_regret,
+                     cum_reward, min_reward, reward_min, reward_max, first_violation, violations,
+                     conservative, decisions, regret_rows, reward_rows, violation_rows,
+                     decision_rows, trace_reward, trace_decision) -> int:
+    """Fold run ``i``'s stage ``t`` (the ``s``-th of a compiled call) into the arrays of
+    :meth:`RunStatistics.arrays` (passed one by one: compiled loops unpack them once, outside
+    their loop over runs): :func:`record_one`, then run ``i``'s checkpoint row if ``t`` is
+    checkpoint ``grid[row]``, and the traces of reward and decision if they are kept (empty
     arrays otherwise).  Returns the next checkpoint row."""
-    (cum_regret, cum_reward, min_reward, reward_min, reward_max, first_violation, violations,
-     conservative, decisions, regret_rows, reward_rows, violation_rows, decision_rows) = stats
     record_one(i, t, m, decision, optimal, threshold, cum_regret, cum_reward, min_reward,
                reward_min, reward_max, row, first_violation, violations, conservative, decisions)
     if trace_reward.shape[0] > 0:
