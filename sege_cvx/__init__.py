@@ -19,7 +19,8 @@ _EXPORTS = {
     "ConfidenceEllipsoid": ".confidence", "confidence_radius": ".confidence", "lcb": ".confidence",
     "SolverFailure": ".conic", "CLUCB": ".policies", "SEGE": ".policies",
     "LinearBandit": ".simulation", "run_seeds": ".simulation", "simulate": ".simulation",
-    "BanditProblem": ".experiments", "StudySpec": ".experiments",
+    "BanditProblem": ".experiments", "StudySpec": ".experiments", "run_sweep": ".experiments",
+    "load_results": ".experiments",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -10,6 +10,8 @@ _EXPORTS = {name: ".paper" for name in ("PAPER_HORIZON", "PAPER_RUNS", "BanditPr
                                         "StudyResult", "paper_problem", "run_study",
                                         "write_outputs")}
 _EXPORTS["OutputPathError"] = ".outputs"
+_EXPORTS.update({"run_sweep": ".sweep", "load_results": ".results", "SweepResults": ".results",
+                 "ResultsError": ".results"})
 _EXPORTS.update({name: ".spec" for name in ("AlgorithmSpec", "ProblemSpec", "SpecError",
                                             "StudySpec")})
 

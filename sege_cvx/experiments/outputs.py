@@ -244,7 +244,7 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def write_manifest(directory: str | os.PathLike, provenance: dict) -> Path:
+def write_manifest(directory: str | os.PathLike, provenance: dict, extra: dict | None = None) -> Path:
     """Write ``manifest.json``: every other file's path, size and SHA-256, and the provenance.
 
     Call it last: the files it lists are flushed to disk before it is written.
@@ -255,6 +255,8 @@ def write_manifest(directory: str | os.PathLike, provenance: dict) -> Path:
         The directory whose files (recursively) are listed, by POSIX paths relative to it.
     provenance : dict
         JSON-ready provenance (see :func:`provenance`).
+    extra : dict, optional
+        More JSON-ready entries (a sweep's spec and shard status).
 
     Returns
     -------
@@ -269,7 +271,8 @@ def write_manifest(directory: str | os.PathLike, provenance: dict) -> Path:
             files.append({"path": p.relative_to(directory).as_posix(), "bytes": p.stat().st_size,
                           "sha256": _sha256(p)})
     out = directory / MANIFEST
-    out.write_text(json.dumps({"files": files, "provenance": provenance}, indent=2) + "\n")
+    out.write_text(json.dumps({"files": files, **(extra or {}), "provenance": provenance},
+                              indent=2) + "\n")
     _fsync(out)
     return out
 

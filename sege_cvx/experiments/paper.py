@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from numba.core.dispatcher import Dispatcher
 
-from .._validation import as_positive_int
+from .._validation import as_positive_int, as_scalar
 from ..arm_sets import ArmSet, Ball
 from ..policies import CLUCB, SEGE
 from ..policies.sege import EXPLOIT, paper_risk
@@ -25,6 +25,21 @@ from .outputs import atomic_output_dir, provenance, write_manifest
 SAFE_SET_STAGES = (250, 500, 1000, 2000, 5000, 10000, 50000)
 #: The paper's scale: 250 runs of 50,000 stages.
 PAPER_RUNS, PAPER_HORIZON = 250, 50_000
+
+
+@dataclass(frozen=True)
+class _PaperRisk:
+    """The paper's risk schedule ``delta_t = 6 delta_bar / (pi^2 t^2)`` as a picklable callable
+    (a policy's ``risk``), so that policies built in worker processes are described alike."""
+
+    delta_bar: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "delta_bar", as_scalar("delta_bar", self.delta_bar, low=0.0,
+                                                        high=1.0, low_open=True, high_open=True))
+
+    def __call__(self, t: int) -> float:
+        return paper_risk(t, self.delta_bar)
 
 
 @dataclass(frozen=True)
@@ -69,17 +84,34 @@ class BanditProblem:
     def threshold(self) -> float:
         return self.threshold_fraction * self.baseline_reward
 
-    def sege(self, n_runs: int, seed, lcb_method: str = "auto") -> SEGE:
+    def sege(self, n_runs: int, seed, lcb_method: str = "auto", *, c: float | None = None,
+             lam: float | None = None, rho: float | None = None, L: float | None = None,
+             delta_bar: float | None = None) -> SEGE:
+        """SEGE on this problem; a keyword given overrides the problem's value (``rho`` and ``L``
+        default to SEGE's own, ``rho_bar`` and the arm set's bound on ``max ||x||``)."""
+        delta_bar = self.delta_bar if delta_bar is None else delta_bar
         return SEGE(self.arm_set, self.baseline_arm, self.baseline_reward, self.threshold,
-                    S=self.S, noise_sd=self.noise_sd, lam=self.lam, c=self.c,
-                    risk=lambda t: paper_risk(t, self.delta_bar), lcb_method=lcb_method,
-                    n_runs=n_runs, seed=seed)
+                    S=self.S, noise_sd=self.noise_sd, lam=self.lam if lam is None else lam,
+                    c=self.c if c is None else c, rho=rho, L=L,
+                    risk=_PaperRisk(delta_bar), lcb_method=lcb_method, n_runs=n_runs, seed=seed)
 
-    def clucb(self, n_runs: int) -> CLUCB:
-        # Corollary 1's overall risk: sum_t delta_t = delta_bar.
+    def clucb(self, n_runs: int, *, lam: float | None = None, delta: float | None = None,
+              n_arms: int | None = None) -> CLUCB:
+        """CLUCB on this problem; a keyword given overrides the problem's value (``delta``:
+        ``delta_bar``, Corollary 1's overall risk ``sum_t delta_t``)."""
         return CLUCB(self.arm_set, self.baseline_arm, self.baseline_reward, self.threshold,
-                     S=self.S, noise_sd=self.noise_sd, lam=self.lam, delta=self.delta_bar,
-                     n_arms=self.clucb_arms, n_runs=n_runs)
+                     S=self.S, noise_sd=self.noise_sd, lam=self.lam if lam is None else lam,
+                     delta=self.delta_bar if delta is None else delta,
+                     n_arms=self.clucb_arms if n_arms is None else n_arms, n_runs=n_runs)
+
+    def policy(self, algorithm: str, n_runs: int, seed=None, **settings) -> SEGE | CLUCB:
+        """``algorithm`` ("SEGE" or "CLUCB") on this problem, with ``settings`` overriding its
+        parameters (the names of :data:`~sege_cvx.experiments.spec.GRID_PARAMETERS`)."""
+        if algorithm == "SEGE":
+            return self.sege(n_runs, seed, **settings)
+        if algorithm == "CLUCB":
+            return self.clucb(n_runs, **settings)
+        raise ValueError(f"unknown algorithm {algorithm!r} (known: SEGE, CLUCB)")
 
     def describe(self) -> dict:
         """JSON-ready description (``summary.json``'s ``setup``)."""

@@ -143,6 +143,17 @@ class StudySpec:
             raise SpecError(f"problems must be distinct, got {labels}")
         return cls(seed, runs, horizon, problems, algorithms, checkpoints)
 
+    def to_dict(self) -> dict:
+        """The spec as the TOML's tables and arrays (``from_dict(spec.to_dict()) == spec``)."""
+        out = {"seed": self.seed, "runs": self.runs, "horizon": self.horizon}
+        if self.checkpoints is not None:
+            out["checkpoints"] = list(self.checkpoints)
+        out["problems"] = [{"name": p.name} if p.name is not None else {"factory": p.factory}
+                           for p in self.problems]
+        out["algorithms"] = [{"name": a.name, "grid": {k: list(v) for k, v in a.grid.items()}}
+                             if a.grid else {"name": a.name} for a in self.algorithms]
+        return out
+
     def cells(self) -> list[tuple[ProblemSpec, AlgorithmSpec, dict]]:
         """Every ``(problem, algorithm, settings)`` of the study, in the spec's order."""
         return [(p, a, s) for p in self.problems for a in self.algorithms for s in a.settings()]
@@ -208,4 +219,19 @@ def _algorithm(i: int, table) -> AlgorithmSpec:
             raise SpecError(f"{where}.grid: {name} has no parameter '{key}' to vary (it can vary: "
                             f"{', '.join(GRID_PARAMETERS[name])})")
         _nonempty_list(f"{where}.grid.{key}", values)
-    return AlgorithmSpec(name, {key: tuple(values) for key, values in grid.items()})
+    grid = {key: tuple(_grid_value(f"{where}.grid.{key}", v) for v in values)
+            for key, values in grid.items()}
+    for key, values in grid.items():
+        if len(set(values)) != len(values):
+            raise SpecError(f"{where}.grid.{key} repeats a value: {list(values)}")
+    return AlgorithmSpec(name, grid)
+
+
+def _grid_value(key: str, value):
+    """A grid value as a plain TOML scalar (numpy scalars from Python specs are unwrapped), so
+    that specs compare, hash and serialize alike."""
+    if hasattr(value, "item") and getattr(value, "shape", None) == ():
+        value = value.item()
+    if not isinstance(value, bool | int | float | str):
+        raise SpecError(f"{key} must hold numbers or strings, got {value!r}")
+    return value

@@ -1,0 +1,222 @@
+"""One shard of a sweep: a block of runs of one cell, simulated alone, as an Arrow table.
+
+A shard is a pure function of its :class:`ShardTask`: the runs' seeds derive from the study
+seed, the cell's problem and the run index (:func:`run_seed`), and every run's arithmetic is the
+same whatever else is in its batch (the bitwise invariance the engine is built on), so a
+shard's table is the same bytes whichever worker, process or machine computed it, and however
+the runs were split into shards.
+
+The table has one row per run: the run's final figures (``regret``, ``violations``, ...) and its
+values at every checkpoint as fixed-size list columns (``curve_regret``, ...).  Its schema
+metadata holds the checkpoints, the SEGE fallbacks by reason and the shard's wall time.
+:func:`shard_statistics` turns tables back into :class:`~sege_cvx.simulation.statistics.RunStatistics`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import pyarrow as pa
+
+from .._random import run_seeds
+from ..simulation import LinearBandit, simulate
+from ..simulation.statistics import N_DECISIONS, RunStatistics, checkpoint_grid
+from .spec import ProblemSpec, SpecError, StudySpec
+
+#: Per-run decision counts, by decision code: SEGE's exploit / explore with the LCB arm /
+#: explore around the baseline arm; CLUCB's optimistic arm (code 0) / baseline arm (code 2).
+DECISION_COLUMNS = ("exploit", "explore_lcb", "explore_baseline")
+#: Per-run checkpoint series kept in a shard, as ``curve_<name>`` list columns.
+CURVES = ("regret", "reward", "reward_min", "reward_max", "violations", "decisions")
+#: Schema metadata key of a shard table.
+METADATA_KEY = b"sege_cvx.shard"
+
+# Compiled kernels run their own threads; serialize simulations within a process so that a
+# worker running several tasks at once (a Dask worker with threads) never launches them
+# concurrently (numba's workqueue layer aborts on that).
+_SIMULATION_LOCK = threading.Lock()
+
+
+def run_seed(study_seed: int, problem: str, run: int) -> int:
+    """Run ``run``'s own seed, a 63-bit int, from the study seed and the problem's label.
+
+    Every cell of one problem shares its runs' seeds (common random numbers: the algorithms and
+    parameter values are compared on the same noise, as in the paper's study), and
+    ``run_study(runs=1, seed=run_seed(...), setup=problem)`` replays that run alone, bit for bit.
+    The problem enters by a CRC-32 of its label, which does not change between processes.
+    """
+    key = zlib.crc32(problem.encode("utf-8"))
+    state = np.random.SeedSequence(study_seed, spawn_key=(key, run)).generate_state(1, np.uint64)
+    return int(state[0] >> np.uint64(1))
+
+
+@dataclass(frozen=True)
+class ShardTask:
+    """Everything a worker needs to compute one shard: plain data, cheap to send.
+
+    Attributes
+    ----------
+    spec : StudySpec
+    cell : int
+        Index into ``spec.cells()``.
+    start, stop : int
+        The runs ``start .. stop - 1`` of that cell.
+    threads : int or None
+        numba threads for the compiled loops (None: leave the process's setting).
+    """
+
+    spec: StudySpec
+    cell: int
+    start: int
+    stop: int
+    threads: int | None = None
+
+    @property
+    def name(self) -> str:
+        """The shard's file stem, ordered by cell then runs."""
+        return f"cell{self.cell:04d}-runs{self.start:07d}-{self.stop:07d}"
+
+
+@lru_cache(maxsize=32)
+def build_problem(problem: ProblemSpec):
+    """The :class:`~sege_cvx.experiments.paper.BanditProblem` of ``problem``, built once per
+    process (arm sets may compile conic programs)."""
+    from .paper import BanditProblem
+
+    if problem.name is not None:
+        from .examples import EXAMPLES
+
+        return EXAMPLES[problem.name]()
+    import importlib
+
+    module_name, attribute = problem.factory.split(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise SpecError(f"problem factory {problem.factory!r} cannot be loaded: {exc}") from None
+    made = factory()
+    if not isinstance(made, BanditProblem):
+        raise SpecError(f"problem factory {problem.factory!r} returned "
+                        f"{type(made).__name__}, not a sege_cvx.BanditProblem")
+    return made
+
+
+def checkpoints_of(spec: StudySpec) -> np.ndarray:
+    """The spec's checkpoint stages, the horizon included (default about 200 log-spaced)."""
+    if spec.checkpoints is None:
+        return checkpoint_grid(spec.horizon)
+    return np.union1d(np.array(spec.checkpoints, dtype=np.int64), [spec.horizon])
+
+
+def run_shard(task: ShardTask) -> pa.Table:
+    """Simulate one shard's runs and return its table (see the module docstring)."""
+    spec = task.spec
+    problem_spec, algorithm, settings = spec.cells()[task.cell]
+    problem = build_problem(problem_spec)
+    runs = np.arange(task.start, task.stop)
+    seeds = [run_seed(spec.seed, problem_spec.label, int(i)) for i in runs]
+    policy_seeds, noise_seeds = run_seeds([np.random.SeedSequence(s) for s in seeds], len(seeds))
+    policy = problem.policy(algorithm.name, len(seeds), policy_seeds, **settings)
+    bandit = LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds)
+    grid = checkpoints_of(spec)
+    with _SIMULATION_LOCK, _numba_threads(task.threads):
+        start = time.perf_counter()
+        result = simulate(policy, bandit, spec.horizon, checkpoints=grid)
+        wall = time.perf_counter() - start
+    fallbacks = getattr(policy, "solver_fallbacks", np.zeros(len(seeds), dtype=np.int64))
+    reasons = dict(getattr(policy, "fallback_reasons", Counter()))
+    return shard_table(result.stats, runs, seeds, fallbacks, reasons, wall)
+
+
+class _numba_threads:
+    """Set numba's thread count for a block (no-op for None), restoring it after."""
+
+    def __init__(self, threads: int | None) -> None:
+        self.threads = threads
+
+    def __enter__(self) -> None:
+        if self.threads is not None:
+            import numba
+
+            self.saved = numba.get_num_threads()
+            numba.set_num_threads(min(self.threads, numba.config.NUMBA_NUM_THREADS))
+
+    def __exit__(self, *exc) -> None:
+        if self.threads is not None:
+            import numba
+
+            numba.set_num_threads(self.saved)
+
+
+def shard_table(stats: RunStatistics, runs: np.ndarray, seeds: Sequence[int],
+                fallbacks: np.ndarray, reasons: dict, wall_seconds: float) -> pa.Table:
+    """A shard's Arrow table from its runs' statistics (the inverse of :func:`shard_statistics`).
+
+    ``wall_seconds`` is the shard's simulation time; each run's row gets an equal share.
+    """
+    n, C = len(runs), len(stats.checkpoints)
+    first = stats.first_violation
+    columns = {
+        "run": pa.array(runs, pa.int64()),
+        "seed": pa.array(np.asarray(seeds, dtype=np.int64)),
+        "regret": pa.array(stats.cum_regret),
+        "violations": pa.array(stats.total_violations),
+        "first_violation": pa.array(first, mask=first < 0),
+        "min_expected_reward": pa.array(stats.min_reward),
+        **{name: pa.array(stats.decision_counts[:, code])
+           for code, name in enumerate(DECISION_COLUMNS)},
+        "fallbacks": pa.array(np.asarray(fallbacks, dtype=np.int64)),
+        "conservative_met": pa.array(stats.conservative_met),
+        "wall_seconds": pa.array(np.full(n, wall_seconds / n)),
+    }
+    for name in CURVES:
+        rows = getattr(stats, name)  # (C, n) or, for decisions, (C, n, 3)
+        per_run = np.ascontiguousarray(np.moveaxis(rows, 1, 0)).reshape(n, -1)
+        width = per_run.shape[1]
+        columns[f"curve_{name}"] = pa.FixedSizeListArray.from_arrays(
+            pa.array(per_run.ravel()), width)
+    meta = {"checkpoints": stats.checkpoints.tolist(), "fallback_reasons": reasons,
+            "wall_seconds": wall_seconds, "decisions": N_DECISIONS, "C": C}
+    return pa.table(columns).replace_schema_metadata({METADATA_KEY: json.dumps(meta)})
+
+
+def shard_metadata(table: pa.Table | pa.Schema) -> dict:
+    """A shard table's (or its schema's) metadata: checkpoints, fallback reasons, wall seconds."""
+    schema = table if isinstance(table, pa.Schema) else table.schema
+    return json.loads(schema.metadata[METADATA_KEY])
+
+
+def shard_statistics(table: pa.Table) -> RunStatistics:
+    """The :class:`RunStatistics` of a shard's (or several concatenated shards') runs.
+
+    The running values the engine no longer needs after the horizon (the cumulative reward, the
+    current checkpoint window) are not kept: ``cum_reward`` is returned as NaN.
+    """
+    meta = shard_metadata(table)
+    checkpoints = np.array(meta["checkpoints"], dtype=np.int64)
+    C, n = len(checkpoints), table.num_rows
+
+    def curve(name: str, *trailing: int) -> np.ndarray:
+        flat = table.column(f"curve_{name}").combine_chunks().flatten().to_numpy()
+        return np.ascontiguousarray(np.moveaxis(flat.reshape(n, C, *trailing), 0, 1))
+
+    def column(name: str) -> np.ndarray:
+        return table.column(name).to_numpy()
+
+    first = table.column("first_violation").fill_null(-1).to_numpy()
+    return RunStatistics(
+        checkpoints=checkpoints, regret=curve("regret"), reward=curve("reward"),
+        reward_min=curve("reward_min"), reward_max=curve("reward_max"),
+        violations=curve("violations"), decisions=curve("decisions", N_DECISIONS),
+        cum_regret=column("regret"), cum_reward=np.full(n, np.nan),
+        min_reward=column("min_expected_reward"), first_violation=first.astype(np.int64),
+        total_violations=column("violations"), conservative_met=column("conservative_met"),
+        decision_counts=np.stack([column(c) for c in DECISION_COLUMNS], axis=1))

@@ -1,0 +1,381 @@
+"""Run a study spec: every cell's runs, sharded over local worker processes or a Dask cluster.
+
+Work is split into shards, blocks of runs of one cell (:mod:`.shards`).  Shards go to a
+``concurrent.futures`` executor: this process (one worker), a pool of local worker processes,
+or a ``dask.distributed`` client's executor; the scheduling is theirs.  This process writes
+each finished shard atomically under ``DIR/shards/`` and, once all are there, merges them into
+``DIR/runs.parquet`` (one row per cell x run), ``DIR/curves.parquet`` (one row per cell x
+checkpoint) and, last, ``DIR/manifest.json``.  Rerunning the same sweep into the same directory
+skips the shards already written, so a killed sweep resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import json
+import math
+import multiprocessing
+import os
+import shutil
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm.auto import tqdm
+
+from .outputs import (
+    MANIFEST,
+    OutputPathError,
+    check_output_dir,
+    provenance,
+    write_manifest,
+)
+from .shards import (
+    DECISION_COLUMNS,
+    ShardTask,
+    build_problem,
+    run_shard,
+    shard_metadata,
+    shard_statistics,
+)
+from .spec import SpecError, StudySpec
+
+#: The sweep's record of what it runs, written first; a rerun must match it to resume.
+SWEEP_RECORD = "sweep.json"
+#: Runs per shard unless given: small enough to spread a cell over workers and to lose little
+#: work when a sweep is killed, large enough for the compiled loops to amortize a call.
+DEFAULT_SHARD_RUNS = 50
+
+
+def run_sweep(
+    spec: StudySpec | dict | str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    workers: int | None = None,
+    client=None,
+    scheduler: str | None = None,
+    shard_runs: int | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+    command_line: Sequence[str] | None = None,
+):
+    """Run every cell of ``spec`` (problems x algorithms x grid) over its seeded runs.
+
+    Parameters
+    ----------
+    spec : StudySpec, dict or path
+        The study (a path is read as TOML, see :class:`~sege_cvx.experiments.spec.StudySpec`).
+    out : str or path-like
+        The results directory: new, empty, or a sweep of the same spec to resume.
+    workers : int, optional
+        Local worker processes (default: every core).  ``1`` runs the shards in this process,
+        whose compiled loops spread runs over all cores themselves.  Ignored with a Dask
+        ``client`` or ``scheduler``.
+    client : dask.distributed.Client, optional
+        Run the shards on this Dask cluster (its workers must be able to import sege_cvx and
+        any problem factory of the spec).
+    scheduler : str, optional
+        A Dask scheduler's address (``"tcp://HOST:8786"``): a client is made for the sweep.
+    shard_runs : int, optional
+        Runs per shard (default 50, or the value a resumed sweep was started with).  Results
+        are the same bit for bit whatever it is.
+    overwrite : bool
+        Delete an existing ``out`` that holds something else (another spec's sweep, other files).
+    progress : bool
+        One progress bar over shards on stderr.
+    command_line : sequence of str, optional
+        Recorded in the manifest; default ``sys.argv``.
+
+    Returns
+    -------
+    SweepResults
+        :func:`~sege_cvx.experiments.results.load_results` of ``out``.
+
+    Raises
+    ------
+    SpecError
+        A spec, problem or parameter value that cannot run: raised before any simulation.
+    OutputPathError
+        ``out`` cannot hold the sweep.
+
+    Notes
+    -----
+    Run ``i`` of every cell on a problem uses the seed :func:`~.shards.run_seed` derives from
+    the study seed, the problem and ``i``, so cells are compared on common random numbers and
+    any run can be replayed alone.  Local worker processes are started by ``spawn``: call
+    ``run_sweep`` from a script under ``if __name__ == "__main__":``.
+    """
+    from .results import load_results
+
+    spec = _as_spec(spec)
+    workers = _worker_count(workers)
+    out = _prepare_dir(out, spec, overwrite, shard_runs)
+    shard_runs = json.loads((out / SWEEP_RECORD).read_text())["shard_runs"]
+    problems = check_cells(spec)
+    with _executor(workers, client, scheduler) as (executor, threads):
+        tasks = plan_shards(spec, shard_runs, threads)
+        shard_dir = out / "shards"
+        todo = [t for t in tasks if not (shard_dir / f"{t.name}.parquet").exists()]
+        bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), unit="shard",
+                   desc="sweep", disable=not progress, smoothing=0.1)
+        try:
+            futures = {executor.submit(run_shard, task): task for task in todo}
+            for future in cf.as_completed(futures):
+                table = future.result()
+                _write_atomic(shard_dir / f"{futures[future].name}.parquet",
+                              lambda path, table=table: pq.write_table(table, path))
+                bar.update(1)
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+        finally:
+            bar.close()
+    merge_shards(spec, tasks, out, problems)
+    record = {"sweep": _shard_status(tasks, out), "spec": spec.to_dict(),
+              "problems": problems, "shard_runs": shard_runs}
+    write_manifest(out, provenance(command_line, spec.seed), extra=record)
+    return load_results(out)
+
+
+def _as_spec(spec) -> StudySpec:
+    if isinstance(spec, StudySpec):
+        return spec
+    if isinstance(spec, dict):
+        return StudySpec.from_dict(spec)
+    if isinstance(spec, str | os.PathLike):
+        return StudySpec.from_toml(spec)
+    raise TypeError(f"spec must be a StudySpec, a dict or a TOML path, got {type(spec).__name__}")
+
+
+def _worker_count(workers) -> int:
+    if workers is None:
+        return os.cpu_count() or 1
+    if isinstance(workers, bool) or not isinstance(workers, int | np.integer) or workers < 1:
+        raise ValueError(f"workers must be a positive int, got {workers!r}")
+    return int(workers)
+
+
+def _prepare_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None) -> Path:
+    """Check ``out`` before any work; start a sweep in it or recognize one to resume.
+
+    A directory holding this spec's sweep (its ``sweep.json``) is resumed; a new, empty or
+    (with ``overwrite``) cleared directory gets a new ``sweep.json``.  A finished sweep's
+    ``manifest.json`` is removed first, so that it is present only while every file it lists
+    is complete.
+    """
+    if shard_runs is not None and (isinstance(shard_runs, bool) or not isinstance(
+            shard_runs, int | np.integer) or shard_runs < 1):
+        raise ValueError(f"shard_runs must be a positive int, got {shard_runs!r}")
+    target = check_output_dir(out, overwrite=True, name="out")
+    record_path = target / SWEEP_RECORD
+    record = {"spec": spec.to_dict(), "shard_runs": shard_runs or DEFAULT_SHARD_RUNS}
+    if record_path.exists() and not overwrite:
+        try:
+            previous = json.loads(record_path.read_text())
+        except (OSError, ValueError) as exc:
+            raise OutputPathError(f"out {str(out)!r} holds an unreadable {SWEEP_RECORD} ({exc}); "
+                                  "choose a new directory or pass overwrite") from None
+        if previous.get("spec") != record["spec"]:
+            raise OutputPathError(f"out {str(out)!r} holds a sweep of another spec; choose a new "
+                                  "directory, or pass overwrite to delete it")
+        if shard_runs is not None and shard_runs != previous.get("shard_runs"):
+            raise OutputPathError(f"out {str(out)!r} holds this sweep in shards of "
+                                  f"{previous.get('shard_runs')} runs, not {shard_runs}: resume it "
+                                  "with that shard size (results do not depend on it)")
+        (target / MANIFEST).unlink(missing_ok=True)
+        return target
+    if target.exists() and any(target.iterdir()):
+        if not overwrite:
+            raise OutputPathError(f"out {str(out)!r} already exists and holds no sweep of this "
+                                  "spec; choose a new directory, or pass overwrite to delete it")
+        shutil.rmtree(target)
+    (target / "shards").mkdir(parents=True, exist_ok=True)
+    _write_atomic(record_path, lambda path: path.write_text(json.dumps(record, indent=2) + "\n"))
+    return target
+
+
+def check_cells(spec: StudySpec) -> dict[str, dict]:
+    """Build every problem and every cell's policy, and play two stages of one run of each.
+
+    This catches a bad factory or parameter value before any work (as a :class:`SpecError`
+    naming the cell) and compiles, or loads, every kernel the sweep will use, once, here.
+
+    Returns
+    -------
+    dict
+        Per problem label: what figures and tables need (dimension, ``b0``, ``b``, the optimal
+        reward, description).
+    """
+    from ..simulation import LinearBandit, run_seeds, simulate
+
+    problems = {}
+    for index, (problem_spec, algorithm, settings) in enumerate(spec.cells()):
+        where = f"cell {index} ({problem_spec.label}, {algorithm.name}, {settings or 'defaults'})"
+        try:
+            problem = build_problem(problem_spec)
+            policy_seeds, noise_seeds = run_seeds(0, 1)
+            policy = problem.policy(algorithm.name, 1, policy_seeds, **settings)
+            simulate(policy, LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds),
+                     min(2, spec.horizon))
+        except SpecError:
+            raise
+        except (ValueError, TypeError) as exc:
+            raise SpecError(f"{where}: {exc}") from None
+        problems.setdefault(problem_spec.label, {
+            "dim": problem.arm_set.dim, "baseline_reward": problem.baseline_reward,
+            "threshold": problem.threshold,
+            "optimal_reward": float(problem.arm_set.support(np.asarray(problem.theta_star))),
+            "description": problem.description})
+    return problems
+
+
+def plan_shards(spec: StudySpec, shard_runs: int, threads: int | None = None) -> list[ShardTask]:
+    """Every cell's runs in blocks of ``shard_runs``, cell by cell."""
+    return [ShardTask(spec, cell, start, min(start + shard_runs, spec.runs), threads)
+            for cell in range(len(spec.cells())) for start in range(0, spec.runs, shard_runs)]
+
+
+class _InProcess(cf.Executor):
+    """Runs each task when submitted, in this process (the one-worker case)."""
+
+    def submit(self, fn, /, *args, **kwargs) -> cf.Future:
+        future: cf.Future = cf.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as exc:  # delivered by future.result(), as executors do
+            future.set_exception(exc)
+        return future
+
+
+def _set_worker_threads(threads: int) -> None:
+    import numba
+
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+
+
+@contextlib.contextmanager
+def _executor(workers: int, client, scheduler: str | None) -> Iterator[tuple[cf.Executor, int | None]]:
+    """The executor for the shards, and the numba threads each shard should use."""
+    if client is not None or scheduler is not None:
+        owned = None
+        if client is None:
+            from distributed import Client
+
+            client = owned = Client(scheduler)
+        try:
+            yield client.get_executor(), None
+        finally:
+            if owned is not None:
+                owned.close()
+        return
+    if workers == 1:
+        yield _InProcess(), None
+        return
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    # spawn, not fork: the parent's OpenMP and noise-drawing threads do not survive a fork.
+    pool = cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                  initializer=_set_worker_threads, initargs=(threads,))
+    try:
+        yield pool, threads
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _write_atomic(path: Path, write: Callable[[Path], object]) -> None:
+    """``write`` a hidden sibling of ``path``, flush it to disk, then rename it onto ``path``."""
+    tmp = path.with_name(f".{path.name}.partial-{os.getpid()}")
+    try:
+        write(tmp)
+        with tmp.open("rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def grid_columns(spec: StudySpec) -> list[str]:
+    """The grid parameters of every algorithm, each once, in the spec's order."""
+    names: list[str] = []
+    for algorithm in spec.algorithms:
+        names += [k for k in algorithm.grid if k not in names]
+    return names
+
+
+def _cell_columns(spec: StudySpec, n: int, index: int, names: list[str]) -> dict[str, list]:
+    problem, algorithm, settings = spec.cells()[index]
+    return {"problem": [problem.label] * n, "algorithm": [algorithm.name] * n,
+            **{k: [settings.get(k)] * n for k in names}}
+
+
+def merge_shards(spec: StudySpec, tasks: list[ShardTask], out: Path, problems: dict) -> None:
+    """Write ``runs.parquet`` and ``curves.parquet`` from the shards, one cell at a time."""
+    names = grid_columns(spec)
+    runs_parts, curve_parts = [], []
+    by_cell: dict[int, list[ShardTask]] = {}
+    for task in tasks:
+        by_cell.setdefault(task.cell, []).append(task)
+    for cell, cell_tasks in by_cell.items():
+        tables = [pq.read_table(out / "shards" / f"{t.name}.parquet") for t in cell_tasks]
+        table = pa.concat_tables(tables)
+        stats = shard_statistics(table)
+        n = table.num_rows
+        run_columns = [c for c in table.column_names if not c.startswith("curve_")]
+        runs_parts.append({**_cell_columns(spec, n, cell, names),
+                           **{c: table.column(c) for c in run_columns}})
+        curve_parts.append(_curve_columns(spec, cell, names, stats))
+    _write_atomic(out / "runs.parquet", lambda p: pq.write_table(_stack(runs_parts, names), p))
+    _write_atomic(out / "curves.parquet", lambda p: pq.write_table(_stack(curve_parts, names), p))
+
+
+def _curve_columns(spec: StudySpec, cell: int, names: list[str], stats) -> dict:
+    """One cell's rows of ``curves.parquet``: aggregates across runs at each checkpoint."""
+    agg = stats.aggregates()
+    C, n = len(stats.checkpoints), stats.regret.shape[1]
+    columns = {**_cell_columns(spec, C, cell, names), "t": agg["checkpoints"],
+               "runs": np.full(C, n, dtype=np.int64)}
+    for kind in ("regret", "reward"):
+        columns[f"{kind}_mean"] = agg[f"{kind}_mean"]
+        columns[f"{kind}_sd"] = agg[f"{kind}_sd"]
+        columns[f"{kind}_se"] = agg[f"{kind}_sd"] / math.sqrt(n)
+        for key in sorted(k for k in agg if k.startswith(f"{kind}_q")):
+            columns[key] = agg[key]
+    for key in ("regret_min", "regret_max", "reward_window_min", "reward_window_max",
+                "violating_pairs", "violating_runs"):
+        columns[key] = agg[key]
+    for code, name in enumerate(DECISION_COLUMNS):
+        columns[name] = agg["decisions"][:, code]
+    return columns
+
+
+def _stack(parts: list[dict], names: list[str]) -> pa.Table:
+    """Concatenate column dicts into one table; grid columns mixing types become strings."""
+    columns = {}
+    for key in parts[0]:
+        values = [p[key] for p in parts]
+        if isinstance(values[0], list):
+            flat = [v for part in values for v in part]
+            try:
+                columns[key] = pa.array(flat)
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                columns[key] = pa.array([None if v is None else str(v) for v in flat])
+        elif isinstance(values[0], pa.ChunkedArray):
+            columns[key] = pa.chunked_array([c for v in values for c in v.chunks], values[0].type)
+        else:
+            columns[key] = pa.array(np.concatenate(values))
+    return pa.table(columns)
+
+
+def _shard_status(tasks: list[ShardTask], out: Path) -> list[dict]:
+    status = []
+    for task in tasks:
+        path = out / "shards" / f"{task.name}.parquet"
+        meta = shard_metadata(pq.read_schema(path))
+        status.append({"file": f"shards/{path.name}", "cell": task.cell,
+                       "runs": [task.start, task.stop], "status": "done",
+                       "wall_seconds": round(meta["wall_seconds"], 4),
+                       "fallback_reasons": meta["fallback_reasons"]})
+    return status
