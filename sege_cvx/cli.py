@@ -1,4 +1,4 @@
-"""Command line: ``sege-cvx {demo,reproduce,run}`` (also ``python -m sege_cvx``)."""
+"""Command line: ``sege-cvx {demo,reproduce,run,sweep,report}`` (also ``python -m sege_cvx``)."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def _reproduce(args: argparse.Namespace) -> int:
           f"LCB arms by {args.lcb_method}", flush=True)
     _prepare_kernels(args.lcb_method)
     study = run_study(runs=runs, horizon=horizon, seed=args.seed, lcb_method=args.lcb_method,
-                      progress=not args.no_progress)
+                      progress=not args.no_progress, workers=args.workers)
     _print_study(study)
     paths = _write(study, args)
     if args.print_summary:
@@ -112,13 +112,34 @@ def _run(args: argparse.Namespace) -> int:
     compiled = problem.arm_set.compiled_arms is not None
     _prepare_kernels(args.lcb_method if compiled else "solver")
     study = run_study(runs=args.runs, horizon=args.horizon, seed=args.seed,
-                      lcb_method=args.lcb_method, setup=problem, progress=not args.no_progress)
+                      lcb_method=args.lcb_method, problem=args.arm_set,
+                      progress=not args.no_progress, workers=args.workers)
     setup, clucb = study.summary["setup"], study.summary["CLUCB"]
     print(f"  SEGE: rho = {study.summary['SEGE']['rho']:.4f} (rho_bar), L = {setup['L']:.4f}, "
           f"exploration {setup['exploration']} with sigma^2 = {setup['sigma2']:.4f}; CLUCB: "
           f"{clucb['n_arms']} arms, discretization error {clucb['discretization_error']:.2e}")
     _print_study(study)
     _write(study, args)
+    return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    """Every cell of a study spec (problems x algorithms x parameter grids) over its seeded runs:
+    runs.parquet, curves.parquet and manifest.json in ``--out``; rerun to resume."""
+    from .experiments.sweep import run_sweep
+
+    spec = args.spec_object
+    cells = spec.cells()
+    print(f"{len(cells)} cells x {spec.runs} runs x {spec.horizon} stages, seed {spec.seed}; "
+          "checking every cell and preparing the compiled kernels ...", flush=True)
+    args.published = False
+    results = run_sweep(spec, args.out, workers=args.workers, scheduler=args.scheduler,
+                        shard_runs=args.shard_runs, overwrite=args.overwrite,
+                        progress=not args.no_progress, command_line=args.command_line)
+    args.published = True
+    print(results.table().to_string())
+    print(f"wrote {args.out}/runs.parquet, curves.parquet and manifest.json "
+          f"({len(results.runs)} runs of {len(cells)} cells)")
     return 0
 
 
@@ -164,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="sege-cvx", formatter_class=fmt, description=(
         "Safe linear stochastic bandits (Khezeli & Bitar, AAAI 2020): SEGE against CLUCB."))
     parser.add_argument("--version", action="version", version=f"sege-cvx {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,reproduce,run}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,reproduce,run,sweep,report}")
     demo = sub.add_parser("demo", help="LCB arms by closed form and by Clarabel, side by side",
                           description=_demo.__doc__, formatter_class=fmt)
     demo.add_argument("--cases", type=positive_int, default=5, help="random instances to compare")
@@ -184,6 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="SEGE's LCB arms by the exact fast path, by Clarabel, or automatically")
     rep.add_argument("--no-progress", action="store_true", help="no progress bars")
     rep.add_argument("--print-summary", action="store_true", help="also print summary.json")
+    rep.add_argument("--workers", type=positive_int, default=1,
+                     help="local worker processes (1: this process, whose kernels use every core)")
     rep.set_defaults(func=_reproduce)
 
     run = sub.add_parser("run", help="SEGE and CLUCB on an example arm set",
@@ -196,12 +219,38 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--lcb-method", choices=("auto", "closed_form", "solver"), default="auto",
                      help="SEGE's LCB arms by the exact fast path, by Clarabel, or automatically")
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
+    run.add_argument("--workers", type=positive_int, default=1,
+                     help="local worker processes (1: this process, over every core)")
     run.set_defaults(func=_run)
+
+    sweep = sub.add_parser("sweep", help="a study spec's problems x algorithms x grids x seeds",
+                           description=_sweep.__doc__, formatter_class=fmt)
+    sweep.add_argument("spec", help="the study spec, a TOML file")
+    sweep.add_argument("--out", required=True,
+                       help="results directory: new, empty, or this spec's sweep to resume")
+    sweep.add_argument("--overwrite", action="store_true",
+                       help="delete an existing --out that holds anything but this spec's sweep")
+    sweep.add_argument("--workers", type=positive_int, default=None,
+                       help="local worker processes (default: every core)")
+    sweep.add_argument("--scheduler", default=None,
+                       help="a Dask scheduler's address, e.g. tcp://HOST:8786 (instead of local "
+                            "workers)")
+    sweep.add_argument("--shard-runs", type=positive_int, default=None,
+                       help="runs per shard (default 50; results do not depend on it)")
+    sweep.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sweep.set_defaults(func=_sweep)
     return parser
 
 
 def _validate(args: argparse.Namespace) -> None:
     """Every check that needs no simulation, so a user's mistake costs no computing time."""
+    if args.command == "sweep":
+        # The spec's shape first; run_sweep then checks --out (a sweep of it resumes) and
+        # every cell's values, all before any simulation.
+        from .experiments.spec import StudySpec
+
+        args.spec_object = StudySpec.from_toml(args.spec)
+        return
     if getattr(args, "out", None) is not None:
         from .experiments.outputs import check_output_dir
 
@@ -229,6 +278,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--out {args.out!r} changed while the study ran, nothing was published: {exc}")
     except KeyboardInterrupt:
         done = f"results are complete in {args.out}" if getattr(args, "published", False) else (
+            f"the finished shards are saved in {args.out}: rerun the same command to resume"
+            if args.command == "sweep" else
             "no results were written" if getattr(args, "out", None) is None else
             f"nothing was written to {args.out}")
         print(f"sege-cvx: interrupted; {done}", file=sys.stderr)

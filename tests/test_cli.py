@@ -92,7 +92,7 @@ def test_bad_numbers_are_one_line_errors(command, option, value, want, capsys, n
     (["demo", "--cases", "0"], "argument --cases: must be an integer >= 1, got 0"),
     (["reproduce", "--lcb-method", "fast"], "argument --lcb-method: invalid choice: 'fast'"),
     (["run"], "the following arguments are required: --arm-set"),
-    ([], "the following arguments are required: {demo,reproduce,run}"),
+    ([], "the following arguments are required: {demo,reproduce,run,sweep,report}"),
     (["reproduce", "--out", ""], "--out must be a nonempty path, got ''"),
 ])
 def test_other_user_errors_are_one_line(argv, want, capsys, no_simulation):
@@ -240,9 +240,8 @@ def test_figures_draw_quantile_bands_by_default_and_extremes_on_request():
 
 def test_another_problem_s_figures_are_named_and_titled_after_it(tmp_path, monkeypatch):
     from sege_cvx.experiments import figures, run_study
-    from sege_cvx.experiments.examples import EXAMPLES
 
-    study = run_study(runs=2, horizon=60, seed=1, setup=EXAMPLES["ellipsoid"]())
+    study = run_study(runs=2, horizon=60, seed=1, problem="ellipsoid")
     titles = []
     save = figures._save
 

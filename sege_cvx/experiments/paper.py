@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numba.core.dispatcher import Dispatcher
@@ -19,6 +22,10 @@ from ..policies.sege import EXPLOIT, paper_risk
 from ..simulation import LinearBandit, SimulationResult, run_seeds, simulate
 from ..simulation.statistics import PAPER_CHECKPOINTS, QUANTILES
 from .outputs import atomic_output_dir, provenance, write_manifest
+from .spec import StudySpec
+
+if TYPE_CHECKING:
+    from .results import SweepResults
 
 #: Quantile levels of the per-checkpoint distributions over runs (``arrays.npz``, figures).
 #: Stages of the safe-set figure (paper Figure 3), up to the horizon.
@@ -138,12 +145,14 @@ def paper_problem(**overrides) -> BanditProblem:
 
 @dataclass
 class StudyResult:
-    """Both algorithms' simulations and the summary written to ``summary.json``."""
+    """Both algorithms' simulations, the summary written to ``summary.json``, and the sweep's
+    per-run and per-checkpoint tables (``runs.parquet``, ``curves.parquet``)."""
 
     setup: BanditProblem
     sege: SimulationResult
     clucb: SimulationResult
     summary: dict = field(default_factory=dict)
+    sweep: SweepResults | None = None
 
 
 def _loglog_slope(stages: np.ndarray, regret_mean: np.ndarray) -> float | None:
@@ -228,43 +237,78 @@ def _cache_misses() -> int:
     return total
 
 
+def study_spec(problem: str = "paper", runs: int = 100, horizon: int = 10_000, seed: int = 0,
+               lcb_method: str = "auto") -> StudySpec:
+    """The built-in spec of a study: SEGE (LCB arms by ``lcb_method``) and CLUCB on ``problem``
+    (a built-in example's name, or a ``"module:callable"`` factory)."""
+    problem_table = {"factory": problem} if ":" in problem else {"name": problem}
+    return StudySpec.from_dict({
+        "seed": seed, "runs": runs, "horizon": horizon, "problems": [problem_table],
+        "algorithms": [{"name": "SEGE", "grid": {"lcb_method": [lcb_method]}}, {"name": "CLUCB"}]})
+
+
 def run_study(
     runs: int = 100,
     horizon: int = 10_000,
     seed: int = 0,
     lcb_method: str = "auto",
-    setup: BanditProblem | None = None,
+    problem: str = "paper",
     progress: bool = False,
+    workers: int = 1,
 ) -> StudyResult:
-    """Simulate SEGE and CLUCB on the same seeds and summarize both.
+    """Simulate SEGE and CLUCB on the same seeds and summarize both: the sweep of
+    :func:`study_spec`, run by :func:`~sege_cvx.experiments.sweep.run_sweep`.
 
     Parameters
     ----------
     runs, horizon : int
         Independent runs and stages per run (the paper: 250 and 50,000).
     seed : int
-        Root seed; run ``i`` uses the ``i``-th spawned child for both algorithms' noise.
+        The study seed; run ``i`` of both algorithms uses the seed
+        :func:`~sege_cvx.experiments.shards.run_seed` derives from it, the problem and ``i``.
     lcb_method : {"auto", "closed_form", "solver"}
         How SEGE computes LCB arms.
-    setup : BanditProblem, optional
-        Default :func:`paper_problem`.
+    problem : str
+        A built-in example (``"paper"``, see :data:`~sege_cvx.experiments.examples.EXAMPLES`)
+        or a ``"module:callable"`` factory returning a :class:`BanditProblem`.
     progress : bool
-        tqdm progress bars on stderr.
+        A tqdm progress bar over shards on stderr.
+    workers : int
+        Local worker processes; 1 (default) runs in this process, whose compiled loops spread
+        the runs over every core.
 
     Returns
     -------
     StudyResult
     """
+    import pyarrow.compute as pc
+
+    from .shards import build_problem, run_seed, shard_statistics
+    from .sweep import plan_shards, read_cell, run_sweep
+
     runs, horizon = as_positive_int("runs", runs), as_positive_int("horizon", horizon)
-    setup = setup or paper_problem()
-    policy_seeds, noise_seeds = run_seeds(seed, runs)
-    sege = setup.sege(runs, policy_seeds, lcb_method)
-    stages = [t for t in SAFE_SET_STAGES if t <= horizon]
-    sege_result = simulate(sege, LinearBandit(setup.theta_star, setup.noise_sd, noise_seeds),
-                           horizon, snapshot_stages=stages, progress=progress and "SEGE")
-    clucb = setup.clucb(runs)
-    clucb_result = simulate(clucb, LinearBandit(setup.theta_star, setup.noise_sd, noise_seeds),
-                            horizon, progress=progress and "CLUCB")
+    spec = study_spec(problem, runs, horizon, seed, lcb_method)
+    setup = build_problem(spec.problems[0])
+    shard_runs = runs if workers == 1 else None
+    with tempfile.TemporaryDirectory(prefix="sege-cvx-study-") as tmp:
+        results = run_sweep(spec, Path(tmp) / "sweep", workers=workers, shard_runs=shard_runs,
+                            progress=progress)
+        tasks = plan_shards(spec, results.manifest["shard_runs"])
+        tables = [read_cell(results.path, [t for t in tasks if t.cell == cell]) for cell in (0, 1)]
+    optimal = results.manifest["problems"][spec.problems[0].label]["optimal_reward"]
+    sege_result, clucb_result = (
+        SimulationResult(shard_statistics(table), optimal, setup.threshold,
+                         float(pc.sum(table.column("wall_seconds")).as_py()))
+        for table in tables)
+    reasons = Counter()
+    for shard in results.manifest["sweep"]:
+        if shard["cell"] == 0:
+            reasons.update(shard["fallback_reasons"])
+    sege = setup.sege(1, run_seeds(0, 1)[0], lcb_method)  # the constants (rho, L, sigma^2)
+    clucb = setup.clucb(1)
+    if isinstance(setup.arm_set, Ball) and setup.arm_set.dim == 2:
+        sege_result.snapshots = _replay_snapshots(setup, run_seed(seed, spec.problems[0].label, 0),
+                                                  lcb_method, horizon, sege_result.stats)
 
     s_sege = summarize(sege_result, setup.threshold, seed)
     st = sege_result.stats
@@ -276,21 +320,41 @@ def run_study(
         "exploration_over_sqrt_t": {str(c): float(explored[st.at(c)].mean() / np.sqrt(c))
                                     for c in _reported(horizon)},
         "decision_counts": {name: int(v) for name, v in zip(
-            ("exploit", "explore_lcb", "explore_baseline"), sege.decision_counts.sum(axis=0),
+            ("exploit", "explore_lcb", "explore_baseline"), st.decision_counts.sum(axis=0),
             strict=True)},
-        "solver_fallbacks": int(sege.solver_fallbacks.sum()),
-        "fallback_reasons": dict(sege.fallback_reasons),
+        "solver_fallbacks": int(pc.sum(tables[0].column("fallbacks")).as_py()),
+        "fallback_reasons": dict(reasons),
     })
     s_clucb = summarize(clucb_result, setup.threshold, seed)
     s_clucb.update({
         "n_arms": int(clucb.arms.shape[0]),
         "discretization_error": clucb.discretization_error,
-        "baseline_plays_mean": float(clucb.decision_counts[:, 1].mean()),
+        # CLUCB's baseline plays carry decision code 2 (EXPLORE_BASELINE's column).
+        "baseline_plays_mean": float(clucb_result.stats.decision_counts[:, 2].mean()),
     })
     summary = {"setup": {**setup.describe(), "rho_bar": sege.rho_bar, "L": sege.L,
                          "sigma2": sege.sigma2, "exploration": sege.exploration.kind},
                "SEGE": s_sege, "CLUCB": s_clucb}
-    return StudyResult(setup, sege_result, clucb_result, summary)
+    return StudyResult(setup, sege_result, clucb_result, summary, results)
+
+
+def _replay_snapshots(setup: BanditProblem, seed: int, lcb_method: str, horizon: int,
+                      stats) -> dict:
+    """Run 0's ``(theta_hat, V, r_t)`` at the safe-set stages (paper Fig. 3), from replaying
+    run 0 alone up to the last of them: a run's arithmetic is the same alone as in any batch,
+    which the replay checks against the sweep's regret of run 0."""
+    stages = [t for t in SAFE_SET_STAGES if t <= horizon]
+    if not stages:
+        return {}
+    policy_seeds, noise_seeds = run_seeds(seed, 1)
+    replay = simulate(setup.sege(1, policy_seeds, lcb_method),
+                      LinearBandit(setup.theta_star, setup.noise_sd, noise_seeds), stages[-1],
+                      snapshot_stages=stages, checkpoints=[stages[-1]])
+    if replay.stats.cum_regret[0] != stats.regret[stats.at(stages[-1]), 0]:
+        raise RuntimeError("replaying run 0 alone gave another regret than in the study: "
+                           f"{replay.stats.cum_regret[0]!r} != "
+                           f"{stats.regret[stats.at(stages[-1]), 0]!r}")
+    return replay.snapshots
 
 
 def write_outputs(
@@ -300,7 +364,9 @@ def write_outputs(
     *,
     command_line: Sequence[str] | None = None,
 ) -> list[Path]:
-    """Write ``summary.json``, ``arrays.npz`` (no pickle), the figures and ``manifest.json``.
+    """Write ``summary.json``, ``arrays.npz`` (no pickle), the figures, the sweep's
+    ``runs.parquet`` and ``curves.parquet`` (so that :func:`~sege_cvx.experiments.results.load_results`
+    and ``sege-cvx report`` read the directory), and ``manifest.json``.
 
     All files are written into a hidden directory beside ``out_dir`` and published together by
     one rename (see :func:`~sege_cvx.experiments.outputs.atomic_output_dir`): an error or an
@@ -336,7 +402,13 @@ def write_outputs(
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         np.savez_compressed(tmp / "arrays.npz", **_arrays(study))
         names = ["summary.json", "arrays.npz", *(p.name for p in write_figures(study, tmp))]
-        names.append(write_manifest(tmp, prov).name)
+        extra = None
+        if study.sweep is not None:
+            for table in ("runs", "curves"):
+                getattr(study.sweep, table).to_parquet(tmp / f"{table}.parquet", index=False)
+                names.append(f"{table}.parquet")
+            extra = {key: study.sweep.manifest[key] for key in ("spec", "problems")}
+        names.append(write_manifest(tmp, prov, extra).name)
     return [Path(out_dir) / name for name in names]
 
 

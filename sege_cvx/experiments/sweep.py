@@ -112,28 +112,20 @@ def run_sweep(
 
     spec = _as_spec(spec)
     workers = _worker_count(workers)
-    out = _prepare_dir(out, spec, overwrite, shard_runs)
-    shard_runs = json.loads((out / SWEEP_RECORD).read_text())["shard_runs"]
+    out, record, resume = _check_dir(out, spec, overwrite, shard_runs)
     problems = check_cells(spec)
+    _start_dir(out, record, resume)
+    shard_runs = record["shard_runs"]
     with _executor(workers, client, scheduler) as (executor, threads):
         tasks = plan_shards(spec, shard_runs, threads)
         shard_dir = out / "shards"
         todo = [t for t in tasks if not (shard_dir / f"{t.name}.parquet").exists()]
-        bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), unit="shard",
-                   desc="sweep", disable=not progress, smoothing=0.1)
-        try:
-            futures = {executor.submit(run_shard, task): task for task in todo}
-            for future in cf.as_completed(futures):
-                table = future.result()
-                _write_atomic(shard_dir / f"{futures[future].name}.parquet",
+        with tqdm(total=len(tasks), initial=len(tasks) - len(todo), unit="shard", desc="sweep",
+                  disable=not progress, smoothing=0.1) as bar:
+            for task, table in _finished(executor, todo):
+                _write_atomic(shard_dir / f"{task.name}.parquet",
                               lambda path, table=table: pq.write_table(table, path))
                 bar.update(1)
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
-        finally:
-            bar.close()
     merge_shards(spec, tasks, out, problems)
     record = {"sweep": _shard_status(tasks, out), "spec": spec.to_dict(),
               "problems": problems, "shard_runs": shard_runs}
@@ -159,20 +151,18 @@ def _worker_count(workers) -> int:
     return int(workers)
 
 
-def _prepare_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None) -> Path:
-    """Check ``out`` before any work; start a sweep in it or recognize one to resume.
+def _check_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None) -> tuple[Path, dict, bool]:
+    """Check ``out`` without writing: ``(target, record, resume)``.
 
-    A directory holding this spec's sweep (its ``sweep.json``) is resumed; a new, empty or
-    (with ``overwrite``) cleared directory gets a new ``sweep.json``.  A finished sweep's
-    ``manifest.json`` is removed first, so that it is present only while every file it lists
-    is complete.
+    ``out`` may be new or empty, hold this spec's sweep (its ``sweep.json``: resumed), or, with
+    ``overwrite``, anything (deleted when the sweep starts).
     """
     if shard_runs is not None and (isinstance(shard_runs, bool) or not isinstance(
             shard_runs, int | np.integer) or shard_runs < 1):
         raise ValueError(f"shard_runs must be a positive int, got {shard_runs!r}")
     target = check_output_dir(out, overwrite=True, name="out")
+    record = {"spec": spec.to_dict(), "shard_runs": int(shard_runs or DEFAULT_SHARD_RUNS)}
     record_path = target / SWEEP_RECORD
-    record = {"spec": spec.to_dict(), "shard_runs": shard_runs or DEFAULT_SHARD_RUNS}
     if record_path.exists() and not overwrite:
         try:
             previous = json.loads(record_path.read_text())
@@ -186,16 +176,29 @@ def _prepare_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None) 
             raise OutputPathError(f"out {str(out)!r} holds this sweep in shards of "
                                   f"{previous.get('shard_runs')} runs, not {shard_runs}: resume it "
                                   "with that shard size (results do not depend on it)")
+        return target, previous, True
+    if target.exists() and any(target.iterdir()) and not overwrite:
+        raise OutputPathError(f"out {str(out)!r} already exists and holds no sweep of this "
+                              "spec; choose a new directory, or pass overwrite to delete it")
+    return target, record, False
+
+
+def _start_dir(target: Path, record: dict, resume: bool) -> None:
+    """Start the sweep in ``target`` (checked by :func:`_check_dir`), or resume it there.
+
+    A finished sweep's ``manifest.json`` is removed first, so that it is present only while
+    every file it lists is complete; so are the partial files of a killed sweep's writes.
+    """
+    if resume:
         (target / MANIFEST).unlink(missing_ok=True)
-        return target
-    if target.exists() and any(target.iterdir()):
-        if not overwrite:
-            raise OutputPathError(f"out {str(out)!r} already exists and holds no sweep of this "
-                                  "spec; choose a new directory, or pass overwrite to delete it")
+        for partial in target.rglob(".*.partial-*"):
+            partial.unlink()
+        return
+    if target.exists():
         shutil.rmtree(target)
-    (target / "shards").mkdir(parents=True, exist_ok=True)
-    _write_atomic(record_path, lambda path: path.write_text(json.dumps(record, indent=2) + "\n"))
-    return target
+    (target / "shards").mkdir(parents=True)
+    _write_atomic(target / SWEEP_RECORD,
+                  lambda path: path.write_text(json.dumps(record, indent=2) + "\n"))
 
 
 def check_cells(spec: StudySpec) -> dict[str, dict]:
@@ -239,16 +242,20 @@ def plan_shards(spec: StudySpec, shard_runs: int, threads: int | None = None) ->
             for cell in range(len(spec.cells())) for start in range(0, spec.runs, shard_runs)]
 
 
-class _InProcess(cf.Executor):
-    """Runs each task when submitted, in this process (the one-worker case)."""
-
-    def submit(self, fn, /, *args, **kwargs) -> cf.Future:
-        future: cf.Future = cf.Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except Exception as exc:  # delivered by future.result(), as executors do
-            future.set_exception(exc)
-        return future
+def _finished(executor: cf.Executor | None, tasks: list[ShardTask]) -> Iterator[tuple[ShardTask, pa.Table]]:
+    """Each task with its shard table, as they finish (in order, in this process, without an
+    executor); pending tasks are cancelled if the caller stops early or fails."""
+    if executor is None:
+        for task in tasks:
+            yield task, run_shard(task)
+        return
+    futures = {executor.submit(run_shard, task): task for task in tasks}
+    try:
+        for future in cf.as_completed(futures):
+            yield futures[future], future.result()
+    finally:
+        for future in futures:
+            future.cancel()
 
 
 def _set_worker_threads(threads: int) -> None:
@@ -258,8 +265,8 @@ def _set_worker_threads(threads: int) -> None:
 
 
 @contextlib.contextmanager
-def _executor(workers: int, client, scheduler: str | None) -> Iterator[tuple[cf.Executor, int | None]]:
-    """The executor for the shards, and the numba threads each shard should use."""
+def _executor(workers: int, client, scheduler: str | None) -> Iterator[tuple[cf.Executor | None, int | None]]:
+    """The executor for the shards (None: this process), and the numba threads per shard."""
     if client is not None or scheduler is not None:
         owned = None
         if client is None:
@@ -273,7 +280,7 @@ def _executor(workers: int, client, scheduler: str | None) -> Iterator[tuple[cf.
                 owned.close()
         return
     if workers == 1:
-        yield _InProcess(), None
+        yield None, None
         return
     threads = max(1, (os.cpu_count() or 1) // workers)
     # spawn, not fork: the parent's OpenMP and noise-drawing threads do not survive a fork.
@@ -311,6 +318,11 @@ def _cell_columns(spec: StudySpec, n: int, index: int, names: list[str]) -> dict
             **{k: [settings.get(k)] * n for k in names}}
 
 
+def read_cell(out: Path, tasks: list[ShardTask]) -> pa.Table:
+    """The shards of ``tasks`` (one cell's, in run order) as one table."""
+    return pa.concat_tables([pq.read_table(out / "shards" / f"{t.name}.parquet") for t in tasks])
+
+
 def merge_shards(spec: StudySpec, tasks: list[ShardTask], out: Path, problems: dict) -> None:
     """Write ``runs.parquet`` and ``curves.parquet`` from the shards, one cell at a time."""
     names = grid_columns(spec)
@@ -319,8 +331,7 @@ def merge_shards(spec: StudySpec, tasks: list[ShardTask], out: Path, problems: d
     for task in tasks:
         by_cell.setdefault(task.cell, []).append(task)
     for cell, cell_tasks in by_cell.items():
-        tables = [pq.read_table(out / "shards" / f"{t.name}.parquet") for t in cell_tasks]
-        table = pa.concat_tables(tables)
+        table = read_cell(out, cell_tasks)
         stats = shard_statistics(table)
         n = table.num_rows
         run_columns = [c for c in table.column_names if not c.startswith("curve_")]
