@@ -124,11 +124,12 @@ def test_resume_skips_finished_shards_and_gives_the_same_files(tmp_path, monkeyp
     assert len(shards) == 6 * 3
     stamps = {p.name: p.stat().st_mtime_ns for p in shards}
     shards[4].unlink()
+    shards[7].write_bytes(shards[7].read_bytes()[:100])  # damaged after it was written
     calls = []
     real = sweep_module.run_shard
     monkeypatch.setattr(sweep_module, "run_shard", lambda task: calls.append(task.name) or real(task))
     again = run_sweep(SPEC, out, workers=1, progress=False)  # the shard size is the record's
-    assert calls == [shards[4].stem]
+    assert calls == [shards[4].stem, shards[7].stem]
     # The same files: byte for byte, but for the recomputed shard's wall time (a measurement).
     assert (out / "curves.parquet").read_bytes() == curves_bytes
     assert (out / "runs.parquet").read_bytes() != runs_bytes
@@ -136,7 +137,7 @@ def test_resume_skips_finished_shards_and_gives_the_same_files(tmp_path, monkeyp
                                   pd.read_parquet(io.BytesIO(runs_bytes)).drop(columns="wall_seconds"),
                                   check_exact=True)
     assert all(p.stat().st_mtime_ns == stamps[p.name] for p in sorted((out / "shards").iterdir())
-               if p.name != shards[4].name)
+               if p.name not in (shards[4].name, shards[7].name))
     assert_same_results(first, again)
 
 

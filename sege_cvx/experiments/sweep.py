@@ -119,7 +119,7 @@ def run_sweep(
     with _executor(workers, client, scheduler) as (executor, threads):
         tasks = plan_shards(spec, shard_runs, threads)
         shard_dir = out / "shards"
-        todo = [t for t in tasks if not (shard_dir / f"{t.name}.parquet").exists()]
+        todo = [t for t in tasks if not _shard_done(shard_dir / f"{t.name}.parquet", t)]
         with tqdm(total=len(tasks), initial=len(tasks) - len(todo), unit="shard", desc="sweep",
                   disable=not progress, smoothing=0.1) as bar:
             for task, table in _finished(executor, todo):
@@ -234,6 +234,20 @@ def check_cells(spec: StudySpec) -> dict[str, dict]:
             "optimal_reward": float(problem.arm_set.support(np.asarray(problem.theta_star))),
             "description": problem.description})
     return problems
+
+
+def _shard_done(path: Path, task: ShardTask) -> bool:
+    """Whether ``path`` holds ``task``'s finished shard: a readable parquet file with its runs
+    (writes are atomic, so anything else was damaged afterwards and is computed again)."""
+    if not path.exists():
+        return False
+    try:
+        if pq.ParquetFile(path).metadata.num_rows == task.stop - task.start:
+            return True
+    except (OSError, pa.ArrowException):
+        pass
+    path.unlink()
+    return False
 
 
 def plan_shards(spec: StudySpec, shard_runs: int, threads: int | None = None) -> list[ShardTask]:
