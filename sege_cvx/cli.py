@@ -260,10 +260,12 @@ def _validate(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sege-cvx`` console script.
 
-    A user's error (a bad option value, an unusable ``--out``) ends with one line
-    ``sege-cvx: error: ...`` on stderr and exit status 2, before any simulation starts.
+    A user's error (a bad option value, an unusable ``--out``, a problem or parameter value of
+    the study that cannot run) ends with one line ``sege-cvx: error: ...`` on stderr and exit
+    status 2, before any simulation starts.
     """
     from .experiments.outputs import OutputPathError
+    from .experiments.spec import SpecError
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -274,6 +276,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))
     try:
         return args.func(args)
+    except SpecError as exc:  # a problem or cell that cannot run, found before any simulation
+        parser.error(str(exc))
     except OutputPathError as exc:  # --out changed while the study ran; nothing was published
         parser.error(f"--out {args.out!r} changed while the study ran, nothing was published: {exc}")
     except KeyboardInterrupt:

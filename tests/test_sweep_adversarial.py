@@ -1,0 +1,100 @@
+"""Sweeps under attack: odd specs, factories that fail, racing sweeps, interrupted writes, and
+the command line's promise of one-line errors (small sizes: every sweep here is a few runs of
+a few stages)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from sege_cvx.cli import main
+from sege_cvx.experiments import sweep as sweep_module
+
+SMALL = {"seed": 3, "runs": 2, "horizon": 20, "problems": [{"name": "paper"}],
+         "algorithms": [{"name": "CLUCB"}]}
+
+SMALL_TOML = """\
+seed = 3
+runs = 2
+horizon = 20
+[[problems]]
+name = "paper"
+[[algorithms]]
+name = "CLUCB"
+"""
+
+
+def _error_line(capsys, argv) -> str:
+    """The command's one-line error (exit status 2, no traceback)."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sege-cvx: error: "), captured.err
+    assert "Traceback" not in captured.err + captured.out
+    return lines[0]
+
+
+def _toml(tmp_path, text: str, name: str = "spec.toml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.fixture
+def no_simulation(monkeypatch):
+    """Fail if any shard is simulated or any cell is checked."""
+    def forbidden(*args, **kwargs):
+        raise AssertionError("work started")
+
+    monkeypatch.setattr(sweep_module, "run_shard", forbidden)
+    monkeypatch.setattr(sweep_module, "check_cells", forbidden)
+
+
+# --- the command line: user errors are one line, exit status 2 ---------------------------------
+
+def test_cli_a_cell_value_error_is_one_line_and_writes_nothing(tmp_path, capsys):
+    spec = _toml(tmp_path, SMALL_TOML.replace('name = "CLUCB"',
+                                              'name = "SEGE"\n[algorithms.grid]\nc = [-1.0]'))
+    out = tmp_path / "out"
+    line = _error_line(capsys, ["sweep", str(spec), "--out", str(out), "--workers", "1",
+                                "--no-progress"])
+    assert "cell 0 (paper, SEGE, {'c': -1.0}): c must be > 0.0" in line
+    assert not out.exists()
+
+
+def test_cli_run_with_a_method_the_arm_set_lacks_is_one_line(tmp_path, capsys):
+    out = tmp_path / "out"
+    line = _error_line(capsys, ["run", "--arm-set", "box", "--lcb-method", "closed_form",
+                                "--runs", "2", "--horizon", "20", "--out", str(out),
+                                "--no-progress"])
+    assert "Box has no closed-form LCB arm" in line
+    assert not out.exists()
+
+
+# --- problem factories --------------------------------------------------------------------------
+
+FACTORIES = """\
+from sege_cvx.experiments.paper import paper_problem
+
+def raises():
+    raise RuntimeError("no data file")
+
+def key_error():
+    return {}["theta"]
+
+def fine():
+    return paper_problem()
+"""
+
+
+# --- directories: overwrite, races, interrupted writes -----------------------------------------
+
+def _count_shards(monkeypatch) -> list:
+    calls = []
+    real = sweep_module.run_shard
+    monkeypatch.setattr(sweep_module, "run_shard",
+                        lambda task: calls.append(task.name) or real(task))
+    return calls
