@@ -245,11 +245,14 @@ def build_parser() -> argparse.ArgumentParser:
 def _validate(args: argparse.Namespace) -> None:
     """Every check that needs no simulation, so a user's mistake costs no computing time."""
     if args.command == "sweep":
-        # The spec's shape first; run_sweep then checks --out (a sweep of it resumes) and
-        # every cell's values, all before any simulation.
+        # The spec's shape, then --out (a sweep of this spec there resumes); run_sweep then
+        # checks every cell's values, all before any simulation.
         from .experiments.spec import StudySpec
+        from .experiments.sweep import _check_dir
 
         args.spec_object = StudySpec.from_toml(args.spec)
+        _check_dir(args.out, args.spec_object, args.overwrite, args.shard_runs, name="--out",
+                   overwrite_hint="--overwrite")
         return
     if getattr(args, "out", None) is not None:
         from .experiments.outputs import check_output_dir
@@ -278,7 +281,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except SpecError as exc:  # a problem or cell that cannot run, found before any simulation
         parser.error(str(exc))
-    except OutputPathError as exc:  # --out changed while the study ran; nothing was published
+    except OutputPathError as exc:
+        if args.command == "sweep":  # --out changed after _validate, before the sweep started
+            parser.error(str(exc))
+        # --out changed while the study ran; nothing was published
         parser.error(f"--out {args.out!r} changed while the study ran, nothing was published: {exc}")
     except KeyboardInterrupt:
         done = f"results are complete in {args.out}" if getattr(args, "published", False) else (

@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 from sege_cvx.cli import main
+from sege_cvx.experiments import run_sweep
 from sege_cvx.experiments import sweep as sweep_module
 
 SMALL = {"seed": 3, "runs": 2, "horizon": 20, "problems": [{"name": "paper"}],
@@ -72,6 +73,36 @@ def test_cli_run_with_a_method_the_arm_set_lacks_is_one_line(tmp_path, capsys):
                                 "--no-progress"])
     assert "Box has no closed-form LCB arm" in line
     assert not out.exists()
+
+
+@pytest.mark.parametrize("where, want", [
+    ("afile", "is an existing file"),
+    ("afile/sub", "which is a file"),
+])
+def test_cli_sweep_out_errors_name_out_before_any_work(tmp_path, capsys, no_simulation, where,
+                                                       want):
+    spec = _toml(tmp_path, SMALL_TOML)
+    (tmp_path / "afile").write_text("x")
+    line = _error_line(capsys, ["sweep", str(spec), "--out", str(tmp_path / where),
+                                "--no-progress"])
+    assert want in line and "--out" in line
+    assert "changed while the study ran" not in line
+
+
+def test_cli_sweep_into_another_spec_s_sweep_is_refused_before_any_work(tmp_path, capsys,
+                                                                         monkeypatch):
+    out = tmp_path / "out"
+    run_sweep(SMALL, out, workers=1, progress=False)
+    spec = _toml(tmp_path, SMALL_TOML.replace("seed = 3", "seed = 4"))
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("work started")
+
+    monkeypatch.setattr(sweep_module, "check_cells", forbidden)
+    line = _error_line(capsys, ["sweep", str(spec), "--out", str(out), "--no-progress"])
+    assert "holds a sweep of another spec" in line and "--overwrite" in line
+    assert "changed while the study ran" not in line
+    assert (out / "manifest.json").exists()
 
 
 # --- problem factories --------------------------------------------------------------------------

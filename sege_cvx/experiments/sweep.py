@@ -151,35 +151,39 @@ def _worker_count(workers) -> int:
     return int(workers)
 
 
-def _check_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None) -> tuple[Path, dict, bool]:
+def _check_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None, *,
+               name: str = "out", overwrite_hint: str = "overwrite") -> tuple[Path, dict, bool]:
     """Check ``out`` without writing: ``(target, record, resume)``.
 
     ``out`` may be new or empty, hold this spec's sweep (its ``sweep.json``: resumed), or, with
-    ``overwrite``, anything (deleted when the sweep starts).
+    ``overwrite``, anything (deleted when the sweep starts).  ``name`` and ``overwrite_hint``
+    are how messages name ``out`` and the way to allow deleting it (the command line's
+    ``--out`` and ``--overwrite``).
     """
     if shard_runs is not None and (isinstance(shard_runs, bool) or not isinstance(
             shard_runs, int | np.integer) or shard_runs < 1):
         raise ValueError(f"shard_runs must be a positive int, got {shard_runs!r}")
-    target = check_output_dir(out, overwrite=True, name="out")
+    target = check_output_dir(out, overwrite=True, name=name)
+    given = f"{name} {str(out)!r}"
     record = {"spec": spec.to_dict(), "shard_runs": int(shard_runs or DEFAULT_SHARD_RUNS)}
     record_path = target / SWEEP_RECORD
     if record_path.exists() and not overwrite:
         try:
             previous = json.loads(record_path.read_text())
         except (OSError, ValueError) as exc:
-            raise OutputPathError(f"out {str(out)!r} holds an unreadable {SWEEP_RECORD} ({exc}); "
-                                  "choose a new directory or pass overwrite") from None
+            raise OutputPathError(f"{given} holds an unreadable {SWEEP_RECORD} ({exc}); choose a "
+                                  f"new directory or pass {overwrite_hint}") from None
         if previous.get("spec") != record["spec"]:
-            raise OutputPathError(f"out {str(out)!r} holds a sweep of another spec; choose a new "
-                                  "directory, or pass overwrite to delete it")
+            raise OutputPathError(f"{given} holds a sweep of another spec; choose a new "
+                                  f"directory, or pass {overwrite_hint} to delete it")
         if shard_runs is not None and shard_runs != previous.get("shard_runs"):
-            raise OutputPathError(f"out {str(out)!r} holds this sweep in shards of "
+            raise OutputPathError(f"{given} holds this sweep in shards of "
                                   f"{previous.get('shard_runs')} runs, not {shard_runs}: resume it "
                                   "with that shard size (results do not depend on it)")
         return target, previous, True
     if target.exists() and any(target.iterdir()) and not overwrite:
-        raise OutputPathError(f"out {str(out)!r} already exists and holds no sweep of this "
-                              "spec; choose a new directory, or pass overwrite to delete it")
+        raise OutputPathError(f"{given} already exists and holds no sweep of this spec; choose "
+                              f"a new directory, or pass {overwrite_hint} to delete it")
     return target, record, False
 
 
