@@ -281,6 +281,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except SpecError as exc:  # a problem or cell that cannot run, found before any simulation
         parser.error(str(exc))
+    except ConnectionError as exc:
+        from .experiments.sweep import SchedulerError  # loaded already if it raised this
+
+        if not isinstance(exc, SchedulerError):
+            raise
+        parser.error(str(exc))  # --scheduler unreachable, found before anything is written
     except OutputPathError as exc:
         if args.command == "sweep":  # --out changed after _validate, before the sweep started
             parser.error(str(exc))

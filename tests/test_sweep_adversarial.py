@@ -105,6 +105,26 @@ def test_cli_sweep_into_another_spec_s_sweep_is_refused_before_any_work(tmp_path
     assert (out / "manifest.json").exists()
 
 
+def test_cli_unreachable_scheduler_is_one_line_and_writes_nothing(tmp_path, capsys):
+    pytest.importorskip("distributed")
+    spec = _toml(tmp_path, SMALL_TOML)
+    out = tmp_path / "out"
+    line = _error_line(capsys, ["sweep", str(spec), "--out", str(out), "--scheduler",
+                                "not-an-address", "--no-progress"])
+    assert "not-an-address" in line
+    assert not out.exists()
+
+
+def test_unreachable_scheduler_writes_nothing(tmp_path):
+    dask = pytest.importorskip("dask")
+    pytest.importorskip("distributed")
+    out = tmp_path / "out"
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}), \
+            pytest.raises(sweep_module.SchedulerError, match="tcp://127.0.0.1:1"):
+        run_sweep(SMALL, out, scheduler="tcp://127.0.0.1:1", progress=False)
+    assert not out.exists()
+
+
 # --- problem factories --------------------------------------------------------------------------
 
 FACTORIES = """\

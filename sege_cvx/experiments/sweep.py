@@ -43,6 +43,11 @@ from .shards import (
 )
 from .spec import SpecError, StudySpec
 
+
+class SchedulerError(ConnectionError):
+    """The Dask scheduler given by address cannot be reached; nothing was written."""
+
+
 #: The sweep's record of what it runs, written first; a rerun must match it to resume.
 SWEEP_RECORD = "sweep.json"
 #: Runs per shard unless given: small enough to spread a cell over workers and to lose little
@@ -100,6 +105,8 @@ def run_sweep(
         A spec, problem or parameter value that cannot run: raised before any simulation.
     OutputPathError
         ``out`` cannot hold the sweep.
+    SchedulerError
+        ``scheduler`` cannot be reached (raised before anything is written to ``out``).
 
     Notes
     -----
@@ -114,9 +121,9 @@ def run_sweep(
     workers = _worker_count(workers)
     out, record, resume = _check_dir(out, spec, overwrite, shard_runs)
     problems = check_cells(spec)
-    _start_dir(out, record, resume)
-    shard_runs = record["shard_runs"]
     with _executor(workers, client, scheduler) as (executor, threads):
+        _start_dir(out, record, resume)  # once a scheduler answered: nothing written otherwise
+        shard_runs = record["shard_runs"]
         tasks = plan_shards(spec, shard_runs, threads)
         shard_dir = out / "shards"
         todo = [t for t in tasks if not _shard_done(shard_dir / f"{t.name}.parquet", t)]
@@ -290,7 +297,11 @@ def _executor(workers: int, client, scheduler: str | None) -> Iterator[tuple[cf.
         if client is None:
             from distributed import Client
 
-            client = owned = Client(scheduler)
+            try:
+                client = owned = Client(scheduler)
+            except (OSError, ValueError, TypeError) as exc:  # unreachable, or not an address
+                raise SchedulerError(f"cannot connect to the Dask scheduler {scheduler!r}: "
+                                     f"{exc}") from exc
         try:
             yield client.get_executor(), None
         finally:
