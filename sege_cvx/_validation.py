@@ -11,6 +11,10 @@ import numbers
 
 import numpy as np
 
+#: Largest horizon a study accepts: 2**53, beyond which float64 (the log-spaced checkpoint
+#: grid, ``sqrt(t)`` and the risk schedules) no longer holds every stage exactly; a larger one
+#: is a typo (at a billion stages a second, 2**53 stages take over three months per run).
+MAX_HORIZON = 2**53
 # Relative tolerance for symmetry checks of matrices given by users.
 SYMMETRY_RTOL = 1e-9
 _TINY = float(np.finfo(np.float64).tiny)

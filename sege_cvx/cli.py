@@ -10,6 +10,7 @@ from typing import NoReturn
 import numpy as np
 
 from ._random import MAX_RUNS
+from ._validation import MAX_HORIZON
 
 #: ``--arm-set`` choices: the keys of :data:`sege_cvx.experiments.examples.EXAMPLES` (a test keeps
 #: them equal), listed here so that parsing arguments (``--help``, a bad option) imports neither
@@ -254,6 +255,9 @@ def _validate(args: argparse.Namespace) -> None:
         _check_dir(args.out, args.spec_object, args.overwrite, args.shard_runs, name="--out",
                    overwrite_hint="--overwrite")
         return
+    if getattr(args, "horizon", 0) > MAX_HORIZON:
+        raise ValueError(f"argument --horizon: must be at most 2**53 = {MAX_HORIZON}, got "
+                         f"{args.horizon}")
     if getattr(args, "out", None) is not None:
         from .experiments.outputs import check_output_dir
 

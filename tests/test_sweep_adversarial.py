@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from sege_cvx.cli import main
-from sege_cvx.experiments import run_sweep
+from sege_cvx.experiments import SpecError, StudySpec, run_sweep
 from sege_cvx.experiments import sweep as sweep_module
 
 SMALL = {"seed": 3, "runs": 2, "horizon": 20, "problems": [{"name": "paper"}],
@@ -122,6 +122,29 @@ def test_unreachable_scheduler_writes_nothing(tmp_path):
     with dask.config.set({"distributed.comm.timeouts.connect": "1s"}), \
             pytest.raises(sweep_module.SchedulerError, match="tcp://127.0.0.1:1"):
         run_sweep(SMALL, out, scheduler="tcp://127.0.0.1:1", progress=False)
+    assert not out.exists()
+
+
+# --- specs: sizes, names and cells -------------------------------------------------------------
+
+@pytest.mark.parametrize("changes, match", [
+    (dict(runs=10**9), "runs must be"),
+    (dict(horizon=2**63), "horizon must be"),
+    (dict(horizon=10**30), "horizon must be"),
+])
+def test_sizes_the_sweep_cannot_run_are_spec_errors(tmp_path, changes, match):
+    with pytest.raises(SpecError, match=match):
+        StudySpec.from_dict({**SMALL, **changes})
+    with pytest.raises(SpecError, match=match):
+        run_sweep({**SMALL, **changes}, tmp_path / "out", workers=1, progress=False)
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_reproduce_with_a_horizon_beyond_the_limit_is_one_line(tmp_path, capsys):
+    out = tmp_path / "out"
+    line = _error_line(capsys, ["reproduce", "--runs", "2", "--horizon", str(10**20),
+                                "--out", str(out), "--no-progress"])
+    assert "--horizon" in line
     assert not out.exists()
 
 

@@ -23,7 +23,8 @@
     name = "CLUCB"
 
 The spec's shape is checked when it is read, before any work: unknown keys, unknown algorithms
-or parameters, empty grids and bad sizes are errors naming the key.  A grid parameter overrides
+or parameters, empty grids and bad sizes (``runs`` up to 10**6 per cell, ``horizon`` up to
+2**53) are errors naming the key.  A grid parameter overrides
 the value the problem gives (e.g. SEGE's ``c`` and ``lam``); its values are checked by the
 algorithm's constructor.
 """
@@ -35,7 +36,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._validation import as_nonnegative_int, as_positive_int
+from .._random import MAX_RUNS
+from .._validation import MAX_HORIZON, as_nonnegative_int, as_positive_int
 
 #: Parameters a grid may vary, per algorithm: its constructor's (the others come from the
 #: problem: arm set, baseline, threshold, S, noise sd; or from the sweep: runs and seeds), and
@@ -126,7 +128,12 @@ class StudySpec:
                 raise SpecError(f"the spec needs '{key}'")
         seed = _checked("seed", as_nonnegative_int, data["seed"])
         runs = _checked("runs", as_positive_int, data["runs"])
+        if runs > MAX_RUNS:  # a cell's runs are merged in memory
+            raise SpecError(f"runs must be at most {MAX_RUNS} (split larger studies into several "
+                            f"sweeps), got {runs}")
         horizon = _checked("horizon", as_positive_int, data["horizon"])
+        if horizon > MAX_HORIZON:
+            raise SpecError(f"horizon must be at most 2**53 = {MAX_HORIZON}, got {horizon}")
         checkpoints = None
         if "checkpoints" in data:
             given = _nonempty_list("checkpoints", data["checkpoints"])
