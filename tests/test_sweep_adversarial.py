@@ -148,6 +148,16 @@ def test_cli_reproduce_with_a_horizon_beyond_the_limit_is_one_line(tmp_path, cap
     assert not out.exists()
 
 
+@pytest.mark.parametrize("changes, match", [
+    (dict(problems=[{"name": ["paper"]}]), r"problems\[0\]: name must be a string"),
+    (dict(algorithms=[{"name": ["SEGE"]}]), r"algorithms\[0\]: name must be a string"),
+    (dict(algorithms=[{"name": {"a": 1}}]), r"algorithms\[0\]: name must be a string"),
+])
+def test_names_that_are_not_strings_are_spec_errors_naming_the_key(changes, match):
+    with pytest.raises(SpecError, match=match):
+        StudySpec.from_dict({**SMALL, **changes})
+
+
 # --- problem factories --------------------------------------------------------------------------
 
 FACTORIES = """\

@@ -199,6 +199,9 @@ def _problem(i: int, table) -> ProblemSpec:
     if "name" in table:
         from .examples import EXAMPLES  # the problems themselves load their arm sets lazily
 
+        if not isinstance(table["name"], str):
+            raise SpecError(f"{where}: name must be a string (built-in: "
+                            f"{', '.join(sorted(EXAMPLES))}), got {table['name']!r}")
         if table["name"] not in EXAMPLES:
             raise SpecError(f"{where}: unknown problem name {table['name']!r} (built-in: "
                             f"{', '.join(sorted(EXAMPLES))})")
@@ -215,6 +218,9 @@ def _algorithm(i: int, table) -> AlgorithmSpec:
         raise SpecError(f"{where} must be a table, got {table!r}")
     _no_unknown(where, table, _ALGORITHM_KEYS)
     name = table.get("name")
+    if name is not None and not isinstance(name, str):
+        raise SpecError(f"{where}: name must be a string (known: {', '.join(GRID_PARAMETERS)}), "
+                        f"got {name!r}")
     if name not in GRID_PARAMETERS:
         raise SpecError(f"{where}: unknown algorithm {name!r} (known: "
                         f"{', '.join(GRID_PARAMETERS)})")
