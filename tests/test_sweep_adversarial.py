@@ -158,6 +158,24 @@ def test_names_that_are_not_strings_are_spec_errors_naming_the_key(changes, matc
         StudySpec.from_dict({**SMALL, **changes})
 
 
+@pytest.mark.parametrize("algorithms", [
+    [{"name": "SEGE"}, {"name": "SEGE"}],
+    [{"name": "SEGE", "grid": {"c": [0.25, 0.5]}}, {"name": "SEGE", "grid": {"c": [0.5, 1.0]}}],
+    [{"name": "CLUCB", "grid": {"n_arms": [8]}}, {"name": "CLUCB", "grid": {"n_arms": [8]}}],
+])
+def test_a_cell_listed_twice_is_refused(algorithms):
+    """Two identical cells would run the same seeds twice and be pooled by ``table()`` as if
+    they were independent runs (twice the runs, a smaller standard error)."""
+    with pytest.raises(SpecError, match="run twice on the same seeds"):
+        StudySpec.from_dict({**SMALL, "algorithms": algorithms})
+
+
+def test_cells_that_differ_are_allowed():
+    spec = StudySpec.from_dict({**SMALL, "algorithms": [
+        {"name": "SEGE"}, {"name": "SEGE", "grid": {"c": [0.5]}}, {"name": "CLUCB"}]})
+    assert len(spec.cells()) == 3
+
+
 # --- problem factories --------------------------------------------------------------------------
 
 FACTORIES = """\

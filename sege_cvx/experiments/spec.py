@@ -148,6 +148,7 @@ class StudySpec:
         labels = [p.label for p in problems]
         if len(set(labels)) != len(labels):
             raise SpecError(f"problems must be distinct, got {labels}")
+        _distinct_cells(algorithms)
         return cls(seed, runs, horizon, problems, algorithms, checkpoints)
 
     def to_dict(self) -> dict:
@@ -238,6 +239,20 @@ def _algorithm(i: int, table) -> AlgorithmSpec:
         if len(set(values)) != len(values):
             raise SpecError(f"{where}.grid.{key} repeats a value: {list(values)}")
     return AlgorithmSpec(name, grid)
+
+
+def _distinct_cells(algorithms: tuple[AlgorithmSpec, ...]) -> None:
+    """Refuse a cell (an algorithm and its settings) listed twice, e.g. by overlapping grids: it
+    would run twice on the same seeds and be pooled as if its runs were independent."""
+    seen: dict[tuple, int] = {}
+    for i, algorithm in enumerate(algorithms):
+        for settings in algorithm.settings():
+            key = (algorithm.name, frozenset(settings.items()))
+            if key in seen:
+                raise SpecError(f"algorithms[{i}] lists the cell {algorithm.name} "
+                                f"{settings or '(defaults)'} of algorithms[{seen[key]}] again: it "
+                                "would run twice on the same seeds; list each cell once")
+            seen.setdefault(key, i)
 
 
 def _grid_value(key: str, value):
