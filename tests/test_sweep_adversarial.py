@@ -192,6 +192,38 @@ def fine():
 """
 
 
+@pytest.mark.parametrize("factory, match", [
+    ("adv_factories:raises", r"problem factory 'adv_factories:raises' raised RuntimeError: no data file"),
+    ("adv_factories:key_error", r"problem factory 'adv_factories:key_error' raised KeyError"),
+    ("adv_broken_module:make", r"problem factory 'adv_broken_module:make' cannot be loaded"),
+])
+def test_a_factory_that_raises_is_a_spec_error_naming_it(tmp_path, monkeypatch, capsys, factory,
+                                                         match):
+    (tmp_path / "adv_factories.py").write_text(FACTORIES)
+    (tmp_path / "adv_broken_module.py").write_text("import no_such_dependency_xyz\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "out"
+    spec = {**SMALL, "problems": [{"factory": factory}]}
+    with pytest.raises(SpecError, match=match):
+        run_sweep(spec, out, workers=1, progress=False)
+    assert not out.exists()
+    toml = _toml(tmp_path, SMALL_TOML.replace('name = "paper"', f'factory = "{factory}"'))
+    line = _error_line(capsys, ["sweep", str(toml), "--out", str(out), "--workers", "1",
+                                "--no-progress"])
+    assert factory in line
+    assert not out.exists()
+
+
+def test_a_module_failing_on_import_is_a_spec_error_naming_the_factory(tmp_path, monkeypatch):
+    (tmp_path / "adv_failing_module.py").write_text("raise RuntimeError('config missing')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(SpecError, match=r"'adv_failing_module:make' cannot be loaded: importing "
+                                        r"'adv_failing_module' raised RuntimeError: config missing"):
+        run_sweep({**SMALL, "problems": [{"factory": "adv_failing_module:make"}]},
+                  tmp_path / "out", workers=1, progress=False)
+    assert not (tmp_path / "out").exists()
+
+
 # --- directories: overwrite, races, interrupted writes -----------------------------------------
 
 def _count_shards(monkeypatch) -> list:

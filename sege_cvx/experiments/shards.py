@@ -102,7 +102,14 @@ def build_problem(problem: ProblemSpec):
         factory = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as exc:
         raise SpecError(f"problem factory {problem.factory!r} cannot be loaded: {exc}") from None
-    made = factory()
+    except Exception as exc:  # the module's own code failed on import
+        raise SpecError(f"problem factory {problem.factory!r} cannot be loaded: importing "
+                        f"{module_name!r} raised {type(exc).__name__}: {exc}") from exc
+    try:
+        made = factory()
+    except Exception as exc:  # the user's code: named, with its traceback as the cause
+        raise SpecError(f"problem factory {problem.factory!r} raised {type(exc).__name__}: "
+                        f"{exc}") from exc
     if not isinstance(made, BanditProblem):
         raise SpecError(f"problem factory {problem.factory!r} returned "
                         f"{type(made).__name__}, not a sege_cvx.BanditProblem")
