@@ -232,3 +232,17 @@ def _count_shards(monkeypatch) -> list:
     monkeypatch.setattr(sweep_module, "run_shard",
                         lambda task: calls.append(task.name) or real(task))
     return calls
+
+
+def test_overwrite_resumes_a_sweep_of_the_same_spec(tmp_path, monkeypatch):
+    """``overwrite`` deletes a directory holding anything *but* this spec's sweep (README, CLI
+    help); this spec's sweep is resumed, not recomputed."""
+    out = tmp_path / "out"
+    first = run_sweep(SMALL, out, workers=1, shard_runs=1, progress=False)
+    calls = _count_shards(monkeypatch)
+    again = run_sweep(SMALL, out, workers=1, overwrite=True, progress=False)
+    assert calls == []
+    assert again.runs.drop(columns="wall_seconds").equals(first.runs.drop(columns="wall_seconds"))
+    # ... and another spec there is still replaced.
+    replaced = run_sweep({**SMALL, "seed": 4}, out, workers=1, overwrite=True, progress=False)
+    assert replaced.manifest["spec"]["seed"] == 4

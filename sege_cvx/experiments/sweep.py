@@ -174,20 +174,27 @@ def _check_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None, *,
     given = f"{name} {str(out)!r}"
     record = {"spec": spec.to_dict(), "shard_runs": int(shard_runs or DEFAULT_SHARD_RUNS)}
     record_path = target / SWEEP_RECORD
-    if record_path.exists() and not overwrite:
+    if record_path.exists():
+        # This spec's sweep is resumed, with or without overwrite (which deletes only what is
+        # not this spec's sweep).
         try:
             previous = json.loads(record_path.read_text())
         except (OSError, ValueError) as exc:
-            raise OutputPathError(f"{given} holds an unreadable {SWEEP_RECORD} ({exc}); choose a "
-                                  f"new directory or pass {overwrite_hint}") from None
-        if previous.get("spec") != record["spec"]:
+            if not overwrite:
+                raise OutputPathError(f"{given} holds an unreadable {SWEEP_RECORD} ({exc}); "
+                                      f"choose a new directory or pass {overwrite_hint}") from None
+            previous = {}
+        same_spec = isinstance(previous, dict) and previous.get("spec") == record["spec"]
+        same_shards = shard_runs is None or shard_runs == previous.get("shard_runs")
+        if same_spec and same_shards:
+            return target, previous, True
+        if not overwrite and not same_spec:
             raise OutputPathError(f"{given} holds a sweep of another spec; choose a new "
                                   f"directory, or pass {overwrite_hint} to delete it")
-        if shard_runs is not None and shard_runs != previous.get("shard_runs"):
+        if not overwrite:
             raise OutputPathError(f"{given} holds this sweep in shards of "
                                   f"{previous.get('shard_runs')} runs, not {shard_runs}: resume it "
                                   "with that shard size (results do not depend on it)")
-        return target, previous, True
     if target.exists() and any(target.iterdir()) and not overwrite:
         raise OutputPathError(f"{given} already exists and holds no sweep of this spec; choose "
                               f"a new directory, or pass {overwrite_hint} to delete it")
