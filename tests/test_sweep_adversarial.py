@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from sege_cvx.cli import main
-from sege_cvx.experiments import SpecError, StudySpec, run_sweep
+from sege_cvx.experiments import OutputPathError, SpecError, StudySpec, load_results, run_sweep
 from sege_cvx.experiments import sweep as sweep_module
 
 SMALL = {"seed": 3, "runs": 2, "horizon": 20, "problems": [{"name": "paper"}],
@@ -246,3 +246,43 @@ def test_overwrite_resumes_a_sweep_of_the_same_spec(tmp_path, monkeypatch):
     # ... and another spec there is still replaced.
     replaced = run_sweep({**SMALL, "seed": 4}, out, workers=1, overwrite=True, progress=False)
     assert replaced.manifest["spec"]["seed"] == 4
+
+
+def test_a_sweep_started_meanwhile_in_the_same_new_dir_is_not_deleted(tmp_path, monkeypatch):
+    """Two sweeps launched at once into one new directory: both find it empty; the second to
+    start must not delete the first's files (it did: ``shutil.rmtree`` of the target)."""
+    out = tmp_path / "out"
+    other = {**SMALL, "seed": 4}
+    real = sweep_module.check_cells
+    started = []
+
+    def meanwhile(spec):
+        problems = real(spec)
+        if not started:  # while this sweep checks its cells, another one runs to the end there
+            started.append(True)
+            run_sweep(other, out, workers=1, progress=False)
+        return problems
+
+    monkeypatch.setattr(sweep_module, "check_cells", meanwhile)
+    with pytest.raises(OutputPathError, match="another sweep"):
+        run_sweep(SMALL, out, workers=1, progress=False)
+    assert load_results(out).manifest["spec"]["seed"] == 4
+
+
+def test_a_second_sweep_into_a_running_sweep_s_dir_is_refused(tmp_path, monkeypatch):
+    """While a sweep runs, another one into its directory (same spec: it would resume) must not
+    delete its partial files or manifest: it is refused, and the first finishes."""
+    out = tmp_path / "out"
+    real = sweep_module.run_shard
+    seen = []
+
+    def meanwhile(task):
+        if not seen:
+            with pytest.raises(OutputPathError, match="another running sweep"):
+                run_sweep(SMALL, out, workers=1, progress=False)
+        seen.append(task.name)
+        return real(task)
+
+    monkeypatch.setattr(sweep_module, "run_shard", meanwhile)
+    results = run_sweep(SMALL, out, workers=1, shard_runs=1, progress=False)
+    assert len(seen) == 2 and len(results.runs) == 2

@@ -121,22 +121,28 @@ def run_sweep(
     workers = _worker_count(workers)
     out, record, resume = _check_dir(out, spec, overwrite, shard_runs)
     problems = check_cells(spec)
-    with _executor(workers, client, scheduler) as (executor, threads):
-        _start_dir(out, record, resume)  # once a scheduler answered: nothing written otherwise
-        shard_runs = record["shard_runs"]
-        tasks = plan_shards(spec, shard_runs, threads)
-        shard_dir = out / "shards"
-        todo = [t for t in tasks if not _shard_done(shard_dir / f"{t.name}.parquet", t)]
-        with tqdm(total=len(tasks), initial=len(tasks) - len(todo), unit="shard", desc="sweep",
-                  disable=not progress, smoothing=0.1) as bar:
-            for task, table in _finished(executor, todo):
-                _write_atomic(shard_dir / f"{task.name}.parquet",
-                              lambda path, table=table: pq.write_table(table, path))
-                bar.update(1)
-    merge_shards(spec, tasks, out, problems)
-    record = {"sweep": _shard_status(tasks, out), "spec": spec.to_dict(),
-              "problems": problems, "shard_runs": shard_runs}
-    write_manifest(out, provenance(command_line, spec.seed), extra=record)
+    lock = None  # held from the start of the sweep in out to its manifest
+    try:
+        with _executor(workers, client, scheduler) as (executor, threads):
+            # Once a scheduler answered: nothing is written otherwise.
+            lock = _start_dir(out, record, resume, overwrite)
+            shard_runs = record["shard_runs"]
+            tasks = plan_shards(spec, shard_runs, threads)
+            shard_dir = out / "shards"
+            todo = [t for t in tasks if not _shard_done(shard_dir / f"{t.name}.parquet", t)]
+            with tqdm(total=len(tasks), initial=len(tasks) - len(todo), unit="shard",
+                      desc="sweep", disable=not progress, smoothing=0.1) as bar:
+                for task, table in _finished(executor, todo):
+                    _write_atomic(shard_dir / f"{task.name}.parquet",
+                                  lambda path, table=table: pq.write_table(table, path))
+                    bar.update(1)
+        merge_shards(spec, tasks, out, problems)
+        record = {"sweep": _shard_status(tasks, out), "spec": spec.to_dict(),
+                  "problems": problems, "shard_runs": shard_runs}
+        write_manifest(out, provenance(command_line, spec.seed), extra=record)
+    finally:
+        if lock is not None:
+            lock.close()
     return load_results(out)
 
 
@@ -201,22 +207,65 @@ def _check_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None, *,
     return target, record, False
 
 
-def _start_dir(target: Path, record: dict, resume: bool) -> None:
-    """Start the sweep in ``target`` (checked by :func:`_check_dir`), or resume it there.
+def _start_dir(target: Path, record: dict, resume: bool, overwrite: bool):
+    """Start the sweep in ``target`` (checked by :func:`_check_dir`), or resume it there, and
+    return the lock held on its ``sweep.json`` until the sweep ends (None where the platform
+    has no ``flock``).
 
     A finished sweep's ``manifest.json`` is removed first, so that it is present only while
     every file it lists is complete; so are the partial files of a killed sweep's writes.
+
+    Sweeps into one directory exclude each other: a new sweep claims ``sweep.json`` by creating
+    it exclusively, so that one started there meanwhile (after ``target`` was checked) is
+    neither deleted nor joined, and a sweep running there holds the lock, so that another
+    neither deletes its partial files nor its directory.
     """
+    record_path = target / SWEEP_RECORD
     if resume:
+        lock = _lock(record_path, target)
         (target / MANIFEST).unlink(missing_ok=True)
         for partial in target.rglob(".*.partial-*"):
             partial.unlink()
-        return
-    if target.exists():
+        return lock
+    if overwrite and target.exists() and any(target.iterdir()):
+        if record_path.exists() and (running := _lock(record_path, target)) is not None:
+            running.close()  # not running: _lock refuses to let a running sweep be deleted
         shutil.rmtree(target)
-    (target / "shards").mkdir(parents=True)
-    _write_atomic(target / SWEEP_RECORD,
-                  lambda path: path.write_text(json.dumps(record, indent=2) + "\n"))
+    (target / "shards").mkdir(parents=True, exist_ok=True)
+    claim = target / f".{SWEEP_RECORD}.partial-{os.getpid()}"
+    try:
+        claim.write_text(json.dumps(record, indent=2) + "\n")
+        with claim.open("rb") as f:
+            os.fsync(f.fileno())
+        os.link(claim, record_path)  # fails if another sweep claimed the directory meanwhile
+    except FileExistsError:
+        raise OutputPathError(f"out {str(target)!r}: another sweep started there while this one "
+                              "was being checked; rerun to resume it (if of the same spec), or "
+                              "choose another directory") from None
+    finally:
+        claim.unlink(missing_ok=True)
+    return _lock(record_path, target)
+
+
+def _lock(record_path: Path, target: Path):
+    """An exclusive ``flock`` on ``record_path`` (an open file to close to release it), or an
+    :class:`OutputPathError` if another sweep holds it; None where locks are unavailable."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        return None
+    handle = record_path.open("rb")
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise OutputPathError(f"out {str(target)!r} is in use by another running sweep; rerun "
+                              "once it has ended (to resume or complete it), or choose another "
+                              "directory") from None
+    except OSError:  # a filesystem without locks
+        handle.close()
+        return None
+    return handle
 
 
 def check_cells(spec: StudySpec) -> dict[str, dict]:
