@@ -4,6 +4,7 @@ a few stages)."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -286,3 +287,14 @@ def test_a_second_sweep_into_a_running_sweep_s_dir_is_refused(tmp_path, monkeypa
     monkeypatch.setattr(sweep_module, "run_shard", meanwhile)
     results = run_sweep(SMALL, out, workers=1, shard_runs=1, progress=False)
     assert len(seen) == 2 and len(results.runs) == 2
+
+
+def test_resume_after_the_shards_dir_was_removed(tmp_path):
+    out = tmp_path / "out"
+    first = run_sweep(SMALL, out, workers=1, progress=False)
+    for path in (out / "shards").iterdir():
+        path.unlink()
+    (out / "shards").rmdir()
+    again = run_sweep(SMALL, out, workers=1, progress=False)
+    assert again.runs.drop(columns="wall_seconds").equals(first.runs.drop(columns="wall_seconds"))
+    assert json.loads((out / "manifest.json").read_text())["sweep"][0]["status"] == "done"

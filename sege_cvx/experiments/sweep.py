@@ -223,6 +223,7 @@ def _start_dir(target: Path, record: dict, resume: bool, overwrite: bool):
     record_path = target / SWEEP_RECORD
     if resume:
         lock = _lock(record_path, target)
+        (target / "shards").mkdir(exist_ok=True)  # e.g. deleted to save space after the merge
         (target / MANIFEST).unlink(missing_ok=True)
         for partial in target.rglob(".*.partial-*"):
             partial.unlink()
