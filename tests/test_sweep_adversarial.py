@@ -12,6 +12,7 @@ import pytest
 from sege_cvx.cli import main
 from sege_cvx.experiments import OutputPathError, SpecError, StudySpec, load_results, run_sweep
 from sege_cvx.experiments import sweep as sweep_module
+from sege_cvx.experiments.results import ResultsError
 
 SMALL = {"seed": 3, "runs": 2, "horizon": 20, "problems": [{"name": "paper"}],
          "algorithms": [{"name": "CLUCB"}]}
@@ -287,6 +288,31 @@ def test_a_second_sweep_into_a_running_sweep_s_dir_is_refused(tmp_path, monkeypa
     monkeypatch.setattr(sweep_module, "run_shard", meanwhile)
     results = run_sweep(SMALL, out, workers=1, shard_runs=1, progress=False)
     assert len(seen) == 2 and len(results.runs) == 2
+
+
+def test_a_failed_manifest_write_leaves_no_manifest(tmp_path, monkeypatch):
+    """``manifest.json`` means a complete sweep: a write cut short (disk full, a kill) must not
+    leave a truncated one behind."""
+    import pathlib
+
+    out = tmp_path / "out"
+    real = pathlib.Path.write_text
+
+    def half(self, data, *args, **kwargs):
+        if "manifest" in self.name:
+            real(self, data[:len(data) // 2], *args, **kwargs)
+            raise OSError(28, "No space left on device")
+        return real(self, data, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "write_text", half)
+    with pytest.raises(OSError, match="No space left"):
+        run_sweep(SMALL, out, workers=1, progress=False)
+    monkeypatch.undo()
+    assert not (out / "manifest.json").exists()
+    assert not list(out.rglob(".*partial*"))
+    with pytest.raises(ResultsError, match="rerun its command to resume"):
+        load_results(out)
+    assert len(run_sweep(SMALL, out, workers=1, progress=False).runs) == 2
 
 
 def test_resume_after_the_shards_dir_was_removed(tmp_path):

@@ -271,9 +271,17 @@ def write_manifest(directory: str | os.PathLike, provenance: dict, extra: dict |
             files.append({"path": p.relative_to(directory).as_posix(), "bytes": p.stat().st_size,
                           "sha256": _sha256(p)})
     out = directory / MANIFEST
-    out.write_text(json.dumps({"files": files, **(extra or {}), "provenance": provenance},
-                              indent=2) + "\n")
-    _fsync(out)
+    # Written whole or not at all (a hidden file renamed onto it): a resumable sweep's directory
+    # is not published by one rename, and a truncated manifest would claim complete results.
+    tmp = directory / f".{MANIFEST}.partial-{os.getpid()}"
+    try:
+        tmp.write_text(json.dumps({"files": files, **(extra or {}), "provenance": provenance},
+                                  indent=2) + "\n")
+        _fsync(tmp)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    _fsync(directory)
     return out
 
 
