@@ -49,9 +49,15 @@ def run_seed(study_seed: int, problem: str, run: int) -> int:
     """Run ``run``'s own seed, a 63-bit int, from the study seed and the problem's label.
 
     Every cell of one problem shares its runs' seeds (common random numbers: the algorithms and
-    parameter values are compared on the same noise, as in the paper's study), and
-    ``run_study(runs=1, seed=run_seed(...), setup=problem)`` replays that run alone, bit for bit.
-    The problem enters by a CRC-32 of its label, which does not change between processes.
+    parameter values are compared on the same noise, as in the paper's study), and a run
+    replays alone, bit for bit, from its seed (the ``seed`` column of ``runs.parquet``)::
+
+        policy_seeds, noise_seeds = run_seeds(seed, 1)
+        policy = problem.policy(algorithm, 1, policy_seeds, **settings)
+        simulate(policy, LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds), horizon)
+
+    (not by ``run_study(runs=1, seed=seed)``, whose run 0 takes ``run_seed(seed, ...)``).  The
+    problem enters by a CRC-32 of its label, which does not change between processes.
     """
     key = zlib.crc32(problem.encode("utf-8"))
     state = np.random.SeedSequence(study_seed, spawn_key=(key, run)).generate_state(1, np.uint64)
