@@ -178,6 +178,13 @@ def test_cells_that_differ_are_allowed():
     assert len(spec.cells()) == 3
 
 
+def test_a_spec_file_that_is_not_utf8_is_a_spec_error_naming_it(tmp_path):
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(b"seed = 1\n# caf\xe9\n")
+    with pytest.raises(SpecError, match=r"latin1\.toml is not valid TOML: not UTF-8"):
+        StudySpec.from_toml(path)
+
+
 # --- problem factories --------------------------------------------------------------------------
 
 FACTORIES = """\

@@ -110,9 +110,12 @@ class StudySpec:
         """Read and check a TOML spec file."""
         path = Path(path)
         try:
-            data = tomllib.loads(path.read_text())
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
         except OSError as exc:
             raise SpecError(f"cannot read the spec {path}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:  # TOML is UTF-8
+            raise SpecError(f"{path} is not valid TOML: not UTF-8 text ({exc.reason} at byte "
+                            f"{exc.start})") from None
         except tomllib.TOMLDecodeError as exc:
             raise SpecError(f"{path} is not valid TOML: {exc}") from None
         return cls.from_dict(data)
