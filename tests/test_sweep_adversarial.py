@@ -331,3 +331,18 @@ def test_resume_after_the_shards_dir_was_removed(tmp_path):
     again = run_sweep(SMALL, out, workers=1, progress=False)
     assert again.runs.drop(columns="wall_seconds").equals(first.runs.drop(columns="wall_seconds"))
     assert json.loads((out / "manifest.json").read_text())["sweep"][0]["status"] == "done"
+
+
+def test_load_results_of_a_directory_without_the_sweep_s_tables(tmp_path):
+    """A results directory of a release before sweeps (manifest.json, no runs.parquet), or one
+    whose tables were removed, or whose manifest is damaged: ResultsError naming it."""
+    out = tmp_path / "out"
+    run_sweep(SMALL, out, workers=1, progress=False)
+    (out / "curves.parquet").unlink()
+    with pytest.raises(ResultsError, match="not curves.parquet"):
+        load_results(out)
+    other = tmp_path / "other"
+    run_sweep(SMALL, other, workers=1, progress=False)
+    (other / "manifest.json").write_text("{")
+    with pytest.raises(ResultsError, match="unreadable manifest.json"):
+        load_results(other)

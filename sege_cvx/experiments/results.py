@@ -88,7 +88,8 @@ def load_results(path: str | os.PathLike) -> SweepResults:
     ------
     ResultsError
         If ``path`` holds no finished sweep (no ``manifest.json``: still running, killed, or
-        not a sweep); rerunning the sweep's command resumes it.
+        not a sweep; rerunning the sweep's command resumes it), or a manifest without the
+        sweep's tables or that cannot be read.
     """
     path = Path(path)
     manifest_path = path / MANIFEST
@@ -96,7 +97,14 @@ def load_results(path: str | os.PathLike) -> SweepResults:
         hint = (" (a sweep was started there but has not finished: rerun its command to resume)"
                 if (path / "sweep.json").exists() else "")
         raise ResultsError(f"{str(path)!r} holds no finished sweep results{hint}")
-    manifest = json.loads(manifest_path.read_text())
+    missing = [name for name in ("runs.parquet", "curves.parquet") if not (path / name).is_file()]
+    if missing:  # e.g. results of a release before sweeps, or files removed since
+        raise ResultsError(f"{str(path)!r} holds no sweep results: its manifest is there but not "
+                           f"{' or '.join(missing)}")
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except ValueError as exc:
+        raise ResultsError(f"{str(path)!r} holds an unreadable {MANIFEST} ({exc})") from None
     runs = pd.read_parquet(path / "runs.parquet")
     # Stages are integers; a run without a violation has none (<NA>, not a float NaN).
     runs["first_violation"] = runs["first_violation"].astype("Int64")
