@@ -264,6 +264,17 @@ def _validate(args: argparse.Namespace) -> None:
         check_output_dir(args.out, args.overwrite, name="--out", overwrite_hint="--overwrite")
 
 
+def _sweep_started(out: str) -> bool:
+    """Whether ``out`` holds a sweep's record (a sweep interrupted while checking its cells has
+    written nothing)."""
+    from pathlib import Path
+
+    try:
+        return (Path(out) / "sweep.json").is_file()
+    except OSError:
+        return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sege-cvx`` console script.
 
@@ -299,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         done = f"results are complete in {args.out}" if getattr(args, "published", False) else (
             f"the finished shards are saved in {args.out}: rerun the same command to resume"
-            if args.command == "sweep" else
+            if args.command == "sweep" and _sweep_started(args.out) else
             "no results were written" if getattr(args, "out", None) is None else
             f"nothing was written to {args.out}")
         print(f"sege-cvx: interrupted; {done}", file=sys.stderr)

@@ -127,6 +127,20 @@ def test_unreachable_scheduler_writes_nothing(tmp_path):
     assert not out.exists()
 
 
+def test_cli_sweep_interrupted_before_it_started_says_nothing_was_written(tmp_path, capsys,
+                                                                         monkeypatch):
+    def interrupted(spec):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep_module, "check_cells", interrupted)
+    out = tmp_path / "out"
+    assert main(["sweep", str(_toml(tmp_path, SMALL_TOML)), "--out", str(out),
+                 "--no-progress"]) == 130
+    err = capsys.readouterr().err
+    assert f"nothing was written to {out}" in err and "shards are saved" not in err
+    assert not out.exists()
+
+
 # --- specs: sizes, names and cells -------------------------------------------------------------
 
 @pytest.mark.parametrize("changes, match", [
