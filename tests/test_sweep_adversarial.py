@@ -271,6 +271,25 @@ def test_overwrite_resumes_a_sweep_of_the_same_spec(tmp_path, monkeypatch):
     assert replaced.manifest["spec"]["seed"] == 4
 
 
+@pytest.mark.parametrize("damage", [
+    lambda record: [1, 2],
+    lambda record: {"spec": record["spec"]},
+    lambda record: {**record, "shard_runs": 0},
+    lambda record: {**record, "shard_runs": "5"},
+])
+@pytest.mark.parametrize("shard_runs", [None, 1])
+def test_a_damaged_sweep_record_is_named_not_a_crash(tmp_path, damage, shard_runs):
+    out = tmp_path / "out"
+    run_sweep(SMALL, out, workers=1, progress=False)
+    record = json.loads((out / "sweep.json").read_text())
+    (out / "sweep.json").write_text(json.dumps(damage(record)))
+    with pytest.raises(OutputPathError, match="holds an unreadable sweep.json"):
+        run_sweep(SMALL, out, workers=1, shard_runs=shard_runs, progress=False)
+    replaced = run_sweep(SMALL, out, workers=1, shard_runs=shard_runs, overwrite=True,
+                         progress=False)
+    assert len(replaced.runs) == 2
+
+
 def test_a_sweep_started_meanwhile_in_the_same_new_dir_is_not_deleted(tmp_path, monkeypatch):
     """Two sweeps launched at once into one new directory: both find it empty; the second to
     start must not delete the first's files (it did: ``shutil.rmtree`` of the target)."""

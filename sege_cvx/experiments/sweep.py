@@ -184,13 +184,13 @@ def _check_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None, *,
         # This spec's sweep is resumed, with or without overwrite (which deletes only what is
         # not this spec's sweep).
         try:
-            previous = json.loads(record_path.read_text())
+            previous = _read_record(record_path)
         except (OSError, ValueError) as exc:
             if not overwrite:
                 raise OutputPathError(f"{given} holds an unreadable {SWEEP_RECORD} ({exc}); "
                                       f"choose a new directory or pass {overwrite_hint}") from None
             previous = {}
-        same_spec = isinstance(previous, dict) and previous.get("spec") == record["spec"]
+        same_spec = previous.get("spec") == record["spec"]
         same_shards = shard_runs is None or shard_runs == previous.get("shard_runs")
         if same_spec and same_shards:
             return target, previous, True
@@ -205,6 +205,17 @@ def _check_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None, *,
         raise OutputPathError(f"{given} already exists and holds no sweep of this spec; choose "
                               f"a new directory, or pass {overwrite_hint} to delete it")
     return target, record, False
+
+
+def _read_record(path: Path) -> dict:
+    """A sweep's ``sweep.json``: its spec and its shard size; ValueError if damaged."""
+    record = json.loads(path.read_text())
+    if not isinstance(record, dict) or not isinstance(record.get("spec"), dict):
+        raise ValueError("no spec in it")
+    size = record.get("shard_runs")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"shard_runs {size!r} is not a positive int")
+    return record
 
 
 def _start_dir(target: Path, record: dict, resume: bool, overwrite: bool):
