@@ -290,6 +290,37 @@ def test_a_damaged_sweep_record_is_named_not_a_crash(tmp_path, damage, shard_run
     assert len(replaced.runs) == 2
 
 
+def _immutable(path, on: bool) -> bool:
+    """``chattr +i`` (no file can be created in ``path``, even by root), if available here."""
+    import shutil
+    import subprocess
+
+    if shutil.which("chattr") is None:
+        return False
+    done = subprocess.run(["chattr", "+i" if on else "-i", str(path)], capture_output=True)
+    return done.returncode == 0
+
+
+@pytest.mark.parametrize("lock", ["out", "shards"])
+def test_an_out_that_cannot_be_written_is_one_line_before_any_work(tmp_path, capsys, lock):
+    out = tmp_path / "out"
+    if lock == "out":
+        out.mkdir()  # empty: a new sweep starts in it
+    else:
+        run_sweep(SMALL, out, workers=1, shard_runs=1, progress=False)
+        for shard in (out / "shards").iterdir():
+            shard.unlink()
+    locked = out if lock == "out" else out / "shards"
+    if not _immutable(locked, True):
+        pytest.skip("chattr +i is not available here")
+    try:
+        line = _error_line(capsys, ["sweep", str(_toml(tmp_path, SMALL_TOML)), "--out", str(out),
+                                    "--workers", "1", "--no-progress"])
+    finally:
+        _immutable(locked, False)
+    assert "cannot be written" in line and "--out" in line
+
+
 def test_a_sweep_started_meanwhile_in_the_same_new_dir_is_not_deleted(tmp_path, monkeypatch):
     """Two sweeps launched at once into one new directory: both find it empty; the second to
     start must not delete the first's files (it did: ``shutil.rmtree`` of the target)."""

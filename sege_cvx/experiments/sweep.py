@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 from .outputs import (
     MANIFEST,
     OutputPathError,
+    _probe_writable,
     check_output_dir,
     provenance,
     write_manifest,
@@ -178,6 +179,15 @@ def _check_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None, *,
         raise ValueError(f"shard_runs must be a positive int, got {shard_runs!r}")
     target = check_output_dir(out, overwrite=True, name=name)
     given = f"{name} {str(out)!r}"
+    # check_output_dir probed the parent (where a new directory goes); a sweep also writes in
+    # an existing out (resumed, or started in an empty one) and its shards/.
+    for directory in (target, target / "shards"):
+        if directory.is_dir():
+            try:
+                _probe_writable(directory)
+            except OSError as exc:
+                raise OutputPathError(f"{given} cannot be written: creating a file in "
+                                      f"{str(directory)!r} failed ({exc.strerror or exc})") from None
     record = {"spec": spec.to_dict(), "shard_runs": int(shard_runs or DEFAULT_SHARD_RUNS)}
     record_path = target / SWEEP_RECORD
     if record_path.exists():
