@@ -247,6 +247,21 @@ def test_a_module_failing_on_import_is_a_spec_error_naming_the_factory(tmp_path,
     assert not (tmp_path / "out").exists()
 
 
+def test_a_factory_with_numpy_scalars_gets_a_manifest(tmp_path, monkeypatch):
+    """The problems' figures go into manifest.json, written after every simulation: a numpy
+    float32 from a factory made that write fail, so the sweep never completed."""
+    (tmp_path / "adv_numpy_factory.py").write_text(
+        "import numpy as np\n"
+        "from sege_cvx.experiments.paper import paper_problem\n\n"
+        "def make():\n"
+        "    return paper_problem(threshold_fraction=np.float32(0.8), description=np.str_('d'))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    results = run_sweep({**SMALL, "problems": [{"factory": "adv_numpy_factory:make"}]},
+                        tmp_path / "out", workers=1, progress=False)
+    assert results.manifest["problems"]["adv_numpy_factory:make"]["threshold"] == pytest.approx(
+        0.8 * 2.24)
+
+
 # --- directories: overwrite, races, interrupted writes -----------------------------------------
 
 def _count_shards(monkeypatch) -> list:

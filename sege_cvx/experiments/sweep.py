@@ -317,11 +317,13 @@ def check_cells(spec: StudySpec) -> dict[str, dict]:
             raise
         except (ValueError, TypeError) as exc:
             raise SpecError(f"{where}: {exc}") from None
+        # Plain Python values: a factory's numpy scalars (a float32 threshold fraction) would
+        # make the manifest, written after every simulation, fail to serialize.
         problems.setdefault(problem_spec.label, {
-            "dim": problem.arm_set.dim, "baseline_reward": problem.baseline_reward,
-            "threshold": problem.threshold,
+            "dim": int(problem.arm_set.dim), "baseline_reward": float(problem.baseline_reward),
+            "threshold": float(problem.threshold),
             "optimal_reward": float(problem.arm_set.support(np.asarray(problem.theta_star))),
-            "description": problem.description})
+            "description": str(problem.description)})
     return problems
 
 
