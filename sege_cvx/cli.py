@@ -126,6 +126,8 @@ def _run(args: argparse.Namespace) -> int:
 def _sweep(args: argparse.Namespace) -> int:
     """Every cell of a study spec (problems x algorithms x parameter grids) over its seeded runs:
     runs.parquet, curves.parquet and manifest.json in ``--out``; rerun to resume."""
+    from .experiments.outputs import OutputPathError
+    from .experiments.spec import SpecError
     from .experiments.sweep import run_sweep
 
     spec = args.spec_object
@@ -133,14 +135,21 @@ def _sweep(args: argparse.Namespace) -> int:
     print(f"{len(cells)} cells x {spec.runs} runs x {spec.horizon} stages, seed {spec.seed}; "
           "checking every cell and preparing the compiled kernels ...", flush=True)
     args.published = False
-    results = run_sweep(spec, args.out, workers=args.workers, scheduler=args.scheduler,
-                        shard_runs=args.shard_runs, overwrite=args.overwrite,
-                        progress=not args.no_progress, command_line=args.command_line)
+    try:
+        results = run_sweep(spec, args.out, workers=args.workers, scheduler=args.scheduler,
+                            shard_runs=args.shard_runs, overwrite=args.overwrite,
+                            progress=not args.no_progress, command_line=args.command_line)
+    except (SpecError, OutputPathError) as exc:  # found before any simulation
+        raise _UserError(str(exc)) from None
     args.published = True
     print(results.table().to_string())
     print(f"wrote {args.out}/runs.parquet, curves.parquet and manifest.json "
           f"({len(results.runs)} runs of {len(cells)} cells)")
     return 0
+
+
+class _UserError(Exception):
+    """A user's mistake found by a command itself: reported as one line, exit status 2."""
 
 
 def _int_at_least(low: int, high: int | None = None):
@@ -274,6 +283,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))
     try:
         return args.func(args)
+    except _UserError as exc:
+        parser.error(str(exc))
     except OutputPathError as exc:  # --out changed while the study ran; nothing was published
         parser.error(f"--out {args.out!r} changed while the study ran, nothing was published: {exc}")
     except KeyboardInterrupt:
