@@ -1,4 +1,4 @@
-"""Command line: ``sege-cvx {demo,reproduce,run}`` (also ``python -m sege_cvx``)."""
+"""Command line: ``sege-cvx {demo,reproduce,run,report}`` (also ``python -m sege_cvx``)."""
 
 from __future__ import annotations
 
@@ -122,6 +122,21 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    """A finished sweep's table per cell (Markdown, printed, and CSV) and its regret and reward
+    figures (PNG and PDF), written into --out."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; no display needed
+    from .experiments.results import write_report
+
+    paths = write_report(args.results, args.out, by=args.by,
+                         band=None if args.band == "none" else args.band)
+    print(paths[0].read_text(encoding="utf-8"), end="")
+    print(f"wrote {len(paths)} files to {args.out}: " + ", ".join(p.name for p in paths))
+    return 0
+
+
 def _int_at_least(low: int, high: int | None = None):
     """An argparse ``type=``: an integer in ``[low, high]``, else a message naming the value."""
     want = f"an integer >= {low}" if high is None else f"an integer from {low} to {high}"
@@ -164,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="sege-cvx", formatter_class=fmt, description=(
         "Safe linear stochastic bandits (Khezeli & Bitar, AAAI 2020): SEGE against CLUCB."))
     parser.add_argument("--version", action="version", version=f"sege-cvx {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,reproduce,run}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,reproduce,run,report}")
     demo = sub.add_parser("demo", help="LCB arms by closed form and by Clarabel, side by side",
                           description=_demo.__doc__, formatter_class=fmt)
     demo.add_argument("--cases", type=positive_int, default=5, help="random instances to compare")
@@ -197,11 +212,38 @@ def build_parser() -> argparse.ArgumentParser:
                      help="SEGE's LCB arms by the exact fast path, by Clarabel, or automatically")
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     run.set_defaults(func=_run)
+
+    report = sub.add_parser("report", help="a finished sweep's table and figures",
+                            description=_report.__doc__, formatter_class=fmt)
+    report.add_argument("dir", metavar="DIR", help="the sweep's results directory (run_sweep's out)")
+    # SUPPRESS: no "(default: None)" in --help; _validate sets DIR/report.
+    report.add_argument("--out", default=argparse.SUPPRESS,
+                        help="report directory, made if missing, its report files replaced "
+                             "(default: DIR/report)")
+    report.add_argument("--by", nargs="+", metavar="COL", default="problem",
+                        help="the figures' panels: one per value of these cell columns (problem, "
+                             "algorithm, grid parameters); the table has one row per cell")
+    report.add_argument("--band", choices=("quantile", "ci", "none"), default="quantile",
+                        help="the figures' bands: 5-95 %% quantiles over runs, 95 %% confidence "
+                             "interval of the mean, or none")
+    report.set_defaults(func=_report)
     return parser
 
 
 def _validate(args: argparse.Namespace) -> None:
     """Every check that needs no simulation, so a user's mistake costs no computing time."""
+    if args.command == "report":  # the results are read here: a directory without is an error
+        from pathlib import Path
+
+        from .experiments.results import check_report_dir, load_results
+
+        args.results = load_results(args.dir)
+        args.results.panel_keys(args.by)
+        out = getattr(args, "out", None)
+        if out == "":
+            raise ValueError("--out must be a nonempty path, got ''")
+        args.out = str(check_report_dir(Path(args.dir) / "report" if out is None else Path(out)))
+        return
     if getattr(args, "out", None) is not None:
         from .experiments.outputs import check_output_dir
 

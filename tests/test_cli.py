@@ -92,7 +92,7 @@ def test_bad_numbers_are_one_line_errors(command, option, value, want, capsys, n
     (["demo", "--cases", "0"], "argument --cases: must be an integer >= 1, got 0"),
     (["reproduce", "--lcb-method", "fast"], "argument --lcb-method: invalid choice: 'fast'"),
     (["run"], "the following arguments are required: --arm-set"),
-    ([], "the following arguments are required: {demo,reproduce,run}"),
+    ([], "the following arguments are required: {demo,reproduce,run,report}"),
     (["reproduce", "--out", ""], "--out must be a nonempty path, got ''"),
 ])
 def test_other_user_errors_are_one_line(argv, want, capsys, no_simulation):
