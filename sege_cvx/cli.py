@@ -272,6 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         done = f"results are complete in {args.out}" if getattr(args, "published", False) else (
             "no results were written" if getattr(args, "out", None) is None else
+            f"the report's files in {args.out} may be incomplete" if args.command == "report" else
             f"nothing was written to {args.out}")
         print(f"sege-cvx: interrupted; {done}", file=sys.stderr)
         return 130

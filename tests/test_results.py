@@ -270,3 +270,15 @@ def test_results_and_report_arguments_load_no_matplotlib():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                          cwd=ROOT, env=env)
     assert out.stdout.strip() == "[]"
+
+
+def test_an_interrupted_report_says_its_files_may_be_incomplete(results, tmp_path, monkeypatch, capsys):
+    import sege_cvx.experiments.results as module
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "write_report", interrupted)
+    assert main(["report", str(results.path), "--out", str(tmp_path)]) == 130
+    assert capsys.readouterr().err == (f"sege-cvx: interrupted; the report's files in {tmp_path} "
+                                       "may be incomplete\n")

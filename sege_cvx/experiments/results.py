@@ -66,6 +66,8 @@ class SweepResults:
     Usage::
 
         import sege_cvx as sc
+        from sege_cvx.experiments import write_report
+
         res = sc.load_results("results-sweep")
         res.runs                         # one row per cell x run (final regret, violations, ...)
         res.curves                       # one row per cell x checkpoint stage t
