@@ -127,6 +127,7 @@ def _sweep(args: argparse.Namespace) -> int:
     """Every cell of a study spec (problems x algorithms x parameter grids) over its seeded runs:
     runs.parquet, curves.parquet and manifest.json in ``--out``; rerun to resume."""
     from .experiments.outputs import OutputPathError
+    from .experiments.results import markdown_table, report_table
     from .experiments.spec import SpecError
     from .experiments.sweep import run_sweep
 
@@ -142,7 +143,8 @@ def _sweep(args: argparse.Namespace) -> int:
     except (SpecError, OutputPathError) as exc:  # found before any simulation
         raise _UserError(str(exc)) from None
     args.published = True
-    print(results.table().to_string())
+    table = report_table(results)
+    print(markdown_table(table, right=table.attrs["right"]))
     print(f"wrote {args.out}/runs.parquet, curves.parquet and manifest.json "
           f"({len(results.runs)} runs of {len(cells)} cells)")
     return 0
@@ -150,6 +152,21 @@ def _sweep(args: argparse.Namespace) -> int:
 
 class _UserError(Exception):
     """A user's mistake found by a command itself: reported as one line, exit status 2."""
+
+
+def _report(args: argparse.Namespace) -> int:
+    """A finished sweep's table per cell (Markdown, printed, and CSV) and its regret and reward
+    figures (PNG and PDF), written into --out."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; no display needed
+    from .experiments.results import write_report
+
+    paths = write_report(args.results, args.out, by=args.by,
+                         band=None if args.band == "none" else args.band)
+    print(paths[0].read_text(encoding="utf-8"), end="")
+    print(f"wrote {len(paths)} files to {args.out}: " + ", ".join(p.name for p in paths))
+    return 0
 
 
 def _int_at_least(low: int, high: int | None = None):
@@ -248,6 +265,21 @@ def build_parser() -> argparse.ArgumentParser:
                        help="runs per shard (default 50; results do not depend on it)")
     sweep.add_argument("--no-progress", action="store_true", help="no progress bar")
     sweep.set_defaults(func=_sweep)
+
+    report = sub.add_parser("report", help="a finished sweep's table and figures",
+                            description=_report.__doc__, formatter_class=fmt)
+    report.add_argument("dir", metavar="DIR", help="the sweep's results directory (run_sweep's out)")
+    # SUPPRESS: no "(default: None)" in --help; _validate sets DIR/report.
+    report.add_argument("--out", default=argparse.SUPPRESS,
+                        help="report directory, made if missing, its report files replaced "
+                             "(default: DIR/report)")
+    report.add_argument("--by", nargs="+", metavar="COL", default="problem",
+                        help="the figures' panels: one per value of these cell columns (problem, "
+                             "algorithm, grid parameters); the table has one row per cell")
+    report.add_argument("--band", choices=("quantile", "ci", "none"), default="quantile",
+                        help="the figures' bands: 5-95 %% quantiles over runs, 95 %% confidence "
+                             "interval of the mean, or none")
+    report.set_defaults(func=_report)
     return parser
 
 
@@ -259,6 +291,18 @@ def _validate(args: argparse.Namespace) -> None:
         from .experiments.spec import StudySpec
 
         args.spec_object = StudySpec.from_toml(args.spec)
+        return
+    if args.command == "report":  # the results are read here: a directory without is an error
+        from pathlib import Path
+
+        from .experiments.results import check_report_dir, load_results
+
+        args.results = load_results(args.dir)
+        args.results.panel_keys(args.by)
+        out = getattr(args, "out", None)
+        if out == "":
+            raise ValueError("--out must be a nonempty path, got ''")
+        args.out = str(check_report_dir(Path(args.dir) / "report" if out is None else Path(out)))
         return
     if getattr(args, "out", None) is not None:
         from .experiments.outputs import check_output_dir
@@ -292,6 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"the finished shards are saved in {args.out}: rerun the same command to resume"
             if args.command == "sweep" else
             "no results were written" if getattr(args, "out", None) is None else
+            f"the report's files in {args.out} may be incomplete" if args.command == "report" else
             f"nothing was written to {args.out}")
         print(f"sege-cvx: interrupted; {done}", file=sys.stderr)
         return 130
