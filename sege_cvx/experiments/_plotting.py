@@ -52,7 +52,7 @@ def panel_axes(n: int, legend_rows: int, title_lines: int = 1, suptitle: bool = 
     nrows = math.ceil(n / ncols)
     left, right, gap = 0.75, 0.2, 0.55           # inches: y tick labels and label; between panels
     title = 0.2 + 0.18 * title_lines             # each panel's title
-    top = title + (0.4 if suptitle else 0.0)     # the figure's title above the first row
+    top = title + (0.6 if suptitle else 0.0)     # the figure's two-line title above the first row
     below = XLABEL_ROOM + legend_rows * LEGEND_ROW + 0.1  # x tick labels and label, then the legend
     width = left + right + ncols * panel[0] + (ncols - 1) * gap
     height = top + nrows * (panel[1] + below) + (nrows - 1) * title

@@ -304,8 +304,9 @@ class SweepResults:
             legend_below(ax_, handles, labels, offset=offset)
         if ax is None:
             what = "cumulative regret" if kind == "regret" else "expected reward"
-            fig.suptitle(f"{what.capitalize()}: mean over runs ({self._runs_text()}), "
-                         f"{_BAND_NAMES[band]}", fontsize=11)
+            # Two lines: one panel is narrower than the whole title on one line.
+            fig.suptitle(f"{what.capitalize()}: mean over runs\n{self._runs_text()}, "
+                         f"{_BAND_NAMES[band]}", fontsize=10)
         return fig
 
     def _runs_text(self) -> str:
