@@ -51,17 +51,18 @@ except TypeError:  # releases before warm_up took the LCB method
 times["kernels (warm_up)"] = warmed[0] if isinstance(warmed, tuple) else warmed
 
 walls = []
-simulate = paper.simulate
-def timed_simulate(*args, **kwargs):
+from sege_cvx.experiments import shards
+simulate = shards.simulate
+def timed_simulate(*args, **kwargs):  # the shards' simulations (one shard per algorithm)
     result = simulate(*args, **kwargs)
     walls.append(result.wall_seconds)
     return result
-paper.simulate = timed_simulate
+shards.simulate = timed_simulate
 start = time.perf_counter()
 study = paper.run_study(runs=runs, horizon=horizon, seed=seed, lcb_method=lcb_method)
 total = time.perf_counter() - start
 times["SEGE simulation"], times["CLUCB simulation"] = walls
-times["summary"] = total - sum(walls)
+times["sweep machinery, run-0 replay, summary"] = total - sum(walls)
 
 figure_times = {}
 for name in ("reward_figure", "regret_figure", "safe_set_figure"):

@@ -127,6 +127,9 @@ def _run(args: argparse.Namespace) -> int:
 def _sweep(args: argparse.Namespace) -> int:
     """Every cell of a study spec (problems x algorithms x parameter grids) over its seeded runs:
     runs.parquet, curves.parquet and manifest.json in ``--out``; rerun to resume."""
+    from .experiments.outputs import OutputPathError
+    from .experiments.results import markdown_table, report_table
+    from .experiments.spec import SpecError
     from .experiments.sweep import run_sweep
 
     spec = args.spec_object
@@ -134,13 +137,36 @@ def _sweep(args: argparse.Namespace) -> int:
     print(f"{len(cells)} cells x {spec.runs} runs x {spec.horizon} stages, seed {spec.seed}; "
           "checking every cell and preparing the compiled kernels ...", flush=True)
     args.published = False
-    results = run_sweep(spec, args.out, workers=args.workers, scheduler=args.scheduler,
-                        shard_runs=args.shard_runs, overwrite=args.overwrite,
-                        progress=not args.no_progress, command_line=args.command_line)
+    try:
+        results = run_sweep(spec, args.out, workers=args.workers, scheduler=args.scheduler,
+                            shard_runs=args.shard_runs, overwrite=args.overwrite,
+                            progress=not args.no_progress, command_line=args.command_line)
+    except (SpecError, OutputPathError) as exc:  # found before any simulation
+        raise _UserError(str(exc)) from None
     args.published = True
-    print(results.table().to_string())
+    table = report_table(results)
+    print(markdown_table(table, right=table.attrs["right"]))
     print(f"wrote {args.out}/runs.parquet, curves.parquet and manifest.json "
           f"({len(results.runs)} runs of {len(cells)} cells)")
+    return 0
+
+
+class _UserError(Exception):
+    """A user's mistake found by a command itself: reported as one line, exit status 2."""
+
+
+def _report(args: argparse.Namespace) -> int:
+    """A finished sweep's table per cell (Markdown, printed, and CSV) and its regret and reward
+    figures (PNG and PDF), written into --out."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; no display needed
+    from .experiments.results import write_report
+
+    paths = write_report(args.results, args.out, by=args.by,
+                         band=None if args.band == "none" else args.band)
+    print(paths[0].read_text(encoding="utf-8"), end="")
+    print(f"wrote {len(paths)} files to {args.out}: " + ", ".join(p.name for p in paths))
     return 0
 
 
@@ -240,6 +266,21 @@ def build_parser() -> argparse.ArgumentParser:
                        help="runs per shard (default 50; results do not depend on it)")
     sweep.add_argument("--no-progress", action="store_true", help="no progress bar")
     sweep.set_defaults(func=_sweep)
+
+    report = sub.add_parser("report", help="a finished sweep's table and figures",
+                            description=_report.__doc__, formatter_class=fmt)
+    report.add_argument("dir", metavar="DIR", help="the sweep's results directory (run_sweep's out)")
+    # SUPPRESS: no "(default: None)" in --help; _validate sets DIR/report.
+    report.add_argument("--out", default=argparse.SUPPRESS,
+                        help="report directory, made if missing, its report files replaced "
+                             "(default: DIR/report)")
+    report.add_argument("--by", nargs="+", metavar="COL", default="problem",
+                        help="the figures' panels: one per value of these cell columns (problem, "
+                             "algorithm, grid parameters); the table has one row per cell")
+    report.add_argument("--band", choices=("quantile", "ci", "none"), default="quantile",
+                        help="the figures' bands: 5-95 %% quantiles over runs, 95 %% confidence "
+                             "interval of the mean, or none")
+    report.set_defaults(func=_report)
     return parser
 
 
@@ -258,6 +299,18 @@ def _validate(args: argparse.Namespace) -> None:
     if getattr(args, "horizon", 0) > MAX_HORIZON:
         raise ValueError(f"argument --horizon: must be at most 2**53 = {MAX_HORIZON}, got "
                          f"{args.horizon}")
+    if args.command == "report":  # the results are read here: a directory without is an error
+        from pathlib import Path
+
+        from .experiments.results import check_report_dir, load_results
+
+        args.results = load_results(args.dir)
+        args.results.panel_keys(args.by)
+        out = getattr(args, "out", None)
+        if out == "":
+            raise ValueError("--out must be a nonempty path, got ''")
+        args.out = str(check_report_dir(Path(args.dir) / "report" if out is None else Path(out)))
+        return
     if getattr(args, "out", None) is not None:
         from .experiments.outputs import check_output_dir
 
@@ -294,6 +347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))
     try:
         return args.func(args)
+    except _UserError as exc:
+        parser.error(str(exc))
     except SpecError as exc:  # a problem or cell that cannot run, found before any simulation
         parser.error(str(exc))
     except ConnectionError as exc:
@@ -302,16 +357,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not isinstance(exc, SchedulerError):
             raise
         parser.error(str(exc))  # --scheduler unreachable, found before anything is written
-    except OutputPathError as exc:
-        if args.command == "sweep":  # --out changed after _validate, before the sweep started
-            parser.error(str(exc))
-        # --out changed while the study ran; nothing was published
+    except OutputPathError as exc:  # --out changed while the study ran; nothing was published
         parser.error(f"--out {args.out!r} changed while the study ran, nothing was published: {exc}")
     except KeyboardInterrupt:
         done = f"results are complete in {args.out}" if getattr(args, "published", False) else (
             f"the finished shards are saved in {args.out}: rerun the same command to resume"
             if args.command == "sweep" and _sweep_started(args.out) else
             "no results were written" if getattr(args, "out", None) is None else
+            f"the report's files in {args.out} may be incomplete" if args.command == "report" else
             f"nothing was written to {args.out}")
         print(f"sege-cvx: interrupted; {done}", file=sys.stderr)
         return 130

@@ -240,3 +240,42 @@ def test_files_are_plain_parquet_and_json(reference):
         assert table.num_rows > 0
     json.loads((path / "manifest.json").read_text())
     assert os.listdir(path / "shards")
+
+
+def test_command_line_on_a_dask_scheduler_address(reference, tmp_path, capsys):
+    distributed = pytest.importorskip("distributed")
+    from sege_cvx.cli import main
+
+    spec = tmp_path / "spec.toml"
+    spec.write_text("seed = 5\nruns = 5\nhorizon = 300\n"
+                    '[[problems]]\nname = "paper"\n[[problems]]\nname = "box"\n'
+                    '[[algorithms]]\nname = "SEGE"\n[algorithms.grid]\nc = [0.25, 1.0]\n'
+                    '[[algorithms]]\nname = "CLUCB"\n')
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
+                                  dashboard_address=None) as cluster:
+        code = main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--scheduler",
+                     cluster.scheduler_address, "--no-progress"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "6 cells x 5 runs x 300 stages" in printed and "runs.parquet" in printed
+    assert_same_results(reference, load_results(tmp_path / "out"))
+
+
+@pytest.mark.parametrize("text, want", [
+    ("seed = 1\nruns = 2\nhorizon = 10\nproblems = []\nalgorithms = []\n",
+     "'problems' must not be empty"),
+    ("seed = 1\nruns = 2\nhorizon = 10\nbogus = 3\n", "unknown key 'bogus' in the spec"),
+    ("seed = 1\nruns = 2\nhorizon = 10\n[[problems]]\nname = 'paper'\n[[algorithms]]\n"
+     "name = 'SEGE'\n[algorithms.grid]\nc = [-1.0]\n", "cell 0 (paper, SEGE, {'c': -1.0})"),
+])
+def test_command_line_errors_are_one_line(tmp_path, capsys, text, want):
+    from sege_cvx.cli import main
+
+    spec = tmp_path / "spec.toml"
+    spec.write_text(text)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--no-progress"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("sege-cvx: error: ") and want in err and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()

@@ -418,7 +418,7 @@ def test_load_results_of_a_directory_without_the_sweep_s_tables(tmp_path):
     out = tmp_path / "out"
     run_sweep(SMALL, out, workers=1, progress=False)
     (out / "curves.parquet").unlink()
-    with pytest.raises(ResultsError, match="not curves.parquet"):
+    with pytest.raises(ResultsError, match="curves.parquet is missing"):
         load_results(out)
     other = tmp_path / "other"
     run_sweep(SMALL, other, workers=1, progress=False)

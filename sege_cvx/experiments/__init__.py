@@ -11,7 +11,7 @@ _EXPORTS = {name: ".paper" for name in ("PAPER_HORIZON", "PAPER_RUNS", "BanditPr
                                         "write_outputs")}
 _EXPORTS["OutputPathError"] = ".outputs"
 _EXPORTS.update({"run_sweep": ".sweep", "load_results": ".results", "SweepResults": ".results",
-                 "ResultsError": ".results"})
+                 "ResultsError": ".results", "write_report": ".results"})
 _EXPORTS.update({name: ".spec" for name in ("AlgorithmSpec", "ProblemSpec", "SpecError",
                                             "StudySpec")})
 

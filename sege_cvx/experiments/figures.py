@@ -13,33 +13,16 @@ import numpy as np  # noqa: E402
 
 from ..arm_sets import Ball  # noqa: E402
 from ..confidence import lcb  # noqa: E402
+from ._plotting import ALGORITHM_COLORS  # noqa: E402
+from ._plotting import legend_below as _legend_below  # noqa: E402
+from ._plotting import save_figure as _save  # noqa: E402
+from ._plotting import single_axes as _axes  # noqa: E402
 
-SEGE_COLOR, CLUCB_COLOR = "tab:blue", "tab:green"
+SEGE_COLOR, CLUCB_COLOR = ALGORITHM_COLORS["SEGE"], ALGORITHM_COLORS["CLUCB"]
 
 
 #: Quantile band drawn by default (5 % to 95 % over runs); ``band="minmax"`` draws the extremes.
 BANDS = ("quantile", "minmax")
-
-
-def _save(fig, out: Path, name: str) -> list[Path]:
-    paths = [out / f"{name}.png", out / f"{name}.pdf"]
-    for p in paths:
-        fig.savefig(p, dpi=150)
-    plt.close(fig)
-    return paths
-
-
-def _axes(figsize=(5.2, 4.2), bottom=0.30):
-    """A figure with room below the axes for the legend: fixed margins, because a computed
-    layout (bbox_inches="tight", tight or constrained layout) draws every figure once more."""
-    fig, ax = plt.subplots(figsize=figsize)
-    fig.subplots_adjust(left=0.15, right=0.97, bottom=bottom, top=0.91)
-    return fig, ax
-
-
-def _legend_below(ax) -> None:
-    """The legend under the axes, where it hides no data (the band's edge near b included)."""
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=2, frameon=False)
 
 
 def _check_band(band: str) -> None:

@@ -281,8 +281,6 @@ def run_study(
     -------
     StudyResult
     """
-    import pyarrow.compute as pc
-
     from .shards import build_problem, run_seed, shard_statistics
     from .sweep import plan_shards, read_cell, run_sweep
 
@@ -298,7 +296,7 @@ def run_study(
     optimal = results.manifest["problems"][spec.problems[0].label]["optimal_reward"]
     sege_result, clucb_result = (
         SimulationResult(shard_statistics(table), optimal, setup.threshold,
-                         float(pc.sum(table.column("wall_seconds")).as_py()))
+                         float(table.column("wall_seconds").to_numpy().sum()))
         for table in tables)
     reasons = Counter()
     for shard in results.manifest["sweep"]:
@@ -322,7 +320,7 @@ def run_study(
         "decision_counts": {name: int(v) for name, v in zip(
             ("exploit", "explore_lcb", "explore_baseline"), st.decision_counts.sum(axis=0),
             strict=True)},
-        "solver_fallbacks": int(pc.sum(tables[0].column("fallbacks")).as_py()),
+        "solver_fallbacks": int(tables[0].column("fallbacks").to_numpy().sum()),
         "fallback_reasons": dict(reasons),
     })
     s_clucb = summarize(clucb_result, setup.threshold, seed)

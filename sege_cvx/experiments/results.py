@@ -1,27 +1,81 @@
-"""A finished sweep's results as pandas DataFrames: per-run rows, per-checkpoint curves, tables."""
+"""A finished sweep's results as pandas DataFrames: per-run rows, per-checkpoint curves, a table
+per cell, figures with quantile or confidence bands, and a report directory of them.
+
+matplotlib loads only when a figure is drawn, so reading results and their tables stays light.
+"""
 
 from __future__ import annotations
 
 import json
+import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from .outputs import MANIFEST
+from .outputs import MANIFEST, _nearest_existing, _probe_writable
 
 #: Columns that identify a cell besides the grid parameters.
 CELL_COLUMNS = ("problem", "algorithm")
+#: Files a finished sweep holds.
+RESULT_FILES = ("runs.parquet", "curves.parquet")
+#: The figures' bands: 5 % to 95 % quantiles over runs, mean +- 1.96 standard errors, or none.
+BANDS = ("quantile", "ci", None)
+_BAND_NAMES = {"quantile": "band: 5-95 % of runs", "ci": "band: 95 % confidence interval of the mean",
+               None: "no band"}
+#: The reward figure's reference lines: manifest key, label, short name, style (figures.py's b and
+#: optimum).
+_REFERENCES = (
+    ("threshold", "threshold $b$", "$b$", {"color": "red", "linestyle": "--"}),
+    ("baseline_reward", "baseline reward $b_0$", "$b_0$", {"color": "dimgray", "linestyle": "-."}),
+    ("optimal_reward", "optimal reward", "optimum", {"color": "black", "linestyle": ":"}),
+)
 
 
 class ResultsError(ValueError):
     """A directory that holds no complete sweep results; the message names it."""
 
 
+def _check_band(band):
+    if band not in BANDS:
+        raise ValueError(f"band must be one of {', '.join(map(repr, BANDS))}; got {band!r}")
+    return band
+
+
+def _value(value) -> str:
+    """A cell parameter as labels and tables show it: ``0.25``, ``1e-06``, ``closed_form``."""
+    if isinstance(value, float | np.floating):
+        return f"{value:g}"
+    return str(value)
+
+
+def _missing(value) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float | np.floating) and np.isnan(value))
+
+
 @dataclass
 class SweepResults:
-    """The results of :func:`~sege_cvx.experiments.sweep.run_sweep`.
+    """The results of :func:`~sege_cvx.experiments.sweep.run_sweep`, as read by :func:`load_results`.
+
+    A *cell* is one problem x algorithm x setting of the algorithm's grid parameters
+    (:attr:`cell_columns`); each cell ran the same number of independent runs.
+
+    Usage::
+
+        import sege_cvx as sc
+        from sege_cvx.experiments import write_report
+
+        res = sc.load_results("results-sweep")
+        res.runs                         # one row per cell x run (final regret, violations, ...)
+        res.curves                       # one row per cell x checkpoint stage t
+        res.table()                      # per cell: mean final regret +- s.e., safety figures
+        res.table(by="algorithm")        # the same pooled over other columns
+        res.plot_regret()                # one panel per problem, one line per cell
+        res.plot_reward(band="ci")       # expected reward with b, b0 and the optimum drawn
+        write_report(res, "report")      # table.md, table.csv, regret/reward .png and .pdf
 
     Attributes
     ----------
@@ -30,7 +84,8 @@ class SweepResults:
     curves : pandas.DataFrame
         ``curves.parquet``: one row per cell x checkpoint stage ``t``.
     manifest : dict
-        ``manifest.json``: the spec, problems, shard status, files and provenance.
+        ``manifest.json``: the spec, problems (``dim``, ``baseline_reward`` b0, ``threshold`` b,
+        ``optimal_reward``, ``description``), shard status, files and provenance.
     path : Path
         The results directory.
     """
@@ -59,7 +114,7 @@ class SweepResults:
         -------
         pandas.DataFrame
             Indexed by ``by``, with columns ``runs``, ``regret_mean``, ``regret_se`` (standard
-            error of the mean, ``sd / sqrt(runs)``), ``violating_runs`` (runs with any stage
+            error of the mean, ``sd / sqrt(runs)``, 0 for one run), ``violating_runs`` (runs with any stage
             below ``b``), ``violating_pairs`` (run-stage pairs below ``b``), ``first_violation``
             (earliest violating stage, ``<NA>`` if none) and ``fallbacks``.
         """
@@ -69,10 +124,13 @@ class SweepResults:
             raise KeyError(f"by names no column of runs: {missing} (columns: "
                            f"{', '.join(self.runs.columns)})")
         groups = self.runs.groupby(keys, sort=False, dropna=False)
+        # Each group's own Series.mean and .std: the numbers a user computes from its runs, to
+        # the last bit (groupby's cython aggregations sum in another order).
+        regret = groups["regret"]
         out = pd.DataFrame({
             "runs": groups.size(),
-            "regret_mean": groups["regret"].mean(),
-            "regret_se": groups["regret"].sem(ddof=1).fillna(0.0),
+            "regret_mean": regret.apply(lambda r: r.mean()),
+            "regret_se": regret.apply(lambda r: r.std(ddof=1) / math.sqrt(len(r)) if len(r) > 1 else 0.0),
             "violating_runs": groups["violations"].apply(lambda v: int((v > 0).sum())),
             "violating_pairs": groups["violations"].sum(),
             "first_violation": groups["first_violation"].min(),
@@ -80,16 +138,232 @@ class SweepResults:
         })
         return out
 
+    def panel_keys(self, by: str | Sequence[str] | None) -> list[str]:
+        """The columns whose values make the panels of :meth:`plot_regret` and :meth:`plot_reward`.
+
+        Parameters
+        ----------
+        by : str, sequence of str or None
+            Cell columns (:attr:`cell_columns`); ``None``: one panel with every cell.
+
+        Returns
+        -------
+        list of str
+
+        Raises
+        ------
+        ValueError
+            If ``by`` names anything but a cell column; the message names it and the cell columns.
+        """
+        keys = [] if by is None else [by] if isinstance(by, str) else list(by)
+        allowed = self.cell_columns
+        for key in keys:
+            if not isinstance(key, str) or key not in allowed:
+                raise ValueError(f"by must name cell columns ({', '.join(allowed)}), got {key!r}")
+        if len(set(keys)) < len(keys):
+            raise ValueError(f"by names a column twice: {keys}")
+        return keys
+
+    def plot_regret(self, by: str | Sequence[str] | None = "problem", band: str | None = "quantile",
+                    ax=None):
+        """Cumulative regret against the stage: mean over runs and a band, one line per cell.
+
+        Parameters
+        ----------
+        by : str, sequence of str or None
+            Cell columns: one panel per value (``"problem"``: one per problem; ``None``: one panel).
+        band : {"quantile", "ci", None}
+            ``"quantile"``: 5 % to 95 % quantiles over runs; ``"ci"``: mean +- 1.96 standard
+            errors (a 95 % confidence interval of the mean); ``None``: the mean alone.
+        ax : matplotlib Axes or sequence of Axes, optional
+            Where to draw, one per panel (default: a new figure, panels side by side, each with
+            its legend below it).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            Each cell's line is labelled with its algorithm and grid parameters (``SEGE c=0.25``;
+            the problem too when ``by`` leaves it out), and panels are titled with their values.
+        """
+        return self._plot("regret", by, band, ax)
+
+    def plot_reward(self, by: str | Sequence[str] | None = "problem", band: str | None = "quantile",
+                    ax=None):
+        """Expected reward ``<X_t, theta*>`` at the checkpoints, with the threshold ``b``, the
+        baseline reward ``b0`` and the optimal reward of each panel's problem.
+
+        Parameters
+        ----------
+        by, band, ax
+            As for :meth:`plot_regret` (the bands are over the runs' expected rewards at ``t``).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            In a panel that mixes problems (``by`` without ``problem``) a reference line is drawn
+            only if its value is the same for all of them; the title says which are not drawn.
+        """
+        return self._plot("reward", by, band, ax)
+
+    # --- drawing --------------------------------------------------------------------------------
+
+    def _panels(self, keys: list[str]) -> list[tuple[tuple, pd.DataFrame]]:
+        if not keys:
+            return [((), self.curves)]
+        return [(values if isinstance(values, tuple) else (values,), frame)
+                for values, frame in self.curves.groupby(keys, sort=False, dropna=False)]
+
+    def _cells(self, frame: pd.DataFrame, keys: list[str]) -> list[tuple[str, str, pd.DataFrame]]:
+        """A panel's cells in order of appearance: (label, algorithm, rows sorted by ``t``)."""
+        cells = self.cell_columns
+        out = []
+        for values, rows in frame.groupby(cells, sort=False, dropna=False):
+            cell = dict(zip(cells, values, strict=True))
+            parts = [] if "problem" in keys else [str(cell["problem"])]
+            parts.append(str(cell["algorithm"]))
+            parts += [f"{k}={_value(v)}" for k, v in cell.items()
+                      if k not in (*CELL_COLUMNS, *keys) and not _missing(v)]
+            out.append((" ".join(parts), cell["algorithm"], rows.sort_values("t")))
+        return out
+
+    def _references(self, frame: pd.DataFrame) -> tuple[list[tuple[float, str, dict]], list[str]]:
+        """The reward panel's lines (value, label, style) and the names of those not drawn."""
+        problems = self.manifest.get("problems", {})
+        drawn, differ = [], []
+        for key, name, short, style in _REFERENCES:
+            values = {problems.get(p, {}).get(key) for p in frame["problem"].unique()}
+            if len(values) == 1 and None not in values:
+                value = values.pop()
+                drawn.append((value, f"{name} = {value:.4g}", style))
+            elif len(values) > 1:
+                differ.append(short)
+        return drawn, differ
+
+    def _plot(self, kind: str, by, band, ax):
+        from ._plotting import ALGORITHM_COLORS, PANEL_LEGEND_OFFSET, legend_below, panel_axes
+
+        keys = self.panel_keys(by)
+        _check_band(band)
+        panels = self._panels(keys)
+        contents = [(values, self._cells(frame, keys),
+                     self._references(frame) if kind == "reward" else ([], []))
+                    for values, frame in panels]
+        if ax is None:
+            legend_rows = max(math.ceil((len(cells) + len(refs)) / 2) for _, cells, (refs, _) in contents)
+            notes = any(differ for _, _, (_, differ) in contents)
+            fig, axes = panel_axes(len(panels), legend_rows, title_lines=2 if notes else 1)
+            offset = PANEL_LEGEND_OFFSET
+        else:
+            axes = [ax] if hasattr(ax, "plot") else list(ax)
+            if len(axes) != len(panels):
+                raise ValueError(f"ax must be {len(panels)} axes, one per panel of by={by!r}; "
+                                 f"got {len(axes)}")
+            fig, offset = axes[0].figure, -0.17
+        styles = _Styles(ALGORITHM_COLORS, self.curves["algorithm"].unique())
+        for ax_, (values, cells, (refs, differ)) in zip(axes, contents, strict=True):
+            handles, labels = [], []
+            for label, algorithm, rows in cells:
+                color, linestyle = styles(label, algorithm)
+                t, mean = rows["t"].to_numpy(), rows[f"{kind}_mean"].to_numpy()
+                (line,) = ax_.plot(t, mean, color=color, linestyle=linestyle, linewidth=1.2,
+                                   label=label)
+                handle = line
+                if band is not None:
+                    low, high = ((rows[f"{kind}_q05"], rows[f"{kind}_q95"]) if band == "quantile"
+                                 else (mean - 1.96 * rows[f"{kind}_se"], mean + 1.96 * rows[f"{kind}_se"]))
+                    poly = ax_.fill_between(t, low, high, color=color, alpha=0.2, linewidth=0,
+                                            label=f"{label} {_BAND_NAMES[band]}")
+                    handle = (poly, line)
+                handles.append(handle)
+                labels.append(label)
+            for value, label, style in refs:
+                handles.append(ax_.axhline(value, linewidth=1, label=label, **style))
+                labels.append(label)
+            title = ", ".join(_value(v) if k in CELL_COLUMNS else
+                              f"{k}={'n/a' if _missing(v) else _value(v)}"
+                              for k, v in zip(keys, values, strict=True)) or "all cells"
+            if differ:  # a second line, kept short enough for the panel's width
+                title += f"\n({', '.join(differ)}: differ by problem, not drawn)"
+            ax_.set_title(title, fontsize=10)
+            ax_.set_xlabel("stage t")
+            if kind == "reward":
+                # Log t, as the single study's reward figures: the first few hundred stages, where
+                # exploration starts from the baseline and any dip below b happens, get half the
+                # axis; on a linear axis they are a sliver at its left edge.
+                ax_.set_xscale("log")
+                ylabel = r"expected reward $\langle X_t, \theta^*\rangle$"
+            else:
+                # Linear t, as the paper's Figure 2(c): how fast the regret grows late in the run
+                # (straight or bending) and its final value, the table's number, read directly;
+                # a log axis would spend most of its width on the first stages.
+                ylabel = "cumulative regret"
+            spec = ax_.get_subplotspec()
+            if ax is not None or spec is None or spec.is_first_col():
+                ax_.set_ylabel(ylabel)
+            ax_.grid(alpha=0.25, linewidth=0.5)
+            legend_below(ax_, handles, labels, offset=offset)
+        if ax is None:
+            what = "cumulative regret" if kind == "regret" else "expected reward"
+            # Two lines: one panel is narrower than the whole title on one line.
+            fig.suptitle(f"{what.capitalize()}: mean over runs\n{self._runs_text()}, "
+                         f"{_BAND_NAMES[band]}", fontsize=10)
+        return fig
+
+    def _runs_text(self) -> str:
+        counts = self.runs.groupby(self.cell_columns, sort=False, dropna=False).size()
+        low, high = int(counts.min()), int(counts.max())
+        return f"{low} runs per cell" if low == high else f"{low} to {high} runs per cell"
+
+
+class _Styles:
+    """One colour and line style per legend label, the same in every panel and figure.
+
+    An algorithm's first label gets the algorithm's colour in the single study's figures, its
+    other labels unused colours; an algorithm's k-th label gets the k-th line style, so that two
+    settings with the same curve (a parameter that changes nothing) both show.
+    """
+
+    PALETTE = ("tab:orange", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan",
+               "tab:blue", "tab:green")  # no red, gray or black: the reference lines'
+    LINESTYLES = ("-", "--", "-.", ":")
+
+    def __init__(self, preferred: dict[str, str], algorithms):
+        self.preferred = {a: preferred[a] for a in algorithms if a in preferred}
+        self.given: dict[str, tuple[str, str]] = {}
+        self.count: dict[str, int] = {}
+
+    def __call__(self, label: str, algorithm: str) -> tuple[str, str]:
+        if label not in self.given:
+            used = {color for color, _ in self.given.values()}
+            want = self.preferred.get(algorithm)
+            if want is not None and want not in used:
+                color = want
+            else:
+                free = [c for c in self.PALETTE if c not in used and c not in self.preferred.values()]
+                color = free[0] if free else self.PALETTE[len(self.given) % len(self.PALETTE)]
+            k = self.count[algorithm] = self.count.get(algorithm, -1) + 1
+            self.given[label] = color, self.LINESTYLES[k % len(self.LINESTYLES)]
+        return self.given[label]
+
 
 def load_results(path: str | os.PathLike) -> SweepResults:
     """Read a finished sweep's directory (``runs.parquet``, ``curves.parquet``, ``manifest.json``).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The ``out`` directory of :func:`~sege_cvx.experiments.sweep.run_sweep`.
+
+    Returns
+    -------
+    SweepResults
 
     Raises
     ------
     ResultsError
         If ``path`` holds no finished sweep (no ``manifest.json``: still running, killed, or
-        not a sweep; rerunning the sweep's command resumes it), or a manifest without the
-        sweep's tables or that cannot be read.
+        not a sweep; rerunning the sweep's command resumes it), or its manifest lists no sweep
+        files (e.g. the results of ``sege-cvx run``) or cannot be read.
     """
     path = Path(path)
     manifest_path = path / MANIFEST
@@ -97,16 +371,212 @@ def load_results(path: str | os.PathLike) -> SweepResults:
         hint = (" (a sweep was started there but has not finished: rerun its command to resume)"
                 if (path / "sweep.json").exists() else "")
         raise ResultsError(f"{str(path)!r} holds no finished sweep results{hint}")
-    missing = [name for name in ("runs.parquet", "curves.parquet") if not (path / name).is_file()]
-    if missing:  # e.g. results of a release before sweeps, or files removed since
-        raise ResultsError(f"{str(path)!r} holds no sweep results: its manifest is there but not "
-                           f"{' or '.join(missing)}")
+    missing = [name for name in RESULT_FILES if not (path / name).is_file()]
+    if missing:
+        raise ResultsError(f"{str(path)!r} holds no sweep results: {' and '.join(missing)} "
+                           f"{'is' if len(missing) == 1 else 'are'} missing")
     try:
         manifest = json.loads(manifest_path.read_text())
-    except ValueError as exc:
+    except ValueError as exc:  # damaged after it was written (it is written whole)
         raise ResultsError(f"{str(path)!r} holds an unreadable {MANIFEST} ({exc})") from None
     runs = pd.read_parquet(path / "runs.parquet")
     # Stages are integers; a run without a violation has none (<NA>, not a float NaN).
     runs["first_violation"] = runs["first_violation"].astype("Int64")
     curves = pd.read_parquet(path / "curves.parquet")
     return SweepResults(runs, curves, manifest, path)
+
+
+# --- the report: a table as Markdown and CSV, the figures as PNG and PDF ----------------------
+
+
+def mean_pm_se(mean: float, se: float) -> str:
+    """``mean ± se`` with the standard error to two significant digits and the mean to the same
+    decimal place (``257 ± 19``, ``112.4 ± 2.1``); the mean alone, to 4 digits, if ``se`` is 0.
+
+    >>> mean_pm_se(257.205, 18.58), mean_pm_se(112.352, 2.148), mean_pm_se(0.01234, 0.000456)
+    ('257 ± 19', '112.4 ± 2.1', '0.01234 ± 0.00046')
+    >>> mean_pm_se(91.62, 0.0)
+    '91.62'
+    """
+    if not (np.isfinite(se) and se > 0):
+        digits = 3 - math.floor(math.log10(abs(mean))) if np.isfinite(mean) and mean != 0 else 0
+        return f"{mean:.{max(digits, 0)}f}"
+    digits = max(0, 1 - math.floor(math.log10(se)))
+    return f"{mean:.{digits}f} ± {se:.{digits}f}"
+
+
+def markdown_table(frame: pd.DataFrame, right: Sequence[str] = ()) -> str:
+    """A DataFrame as a Markdown table (no ``tabulate`` needed), columns padded to line up.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The cells, shown with ``str``; the index is not shown.
+    right : sequence of str
+        Columns to right-align (numbers); the others are left-aligned.
+
+    Returns
+    -------
+    str
+        The table's lines, without a final newline.
+
+    Examples
+    --------
+    >>> print(markdown_table(pd.DataFrame({"cell": ["a", "bb"], "n": [1, 10]}), right=["n"]))
+    | cell |   n |
+    | :--- | --: |
+    | a    |   1 |
+    | bb   |  10 |
+    """
+    header = [str(c) for c in frame.columns]
+    aligned = [c in right for c in frame.columns]
+    rows = [[str(v).replace("|", "\\|") for v in row] for row in frame.itertuples(index=False)]
+    widths = [max(3, len(h), *(len(r[j]) for r in rows)) for j, h in enumerate(header)]
+
+    def line(cells):
+        return "| " + " | ".join(c.rjust(w) if r else c.ljust(w)
+                                 for c, w, r in zip(cells, widths, aligned, strict=True)) + " |"
+
+    rule = ["-" * (w - 1) + ":" if r else ":" + "-" * (w - 1) for w, r in zip(widths, aligned, strict=True)]
+    return "\n".join([line(header), "| " + " | ".join(rule) + " |", *map(line, rows)])
+
+
+def _horizon(results: SweepResults) -> int:
+    return int(results.manifest.get("spec", {}).get("horizon") or results.curves["t"].max())
+
+
+def report_table(results: SweepResults) -> pd.DataFrame:
+    """:meth:`SweepResults.table`, one row per cell, formatted for reading: regret as
+    ``mean ± se``, a parameter that does not apply to a cell as ``-``, no violation as ``none``.
+
+    Parameters
+    ----------
+    results : SweepResults
+
+    Returns
+    -------
+    pandas.DataFrame
+        Strings; its ``attrs["right"]`` lists the numeric columns (right-aligned in Markdown).
+    """
+    table = results.table().reset_index()
+    out = pd.DataFrame({c: [_value(v) if not _missing(v) else "-" for v in table[c]]
+                        for c in results.cell_columns})
+    regret = f"regret at t={_horizon(results)}"
+    out["runs"] = table["runs"].astype(str)
+    out[regret] = [mean_pm_se(m, s) for m, s in zip(table["regret_mean"], table["regret_se"], strict=True)]
+    out["violating runs"] = table["violating_runs"].astype(str)
+    out["violating pairs"] = table["violating_pairs"].astype(str)
+    out["first violation"] = ["none" if _missing(v) else str(int(v)) for v in table["first_violation"]]
+    out["fallbacks"] = table["fallbacks"].astype(str)
+    out.attrs["right"] = ["runs", regret, "violating runs", "violating pairs", "first violation",
+                          "fallbacks"]
+    return out
+
+
+def report_markdown(results: SweepResults) -> str:
+    """The text of ``table.md``: the sweep's size, what the columns mean, its problems and the
+    table per cell (:func:`report_table`).
+
+    Parameters
+    ----------
+    results : SweepResults
+
+    Returns
+    -------
+    str
+        Markdown, ending with a newline.
+    """
+    spec = results.manifest.get("spec", {})
+    table = report_table(results)
+    problems = results.manifest.get("problems", {})
+    seed = f", seed {spec['seed']}" if "seed" in spec else ""
+    lines = [
+        f"# Sweep results: {results.path}", "",
+        f"{results._runs_text()} x {_horizon(results)} stages{seed}. Regret: cumulative regret at "
+        "the last stage, mean ± standard error over runs. A violation is a stage whose expected "
+        "reward is below the threshold b; violating pairs count (run, stage) pairs, first "
+        "violation is the earliest such stage over the cell's runs.", "",
+        markdown_table(table, right=table.attrs["right"]), "",
+    ]
+    if problems:
+        def number(p, key):
+            return f"{p[key]:.6g}" if isinstance(p.get(key), int | float) else "-"
+
+        rows = pd.DataFrame([{"problem": name, "dim": p.get("dim", "-"),
+                              "b0": number(p, "baseline_reward"), "b": number(p, "threshold"),
+                              "optimal reward": number(p, "optimal_reward"),
+                              "description": p.get("description", "")}
+                             for name, p in problems.items()])
+        lines += ["Problems: baseline reward b0, safety threshold b, optimal reward.", "",
+                  markdown_table(rows, right=["dim", "b0", "b", "optimal reward"]), ""]
+    return "\n".join(lines)
+
+
+def check_report_dir(out: Path) -> Path:
+    """Check, leaving nothing behind, that ``out`` can receive a report: an existing directory
+    or a new one that can be made, and that can be written (a probe file is made and removed).
+
+    Parameters
+    ----------
+    out : Path
+
+    Returns
+    -------
+    Path
+        ``out``.
+
+    Raises
+    ------
+    ValueError
+        A message naming ``out`` and what is wrong.
+    """
+    where = _nearest_existing(out)
+    if where == out and not out.is_dir():
+        raise ValueError(f"report directory {str(out)!r} is an existing file, not a directory")
+    if not where.is_dir():
+        raise ValueError(f"report directory {str(out)!r} lies under {str(where)!r}, which is a file")
+    try:
+        _probe_writable(where)
+    except OSError as exc:
+        raise ValueError(f"report directory {str(out)!r} cannot be written: creating a file in "
+                         f"{str(where)!r} failed ({exc.strerror or exc})") from None
+    return out
+
+
+def write_report(results: SweepResults, out_dir: str | os.PathLike, by="problem",
+                 band: str | None = "quantile") -> list[Path]:
+    """Write a sweep's table and figures into ``out_dir`` (made if missing; these files replaced).
+
+    Parameters
+    ----------
+    results : SweepResults
+        From :func:`load_results`.
+    out_dir : str or path-like
+        The report directory.
+    by, band
+        The figures' panels and bands, as for :meth:`SweepResults.plot_regret`.
+
+    Returns
+    -------
+    list of Path
+        ``table.md`` (:func:`report_markdown`), ``table.csv`` (:meth:`SweepResults.table` per
+        cell, every number at full precision; ``pandas.read_csv`` reads it back),
+        ``regret.png``, ``regret.pdf``, ``reward.png`` and ``reward.pdf``.
+
+    Raises
+    ------
+    ValueError
+        A bad ``by`` or ``band``, or an ``out_dir`` that cannot be written: before writing anything.
+    """
+    from ._plotting import save_figure
+
+    results.panel_keys(by)
+    _check_band(band)
+    out = check_report_dir(Path(out_dir))
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "table.md", out / "table.csv"]
+    paths[0].write_text(report_markdown(results), encoding="utf-8")
+    results.table().reset_index().to_csv(paths[1], index=False)
+    paths += save_figure(results.plot_regret(by=by, band=band), out, "regret")
+    paths += save_figure(results.plot_reward(by=by, band=band), out, "reward")
+    return paths

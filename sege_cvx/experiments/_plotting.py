@@ -1,0 +1,76 @@
+"""The figures' shared layout: fixed margins, legends below the axes, PNG and PDF files.
+
+Used by :mod:`.figures` (the single study) and by :mod:`.results` (a sweep's panels).  It sets
+no backend: :mod:`.figures` and the command line choose Agg (files only), while a sweep's
+figures drawn in a notebook or a Python session keep the user's backend.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+#: Each algorithm's colour in every figure (the single study's and a sweep's).
+ALGORITHM_COLORS = {"SEGE": "tab:blue", "CLUCB": "tab:green"}
+#: Legend entries per row under an axes, and the height of one row (inches, fontsize 7).
+LEGEND_COLUMNS, LEGEND_ROW = 2, 0.16
+#: A panel's axes (inches) and the room under it for the x tick labels and label (inches).
+PANEL, XLABEL_ROOM = (4.3, 3.0), 0.5
+#: Where :func:`legend_below` puts a legend under a panel of :func:`panel_axes` (axes fraction).
+PANEL_LEGEND_OFFSET = -XLABEL_ROOM / PANEL[1]
+
+
+def save_figure(fig, out: Path, name: str) -> list[Path]:
+    """``out/name.png`` (150 dpi) and ``out/name.pdf``; the figure is closed."""
+    paths = [out / f"{name}.png", out / f"{name}.pdf"]
+    for p in paths:
+        fig.savefig(p, dpi=150)
+    plt.close(fig)
+    return paths
+
+
+def single_axes(figsize=(5.2, 4.2), bottom=0.30):
+    """A figure with room below the axes for the legend: fixed margins, because a computed
+    layout (bbox_inches="tight", tight or constrained layout) draws every figure once more."""
+    fig, ax = plt.subplots(figsize=figsize)
+    fig.subplots_adjust(left=0.15, right=0.97, bottom=bottom, top=0.91)
+    return fig, ax
+
+
+def panel_axes(n: int, legend_rows: int, title_lines: int = 1, suptitle: bool = True):
+    """``n`` panels, each with room above for a title of ``title_lines`` lines and below for a
+    legend of ``legend_rows`` rows: margins fixed in inches (whatever ``n``), as
+    :func:`single_axes` does.  Up to three panels make a row; four make two rows of two.
+
+    Returns the figure and a flat list of ``n`` axes (spare grid cells are removed); put each
+    legend at ``legend_below(ax, offset=PANEL_LEGEND_OFFSET)``.
+    """
+    panel = PANEL
+    ncols = 2 if n == 4 else min(n, 3)
+    nrows = math.ceil(n / ncols)
+    left, right, gap = 0.75, 0.2, 0.55           # inches: y tick labels and label; between panels
+    title = 0.2 + 0.18 * title_lines             # each panel's title
+    top = title + (0.6 if suptitle else 0.0)     # the figure's two-line title above the first row
+    below = XLABEL_ROOM + legend_rows * LEGEND_ROW + 0.1  # x tick labels and label, then the legend
+    width = left + right + ncols * panel[0] + (ncols - 1) * gap
+    height = top + nrows * (panel[1] + below) + (nrows - 1) * title
+    fig, grid = plt.subplots(nrows, ncols, figsize=(width, height), squeeze=False)
+    fig.subplots_adjust(left=left / width, right=1 - right / width, top=1 - top / height,
+                        bottom=below / height, wspace=gap / panel[0],
+                        hspace=(below + title) / panel[1])
+    axes = list(grid.ravel())
+    for ax in axes[n:]:
+        fig.delaxes(ax)
+    return fig, axes[:n]
+
+
+def legend_below(ax, handles=None, labels=None, offset=-0.17) -> None:
+    """The legend under the axes, where it hides no data (the band's edge near b included).
+
+    ``offset`` is the legend's top in axes fractions below the axes (room for the x label).
+    """
+    args = () if handles is None else (handles, labels)
+    ax.legend(*args, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, offset),
+              ncol=LEGEND_COLUMNS, frameon=False)
