@@ -141,6 +141,25 @@ def test_cli_sweep_interrupted_before_it_started_says_nothing_was_written(tmp_pa
     assert not out.exists()
 
 
+def test_an_unreachable_scheduler_leaves_no_client_to_finalize_later(tmp_path):
+    """A Client whose construction failed, kept alive by the error's traceback, is finalized by
+    the garbage collector at some later moment; if that is inside another Client's start, its
+    __del__ deadlocks on the loop runner's lock (this suite hung so, retrying a sweep)."""
+    import gc
+
+    pytest.importorskip("distributed")
+    from distributed import Client
+
+    def clients() -> int:
+        return sum(isinstance(o, Client) for o in gc.get_objects())
+
+    gc.collect()
+    before = clients()
+    with pytest.raises(sweep_module.SchedulerError):
+        run_sweep(SMALL, tmp_path / "out", scheduler="not-an-address", progress=False)
+    assert clients() == before
+
+
 # --- specs: sizes, names and cells -------------------------------------------------------------
 
 @pytest.mark.parametrize("changes, match", [

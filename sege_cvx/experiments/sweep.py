@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import gc
 import json
 import math
 import multiprocessing
@@ -377,11 +378,18 @@ def _executor(workers: int, client, scheduler: str | None) -> Iterator[tuple[cf.
         if client is None:
             from distributed import Client
 
+            failure = None
             try:
                 client = owned = Client(scheduler)
             except (OSError, ValueError, TypeError) as exc:  # unreachable, or not an address
-                raise SchedulerError(f"cannot connect to the Dask scheduler {scheduler!r}: "
-                                     f"{exc}") from exc
+                failure = f"cannot connect to the Dask scheduler {scheduler!r}: {exc}"
+            if failure is not None:
+                # The half-built Client lives on in the exception's frames until the garbage
+                # collector finalizes it, at any later moment: its __del__ then closes its event
+                # loop, which deadlocks if that moment is inside another Client's start (seen
+                # when a sweep was retried). Finalize it here, and keep no traceback to it.
+                gc.collect()
+                raise SchedulerError(failure)
         try:
             yield client.get_executor(), None
         finally:
