@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from _cli_errors import one_line_error
 
 import sege_cvx
 import sege_cvx.experiments
@@ -54,15 +55,6 @@ def test_demo_prints_both_paths(capsys):
 COMMANDS = (["demo"], ["reproduce"], ["run", "--arm-set", "box"])
 
 
-def _error_line(capsys, argv) -> str:
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    assert exc.value.code == 2
-    captured = capsys.readouterr()
-    lines = captured.err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("sege-cvx: error: "), captured.err
-    assert "Traceback" not in captured.err + captured.out
-    return lines[0]
 
 
 @pytest.fixture
@@ -83,7 +75,7 @@ def no_simulation(monkeypatch):
     ("--seed", "-1", "argument --seed: must be an integer >= 0, got -1"),
 ])
 def test_bad_numbers_are_one_line_errors(command, option, value, want, capsys, no_simulation):
-    assert _error_line(capsys, [*command, option, value]) == f"sege-cvx: error: {want}"
+    assert one_line_error(capsys, [*command, option, value]) == f"sege-cvx: error: {want}"
 
 
 @pytest.mark.parametrize("argv, want", [
@@ -96,7 +88,7 @@ def test_bad_numbers_are_one_line_errors(command, option, value, want, capsys, n
     (["reproduce", "--out", ""], "--out must be a nonempty path, got ''"),
 ])
 def test_other_user_errors_are_one_line(argv, want, capsys, no_simulation):
-    assert _error_line(capsys, argv).startswith(f"sege-cvx: error: {want}")
+    assert one_line_error(capsys, argv).startswith(f"sege-cvx: error: {want}")
 
 
 def test_value_error_while_validating_is_one_line(monkeypatch, capsys):
@@ -104,7 +96,7 @@ def test_value_error_while_validating_is_one_line(monkeypatch, capsys):
         raise ValueError("radius must be >= 0,\ngot -1")
 
     monkeypatch.setattr(cli, "_validate", validate)
-    assert _error_line(capsys, ["demo"]) == "sege-cvx: error: radius must be >= 0, got -1"
+    assert one_line_error(capsys, ["demo"]) == "sege-cvx: error: radius must be >= 0, got -1"
 
 
 def test_errors_during_the_simulation_are_not_swallowed(monkeypatch, tmp_path):
@@ -183,7 +175,7 @@ def test_out_filled_during_the_study_is_one_line_error(monkeypatch, tmp_path, ca
         return study
 
     monkeypatch.setattr(sege_cvx.experiments, "run_study", meanwhile)
-    line = _error_line(capsys, ["reproduce", "--runs", "2", "--horizon", "20", "--out", str(out),
+    line = one_line_error(capsys, ["reproduce", "--runs", "2", "--horizon", "20", "--out", str(out),
                                 "--no-progress"])
     assert "changed while the study ran, nothing was published" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r"] and (out / "other.txt").exists()

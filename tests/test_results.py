@@ -13,6 +13,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 import pytest
+from _cli_errors import one_line_error
 
 from sege_cvx.cli import main
 from sege_cvx.experiments.results import (
@@ -232,30 +233,19 @@ def test_cli_report_prints_the_table_and_writes_the_files(results, tmp_path, cap
     assert "| paper   | CLUCB     | -    |    6 |" in capsys.readouterr().out
 
 
-def _one_line_error(capsys, argv) -> str:
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    assert exc.value.code == 2
-    captured = capsys.readouterr()
-    lines = captured.err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("sege-cvx: error: "), captured.err
-    assert "Traceback" not in captured.err and captured.out == ""
-    return lines[0]
-
-
 def test_cli_report_on_a_dir_without_results_is_a_one_line_error(results, tmp_path, capsys):
-    line = _one_line_error(capsys, ["report", str(tmp_path / "missing")])
+    line = one_line_error(capsys, ["report", str(tmp_path / "missing")], quiet_stdout=True)
     assert line.endswith("holds no finished sweep results")
     (tmp_path / "manifest.json").write_text("{}")  # e.g. the results of `sege-cvx run`
-    line = _one_line_error(capsys, ["report", str(tmp_path)])
+    line = one_line_error(capsys, ["report", str(tmp_path)], quiet_stdout=True)
     assert "runs.parquet and curves.parquet are missing" in line
     with pytest.raises(ResultsError):
         load_results(tmp_path)
-    line = _one_line_error(capsys, ["report", str(results.path), "--by", "t"])
+    line = one_line_error(capsys, ["report", str(results.path), "--by", "t"], quiet_stdout=True)
     assert line == "sege-cvx: error: by must name cell columns (problem, algorithm, c), got 't'"
-    line = _one_line_error(capsys, ["report", str(results.path), "--band", "iqr"])
+    line = one_line_error(capsys, ["report", str(results.path), "--band", "iqr"], quiet_stdout=True)
     assert "argument --band: invalid choice: 'iqr'" in line
-    line = _one_line_error(capsys, ["report", str(results.path), "--out", ""])
+    line = one_line_error(capsys, ["report", str(results.path), "--out", ""], quiet_stdout=True)
     assert "--out must be a nonempty path" in line
 
 

@@ -8,6 +8,7 @@ import json
 import textwrap
 
 import pytest
+from _cli_errors import one_line_error
 
 from sege_cvx.cli import main
 from sege_cvx.experiments import OutputPathError, SpecError, StudySpec, load_results, run_sweep
@@ -28,16 +29,6 @@ name = "CLUCB"
 """
 
 
-def _error_line(capsys, argv) -> str:
-    """The command's one-line error (exit status 2, no traceback)."""
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    assert exc.value.code == 2
-    captured = capsys.readouterr()
-    lines = captured.err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("sege-cvx: error: "), captured.err
-    assert "Traceback" not in captured.err + captured.out
-    return lines[0]
 
 
 def _toml(tmp_path, text: str, name: str = "spec.toml"):
@@ -62,7 +53,7 @@ def test_cli_a_cell_value_error_is_one_line_and_writes_nothing(tmp_path, capsys)
     spec = _toml(tmp_path, SMALL_TOML.replace('name = "CLUCB"',
                                               'name = "SEGE"\n[algorithms.grid]\nc = [-1.0]'))
     out = tmp_path / "out"
-    line = _error_line(capsys, ["sweep", str(spec), "--out", str(out), "--workers", "1",
+    line = one_line_error(capsys, ["sweep", str(spec), "--out", str(out), "--workers", "1",
                                 "--no-progress"])
     assert "cell 0 (paper, SEGE, {'c': -1.0}): c must be > 0.0" in line
     assert not out.exists()
@@ -70,7 +61,7 @@ def test_cli_a_cell_value_error_is_one_line_and_writes_nothing(tmp_path, capsys)
 
 def test_cli_run_with_a_method_the_arm_set_lacks_is_one_line(tmp_path, capsys):
     out = tmp_path / "out"
-    line = _error_line(capsys, ["run", "--arm-set", "box", "--lcb-method", "closed_form",
+    line = one_line_error(capsys, ["run", "--arm-set", "box", "--lcb-method", "closed_form",
                                 "--runs", "2", "--horizon", "20", "--out", str(out),
                                 "--no-progress"])
     assert "Box has no closed-form LCB arm" in line
@@ -85,7 +76,7 @@ def test_cli_sweep_out_errors_name_out_before_any_work(tmp_path, capsys, no_simu
                                                        want):
     spec = _toml(tmp_path, SMALL_TOML)
     (tmp_path / "afile").write_text("x")
-    line = _error_line(capsys, ["sweep", str(spec), "--out", str(tmp_path / where),
+    line = one_line_error(capsys, ["sweep", str(spec), "--out", str(tmp_path / where),
                                 "--no-progress"])
     assert want in line and "--out" in line
     assert "changed while the study ran" not in line
@@ -101,7 +92,7 @@ def test_cli_sweep_into_another_spec_s_sweep_is_refused_before_any_work(tmp_path
         raise AssertionError("work started")
 
     monkeypatch.setattr(sweep_module, "check_cells", forbidden)
-    line = _error_line(capsys, ["sweep", str(spec), "--out", str(out), "--no-progress"])
+    line = one_line_error(capsys, ["sweep", str(spec), "--out", str(out), "--no-progress"])
     assert "holds a sweep of another spec" in line and "--overwrite" in line
     assert "changed while the study ran" not in line
     assert (out / "manifest.json").exists()
@@ -111,7 +102,7 @@ def test_cli_unreachable_scheduler_is_one_line_and_writes_nothing(tmp_path, caps
     pytest.importorskip("distributed")
     spec = _toml(tmp_path, SMALL_TOML)
     out = tmp_path / "out"
-    line = _error_line(capsys, ["sweep", str(spec), "--out", str(out), "--scheduler",
+    line = one_line_error(capsys, ["sweep", str(spec), "--out", str(out), "--scheduler",
                                 "not-an-address", "--no-progress"])
     assert "not-an-address" in line
     assert not out.exists()
@@ -177,7 +168,7 @@ def test_sizes_the_sweep_cannot_run_are_spec_errors(tmp_path, changes, match):
 
 def test_cli_reproduce_with_a_horizon_beyond_the_limit_is_one_line(tmp_path, capsys):
     out = tmp_path / "out"
-    line = _error_line(capsys, ["reproduce", "--runs", "2", "--horizon", str(10**20),
+    line = one_line_error(capsys, ["reproduce", "--runs", "2", "--horizon", str(10**20),
                                 "--out", str(out), "--no-progress"])
     assert "--horizon" in line
     assert not out.exists()
@@ -250,7 +241,7 @@ def test_a_factory_that_raises_is_a_spec_error_naming_it(tmp_path, monkeypatch, 
         run_sweep(spec, out, workers=1, progress=False)
     assert not out.exists()
     toml = _toml(tmp_path, SMALL_TOML.replace('name = "paper"', f'factory = "{factory}"'))
-    line = _error_line(capsys, ["sweep", str(toml), "--out", str(out), "--workers", "1",
+    line = one_line_error(capsys, ["sweep", str(toml), "--out", str(out), "--workers", "1",
                                 "--no-progress"])
     assert factory in line
     assert not out.exists()
@@ -348,7 +339,7 @@ def test_an_out_that_cannot_be_written_is_one_line_before_any_work(tmp_path, cap
     if not _immutable(locked, True):
         pytest.skip("chattr +i is not available here")
     try:
-        line = _error_line(capsys, ["sweep", str(_toml(tmp_path, SMALL_TOML)), "--out", str(out),
+        line = one_line_error(capsys, ["sweep", str(_toml(tmp_path, SMALL_TOML)), "--out", str(out),
                                     "--workers", "1", "--no-progress"])
     finally:
         _immutable(locked, False)

@@ -121,15 +121,27 @@ def _check(path: Path, overwrite: bool, name: str, given: str, overwrite_hint: s
         if any(target.iterdir()) and not overwrite:
             raise OutputPathError(f"{name} {given} already exists and is not empty ({_listing(target)}); "
                                   f"choose a new directory or pass {overwrite_hint} to replace it whole")
-    parent = _nearest_existing(target.parent)
+    check_writable_under(target.parent, f"{name} {given}")
+    return target
+
+
+def check_writable_under(start: Path, label: str) -> None:
+    """Check that files can be made at ``start``: its nearest existing ancestor (or itself) is a
+    directory where a probe file can be created and removed.
+
+    Raises
+    ------
+    OutputPathError
+        Naming ``label`` (the path as messages call it) and what is wrong.
+    """
+    parent = _nearest_existing(start)
     if not parent.is_dir():
-        raise OutputPathError(f"{name} {given} lies under {str(parent)!r}, which is a file")
+        raise OutputPathError(f"{label} lies under {str(parent)!r}, which is a file")
     try:
         _probe_writable(parent)
     except OSError as exc:
-        raise OutputPathError(f"{name} {given} cannot be written: creating a file in {str(parent)!r} "
+        raise OutputPathError(f"{label} cannot be written: creating a file in {str(parent)!r} "
                               f"failed ({exc.strerror or exc})") from None
-    return target
 
 
 def _fsync(path: Path) -> None:

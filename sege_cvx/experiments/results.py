@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .outputs import MANIFEST, _nearest_existing, _probe_writable
+from .outputs import MANIFEST, OutputPathError, check_writable_under
 
 #: Columns that identify a cell besides the grid parameters.
 CELL_COLUMNS = ("problem", "algorithm")
@@ -527,19 +527,12 @@ def check_report_dir(out: Path) -> Path:
 
     Raises
     ------
-    ValueError
-        A message naming ``out`` and what is wrong.
+    OutputPathError
+        A ``ValueError`` naming ``out`` and what is wrong.
     """
-    where = _nearest_existing(out)
-    if where == out and not out.is_dir():
-        raise ValueError(f"report directory {str(out)!r} is an existing file, not a directory")
-    if not where.is_dir():
-        raise ValueError(f"report directory {str(out)!r} lies under {str(where)!r}, which is a file")
-    try:
-        _probe_writable(where)
-    except OSError as exc:
-        raise ValueError(f"report directory {str(out)!r} cannot be written: creating a file in "
-                         f"{str(where)!r} failed ({exc.strerror or exc})") from None
+    if out.exists() and not out.is_dir():
+        raise OutputPathError(f"report directory {str(out)!r} is an existing file, not a directory")
+    check_writable_under(out, f"report directory {str(out)!r}")
     return out
 
 

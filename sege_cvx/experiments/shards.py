@@ -14,12 +14,13 @@ metadata holds the checkpoints, the SEGE fallbacks by reason and the shard's wal
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 import zlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -149,24 +150,20 @@ def run_shard(task: ShardTask) -> pa.Table:
     return shard_table(result.stats, runs, seeds, fallbacks, reasons, wall)
 
 
-class _numba_threads:
-    """Set numba's thread count for a block (no-op for None), restoring it after."""
+@contextlib.contextmanager
+def _numba_threads(threads: int | None) -> Iterator[None]:
+    """numba's thread count set to ``threads`` for a block (unchanged for None), then restored."""
+    if threads is None:
+        yield
+        return
+    import numba
 
-    def __init__(self, threads: int | None) -> None:
-        self.threads = threads
-
-    def __enter__(self) -> None:
-        if self.threads is not None:
-            import numba
-
-            self.saved = numba.get_num_threads()
-            numba.set_num_threads(min(self.threads, numba.config.NUMBA_NUM_THREADS))
-
-    def __exit__(self, *exc) -> None:
-        if self.threads is not None:
-            import numba
-
-            numba.set_num_threads(self.saved)
+    saved = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(saved)
 
 
 def shard_table(stats: RunStatistics, runs: np.ndarray, seeds: Sequence[int],

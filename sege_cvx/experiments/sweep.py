@@ -30,8 +30,8 @@ from tqdm.auto import tqdm
 from .outputs import (
     MANIFEST,
     OutputPathError,
-    _probe_writable,
     check_output_dir,
+    check_writable_under,
     provenance,
     write_manifest,
 )
@@ -184,11 +184,7 @@ def _check_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None, *,
     # an existing out (resumed, or started in an empty one) and its shards/.
     for directory in (target, target / "shards"):
         if directory.is_dir():
-            try:
-                _probe_writable(directory)
-            except OSError as exc:
-                raise OutputPathError(f"{given} cannot be written: creating a file in "
-                                      f"{str(directory)!r} failed ({exc.strerror or exc})") from None
+            check_writable_under(directory, given)
     record = {"spec": spec.to_dict(), "shard_runs": int(shard_runs or DEFAULT_SHARD_RUNS)}
     record_path = target / SWEEP_RECORD
     if record_path.exists():
@@ -364,12 +360,6 @@ def _finished(executor: cf.Executor | None, tasks: list[ShardTask]) -> Iterator[
             future.cancel()
 
 
-def _set_worker_threads(threads: int) -> None:
-    import numba
-
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-
-
 @contextlib.contextmanager
 def _executor(workers: int, client, scheduler: str | None) -> Iterator[tuple[cf.Executor | None, int | None]]:
     """The executor for the shards (None: this process), and the numba threads per shard."""
@@ -401,8 +391,8 @@ def _executor(workers: int, client, scheduler: str | None) -> Iterator[tuple[cf.
         return
     threads = max(1, (os.cpu_count() or 1) // workers)
     # spawn, not fork: the parent's OpenMP and noise-drawing threads do not survive a fork.
-    pool = cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                  initializer=_set_worker_threads, initargs=(threads,))
+    # Each shard sets its numba threads itself (ShardTask.threads).
+    pool = cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
     try:
         yield pool, threads
     finally:
