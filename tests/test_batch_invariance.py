@@ -49,6 +49,20 @@ def _policy(case, n_runs, seeds):
     if case == "SEGE solver (ConvexArmSet)":
         return sc.SEGE(sc.ConvexArmSet(2, l15_ball), [1.0, 1.0], 1.4, 1.2, S=1.0,
                        noise_sd=NOISE, c=0.01, n_runs=n_runs, seed=seeds)
+    if case == "SEGE self-normalized radius (disk)":
+        return paper_problem(noise_sd=NOISE, baseline_arm=(1.0, 1.0), c=0.05).sege(
+            n_runs, seeds, radius="self_normalized")
+    if case == "CLUCB self-normalized radius":
+        return paper_problem(noise_sd=NOISE).clucb(n_runs, radius="self_normalized")
+    if case == "ROFUL (disk)":
+        return paper_problem(noise_sd=NOISE).roful(n_runs)
+    if case == "ROFUL (polytope)":
+        square = sc.Polytope(np.vstack([np.eye(2), -np.eye(2)]), [2.0, 2.0, 0.0, 0.0])
+        return sc.ROFUL(square, [1.0, 0.5], 1.0, 0.6, S=1.0, noise_sd=NOISE, n_directions=24,
+                        n_runs=n_runs)
+    if case == "ROFUL (ConvexArmSet)":
+        return sc.ROFUL(sc.ConvexArmSet(2, l15_ball), [1.0, 0.5], 1.0, 0.6, S=1.0,
+                        noise_sd=NOISE, n_directions=24, n_runs=n_runs)
     return paper_problem(noise_sd=NOISE).clucb(n_runs)
 
 
@@ -71,7 +85,12 @@ def _trajectories(case, runs, policy_seeds, noise_seeds):
 
 CASES = ["SEGE closed form (disk)", "SEGE closed form (3-D ellipsoid)", "SEGE solver (disk)",
          "SEGE solver (polytope)", "SEGE closed-form greedy, solver LCB (box)",
-         "SEGE solver (ConvexArmSet)", "CLUCB"]
+         "SEGE solver (ConvexArmSet)", "SEGE self-normalized radius (disk)", "CLUCB",
+         "CLUCB self-normalized radius", "ROFUL (disk)", "ROFUL (polytope)",
+         "ROFUL (ConvexArmSet)"]
+#: Decision codes each case must show in the last batch (so every branch is compared).
+CODES = {"CLUCB": {0, 2}, "CLUCB self-normalized radius": {0, 2}, "ROFUL (disk)": {0, 1},
+         "ROFUL (polytope)": {0, 1}, "ROFUL (ConvexArmSet)": {0, 1}}
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -87,8 +106,7 @@ def test_a_run_is_bitwise_the_same_alone_and_in_any_batch(case):
                 np.testing.assert_array_equal(views[0][key], other[key], err_msg=f"{case}: {key}")
     # The runs do switch decisions, so the comparison covers every branch of the rule.
     decisions = batches[-1][1]["decision"]
-    expected = {0, 2} if case == "CLUCB" else {0, 1, 2}
-    assert set(np.unique(decisions)) == expected
+    assert set(np.unique(decisions)) == CODES.get(case, {0, 1, 2})
 
 
 @pytest.mark.parametrize("case", ["SEGE closed form (disk)", "CLUCB"])
@@ -113,15 +131,23 @@ class StepByStepSEGE(sc.SEGE):
     _fused_stages = False
 
 
-@pytest.mark.parametrize("fused_cls, stepped_cls", [(sc.CLUCB, StepByStepCLUCB),
-                                                    (sc.SEGE, StepByStepSEGE)])
+class StepByStepROFUL(sc.ROFUL):
+    """ROFUL without its fused loop."""
+
+    _fused_stages = False
+
+
+@pytest.mark.parametrize("fused_cls, stepped_cls, radius", [
+    (sc.CLUCB, StepByStepCLUCB, "theorem1"), (sc.SEGE, StepByStepSEGE, "theorem1"),
+    (sc.CLUCB, StepByStepCLUCB, "self_normalized"), (sc.SEGE, StepByStepSEGE, "self_normalized"),
+    (sc.ROFUL, StepByStepROFUL, "self_normalized"), (sc.ROFUL, StepByStepROFUL, "theorem1")])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_fused_stages_equal_select_observe_bitwise(fused_cls, stepped_cls, threads):
+def test_fused_stages_equal_select_observe_bitwise(fused_cls, stepped_cls, radius, threads):
     """The engine's compiled multi-stage loop (runs spread over ``threads`` threads) gives
     bitwise the step API's numbers: arms, statistics and the policy's whole state."""
     problem = paper_problem(noise_sd=NOISE, c=0.05)
     policy_seeds, noise_seeds = sc.run_seeds(9, 5)
-    kwargs = dict(S=1.0, noise_sd=NOISE, n_runs=5)
+    kwargs = dict(S=1.0, noise_sd=NOISE, n_runs=5, radius=radius)
     snapshots = []
     if fused_cls is sc.SEGE:
         kwargs.update(c=0.05, seed=policy_seeds)
@@ -144,9 +170,8 @@ def test_fused_stages_equal_select_observe_bitwise(fused_cls, stepped_cls, threa
     for name in vars(a.stats):
         np.testing.assert_array_equal(getattr(a.stats, name), getattr(b.stats, name), err_msg=name)
     names = ["decision_counts", "last_decision", "t"]
-    names += ["optimistic_sum"] if fused_cls is sc.CLUCB else ["last_safe_arm",
-                                                               "last_exploration_arm",
-                                                               "solver_fallbacks"]
+    names += {sc.CLUCB: ["optimistic_sum"], sc.ROFUL: ["solver_fallbacks"],
+              sc.SEGE: ["last_safe_arm", "last_exploration_arm", "solver_fallbacks"]}[fused_cls]
     for name in names:
         np.testing.assert_array_equal(getattr(fused, name), getattr(stepped, name), err_msg=name)
     for name in ("V", "chol", "xy_sum", "theta_hat", "counts"):
@@ -158,5 +183,5 @@ def test_fused_stages_equal_select_observe_bitwise(fused_cls, stepped_cls, threa
         for t in snapshots:
             for mine, theirs in zip(a.snapshots[t], b.snapshots[t], strict=True):
                 np.testing.assert_array_equal(mine, theirs, err_msg=f"snapshot {t}")
-    expected = {0, 2} if fused_cls is sc.CLUCB else {0, 1, 2}
+    expected = {sc.CLUCB: {0, 2}, sc.ROFUL: {0, 1}, sc.SEGE: {0, 1, 2}}[fused_cls]
     assert set(np.unique(a.decisions)) == expected

@@ -30,7 +30,7 @@ def test_paper_constants():
     assert policy.sigma2 == pytest.approx(0.5)  # lambda_min(H) / d for zeta uniform on the circle
     # delta_1 = 6 * 0.1 / pi^2; r_1 = sqrt(2 log((1 + L^2/0.1) / delta_1)) + sqrt(0.1)
     delta1 = 0.6 / np.pi**2
-    assert policy.radius(1) == pytest.approx(
+    assert policy.radii(1)[0] == pytest.approx(
         np.sqrt(2 * np.log((1 + (1 + np.sqrt(2)) ** 2 / 0.1) / delta1)) + np.sqrt(0.1))
 
 
@@ -184,7 +184,7 @@ def test_clucb_conservative_check_on_every_round():
     baseline_plays = np.zeros(4)
     for t in range(1, 801):
         conf = policy.confidence
-        beta = policy.beta(conf.counts)
+        beta = policy.beta()
         z = policy.optimistic_sum.copy()
         x = policy.select()
         opt = policy.last_decision == OPTIMISTIC
@@ -227,7 +227,7 @@ def test_every_sege_arm_is_in_the_set_and_certified(problem):
     D = E.diameter_bound()
     for t in range(1, 301):
         conf = policy.confidence
-        theta_hat, V_inv, r = conf.theta_hat.copy(), conf.V_inv.copy(), policy.radius(t)
+        theta_hat, V_inv, r = conf.theta_hat.copy(), conf.V_inv.copy(), policy.radii(t)[0]
         x = policy.select()
         assert np.all(E.contains(x, tol=0.0))  # every played arm lies in the set exactly
         dec = policy.last_decision

@@ -438,6 +438,20 @@ class ArmSet(ABC):
                              f"{_fmt(lo)} to {_fmt(hi)}: rescale the problem")
         return bound
 
+    def distance_bound(self, point: np.ndarray) -> float:
+        """Certified upper bound on ``max_{x in X} ||x - point||`` (ROFUL's ``L`` for the radius of
+        Theorem 1 in coordinates relative to the baseline arm).
+
+        Default: the distance from ``point`` to the farthest corner of the bounding box.
+        """
+        lo, hi = self.bounding_box()
+        p = np.asarray(point, dtype=np.float64)
+        bound = scaled_norm(np.maximum(np.abs(lo - p), np.abs(hi - p)))
+        if not np.isfinite(bound):
+            raise ValueError(f"distance bound max ||x - point|| of {self!r} is not representable:"
+                             " rescale the problem")
+        return float(bound)
+
     def diameter_bound(self) -> float:
         """Certified upper bound on ``max_{x, y in X} ||x - y||`` (SEGE's rho-bar).
 

@@ -115,6 +115,11 @@ class Ellipsoid(ArmSet):
         a top eigenvector of ``H`` (e.g. any ball)."""
         return float(scaled_norm(self.center) + np.sqrt(self._eig[-1]))
 
+    def distance_bound(self, point: np.ndarray) -> float:
+        """``||c - point|| + sqrt(lambda_max(H))`` (the triangle inequality; exact for a ball)."""
+        return float(scaled_norm(self.center - np.asarray(point, dtype=np.float64))
+                     + np.sqrt(self._eig[-1]))
+
     def diameter_bound(self) -> float:
         """Exact diameter ``2 sqrt(lambda_max(H))`` (the paper's term in rho-bar, eq. (rho bar))."""
         return float(2.0 * np.sqrt(self._eig[-1]))

@@ -13,7 +13,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 #: Each algorithm's colour in every figure (the single study's and a sweep's).
-ALGORITHM_COLORS = {"SEGE": "tab:blue", "CLUCB": "tab:green"}
+ALGORITHM_COLORS = {"SEGE": "tab:blue", "CLUCB": "tab:green", "ROFUL": "tab:purple"}
 #: Legend entries per row under an axes, and the height of one row (inches, fontsize 7).
 LEGEND_COLUMNS, LEGEND_ROW = 2, 0.16
 #: A panel's axes (inches) and the room under it for the x tick labels and label (inches).

@@ -17,7 +17,7 @@ from numba.core.dispatcher import Dispatcher
 
 from .._validation import as_positive_int, as_scalar
 from ..arm_sets import ArmSet, Ball
-from ..policies import CLUCB, SEGE
+from ..policies import CLUCB, ROFUL, SEGE
 from ..policies.sege import EXPLOIT, paper_risk
 from ..simulation import LinearBandit, SimulationResult, run_seeds, simulate
 from ..simulation.statistics import PAPER_CHECKPOINTS, QUANTILES
@@ -93,32 +93,48 @@ class BanditProblem:
 
     def sege(self, n_runs: int, seed, lcb_method: str = "auto", *, c: float | None = None,
              lam: float | None = None, rho: float | None = None, L: float | None = None,
-             delta_bar: float | None = None) -> SEGE:
+             delta_bar: float | None = None, radius: str = "theorem1") -> SEGE:
         """SEGE on this problem; a keyword given overrides the problem's value (``rho`` and ``L``
         default to SEGE's own, ``rho_bar`` and the arm set's bound on ``max ||x||``)."""
         delta_bar = self.delta_bar if delta_bar is None else delta_bar
         return SEGE(self.arm_set, self.baseline_arm, self.baseline_reward, self.threshold,
                     S=self.S, noise_sd=self.noise_sd, lam=self.lam if lam is None else lam,
                     c=self.c if c is None else c, rho=rho, L=L,
-                    risk=_PaperRisk(delta_bar), lcb_method=lcb_method, n_runs=n_runs, seed=seed)
+                    risk=_PaperRisk(delta_bar), radius=radius, lcb_method=lcb_method,
+                    n_runs=n_runs, seed=seed)
 
     def clucb(self, n_runs: int, *, lam: float | None = None, delta: float | None = None,
-              n_arms: int | None = None) -> CLUCB:
+              n_arms: int | None = None, radius: str = "theorem1") -> CLUCB:
         """CLUCB on this problem; a keyword given overrides the problem's value (``delta``:
         ``delta_bar``, Corollary 1's overall risk ``sum_t delta_t``)."""
         return CLUCB(self.arm_set, self.baseline_arm, self.baseline_reward, self.threshold,
                      S=self.S, noise_sd=self.noise_sd, lam=self.lam if lam is None else lam,
                      delta=self.delta_bar if delta is None else delta,
-                     n_arms=self.clucb_arms if n_arms is None else n_arms, n_runs=n_runs)
+                     n_arms=self.clucb_arms if n_arms is None else n_arms, radius=radius,
+                     n_runs=n_runs)
 
-    def policy(self, algorithm: str, n_runs: int, seed=None, **settings) -> SEGE | CLUCB:
-        """``algorithm`` ("SEGE" or "CLUCB") on this problem, with ``settings`` overriding its
-        parameters (the names of :data:`~sege_cvx.experiments.spec.GRID_PARAMETERS`)."""
+    def roful(self, n_runs: int, *, lam: float | None = None, delta: float | None = None,
+              n_directions: int | None = None, radius: str = "self_normalized") -> ROFUL:
+        """ROFUL on this problem; a keyword given overrides the problem's value (``delta``:
+        ``delta_bar``; ``n_directions``: CLUCB's arm count, so that both use the same boundary
+        points)."""
+        return ROFUL(self.arm_set, self.baseline_arm, self.baseline_reward, self.threshold,
+                     S=self.S, noise_sd=self.noise_sd, lam=self.lam if lam is None else lam,
+                     delta=self.delta_bar if delta is None else delta, radius=radius,
+                     n_directions=self.clucb_arms if n_directions is None else n_directions,
+                     n_runs=n_runs)
+
+    def policy(self, algorithm: str, n_runs: int, seed=None, **settings) -> SEGE | CLUCB | ROFUL:
+        """``algorithm`` ("SEGE", "CLUCB" or "ROFUL") on this problem, with ``settings``
+        overriding its parameters (the names of
+        :data:`~sege_cvx.experiments.spec.GRID_PARAMETERS`)."""
         if algorithm == "SEGE":
             return self.sege(n_runs, seed, **settings)
         if algorithm == "CLUCB":
             return self.clucb(n_runs, **settings)
-        raise ValueError(f"unknown algorithm {algorithm!r} (known: SEGE, CLUCB)")
+        if algorithm == "ROFUL":
+            return self.roful(n_runs, **settings)
+        raise ValueError(f"unknown algorithm {algorithm!r} (known: SEGE, CLUCB, ROFUL)")
 
     def describe(self) -> dict:
         """JSON-ready description (``summary.json``'s ``setup``)."""

@@ -32,8 +32,9 @@ from ..simulation import LinearBandit, simulate
 from ..simulation.statistics import N_DECISIONS, RunStatistics, checkpoint_grid
 from .spec import ProblemSpec, SpecError, StudySpec
 
-#: Per-run decision counts, by decision code: SEGE's exploit / explore with the LCB arm /
-#: explore around the baseline arm; CLUCB's optimistic arm (code 0) / baseline arm (code 2).
+#: Per-run decision counts, by decision code (named after SEGE's): SEGE's exploit / explore with
+#: the LCB arm / explore around the baseline arm; CLUCB's optimistic arm (code 0) / baseline arm
+#: (code 2); ROFUL's full step (code 0) / step scaled down for safety (1) / baseline arm (2).
 DECISION_COLUMNS = ("exploit", "explore_lcb", "explore_baseline")
 #: Per-run checkpoint series kept in a shard, as ``curve_<name>`` list columns.
 CURVES = ("regret", "reward", "reward_min", "reward_max", "violations", "decisions")

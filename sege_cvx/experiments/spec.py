@@ -43,8 +43,9 @@ from .._validation import MAX_HORIZON, as_nonnegative_int, as_positive_int
 #: problem: arm set, baseline, threshold, S, noise sd; or from the sweep: runs and seeds), and
 #: for SEGE ``delta_bar``, the overall risk of its schedule ``delta_t = 6 delta_bar / (pi^2 t^2)``.
 GRID_PARAMETERS = {
-    "SEGE": ("c", "lam", "rho", "L", "lcb_method", "delta_bar"),
-    "CLUCB": ("lam", "delta", "n_arms"),
+    "SEGE": ("c", "lam", "rho", "L", "lcb_method", "delta_bar", "radius"),
+    "CLUCB": ("lam", "delta", "n_arms", "radius"),
+    "ROFUL": ("lam", "delta", "n_directions", "radius"),
 }
 
 _TOP_KEYS = {"seed", "runs", "horizon", "checkpoints", "problems", "algorithms"}

@@ -83,6 +83,13 @@ class BatchPolicy:
             raise ValueError(f"threshold must be < baseline_reward {float(b0)!r}{moved}, got {b!r}")
         self.threshold = b
 
+    def _require_convex(self, name: str) -> None:
+        """Refuse an arm set that is not convex: ``name`` plays convex combinations of arms."""
+        if not getattr(self.arm_set, "is_convex", True):
+            raise TypeError(f"{name} needs a convex arm set (it plays convex combinations of "
+                            f"arms), got {type(self.arm_set).__name__}; use "
+                            "sc.ConvexHull(points) for the convex hull of a finite set of arms")
+
     def _check_lam(self, L: float) -> None:
         """Reject a ``lam`` lost to rounding in ``V = lam I + x x^T`` for arms of norm up to ``L``.
 

@@ -10,7 +10,8 @@ from .._numba import njit
 from .._validation import as_batch_of_vectors, as_positive_int, as_scalar
 from ..arm_sets.base import ArmSet
 from ..confidence.cholesky import inverse_factor_one, lcb_one, observe_one
-from ..confidence.ellipsoid import ConfidenceEllipsoid, RadiusFormula
+from ..confidence.ellipsoid import ConfidenceEllipsoid
+from ..confidence.radius import ConfidenceRadius, radii_all, radius_one
 from ..simulation.statistics import record_run_stage
 from .base import BatchPolicy
 
@@ -129,13 +130,13 @@ def default_arm_count(arm_set: ArmSet, S: float, tol: float = DEFAULT_DISCRETIZA
 
 
 @njit(inline="always")
-def optimistic_index(inv, theta_hat, beta, arms_t, work) -> int:
-    """One run's ``argmax_k <theta_hat, a_k> + beta ||a_k||_{V^{-1}}`` (first of ties).
+def directional_terms(inv, theta_hat, arms_t, work) -> None:
+    """``work[0, k] = <theta_hat, a_k>`` and ``work[1, k] = ||a_k||_{V^{-1}}`` for the columns
+    ``a_k`` of ``arms_t`` (shape ``(d, K)``), with ``inv = L^{-1}`` formed once per run.
 
-    ``||a||_{V^{-1}} = ||L^{-1} a||`` with ``inv = L^{-1}`` formed once per run.  The arms are
-    the columns of ``arms_t`` (shape ``(d, K)``) and every loop runs over them innermost, so
-    the compiler vectorizes it; each arm's sums are still taken in index order.  ``work``:
-    scratch of shape ``(3, K)``.
+    ``||a||_{V^{-1}} = ||L^{-1} a||``.  Every loop runs over the arms innermost, so the compiler
+    vectorizes it; each arm's sums are still taken in index order.  ``work``: shape ``(3, K)``
+    (row 2 is scratch).
     """
     d, K = arms_t.shape
     dot, quad, w = work[0], work[1], work[2]
@@ -154,19 +155,31 @@ def optimistic_index(inv, theta_hat, beta, arms_t, work) -> int:
         for k in range(K):
             quad[k] += w[k] * w[k]
     for k in range(K):
-        dot[k] += beta * np.sqrt(quad[k])
+        quad[k] = np.sqrt(quad[k])
+
+
+@njit(inline="always")
+def optimistic_index(inv, theta_hat, beta, arms_t, work) -> int:
+    """One run's ``argmax_k <theta_hat, a_k> + beta ||a_k||_{V^{-1}}`` (first of ties), from
+    :func:`directional_terms` (``work``: scratch of shape ``(3, K)``)."""
+    directional_terms(inv, theta_hat, arms_t, work)
+    dot, norm = work[0], work[1]
     best_k = 0
-    for k in range(1, K):
-        if dot[k] > dot[best_k]:
-            best_k = k
+    best = dot[0] + beta * norm[0]
+    for k in range(1, arms_t.shape[1]):
+        score = dot[k] + beta * norm[k]
+        if score > best:
+            best_k, best = k, score
     return best_k
 
 
 @njit(inline="always")
-def choose(t, chol, theta_hat, beta, arms, arms_t, optimistic_sum, baseline_plays, b0, alpha,
-           baseline_arm, work, arm_work, out_arm) -> bool:
+def choose(t, chol, theta_hat, rule, beta_value, arms, arms_t, optimistic_sum, baseline_plays, b0,
+           alpha, baseline_arm, work, arm_work, out_arm) -> bool:
     """CLUCB's rule for one run at round ``t``: whether it plays the optimistic arm.
 
+    ``beta`` is the run's :func:`~sege_cvx.confidence.radius.radius_one` of ``rule`` and
+    ``beta_value`` (:meth:`CLUCB.beta`'s table entry at its count of optimistic rounds).
     The optimistic arm ``x`` (:func:`optimistic_index`) is played iff
     ``min_{theta in C} <theta, z + x> + m b0 >= (1 - alpha) t b0`` (``z``: the optimistic arms
     played so far, ``m``: baseline plays), else the baseline arm; ``out_arm`` receives it.
@@ -176,6 +189,7 @@ def choose(t, chol, theta_hat, beta, arms, arms_t, optimistic_sum, baseline_play
     d = theta_hat.shape[0]
     inv = work[:d]
     e, col, s = work[d], work[d + 1], work[d + 2]
+    beta = radius_one(rule, beta_value, chol)
     inverse_factor_one(chol, inv, e, col)
     k = optimistic_index(inv, theta_hat, beta, arms_t, arm_work)
     for j in range(d):
@@ -188,21 +202,22 @@ def choose(t, chol, theta_hat, beta, arms, arms_t, optimistic_sum, baseline_play
 
 
 @njit
-def choose_all(t, chol, theta_hat, beta, arms, arms_t, optimistic_sum, baseline_plays, b0, alpha,
-               baseline_arm, out_arms, out_play) -> None:
+def choose_all(t, chol, theta_hat, rule, beta_values, arms, arms_t, optimistic_sum, baseline_plays,
+               b0, alpha, baseline_arm, out_arms, out_play) -> None:
     """:func:`choose` for every run (the step API's ``select``)."""
     n, d = theta_hat.shape
     work = np.empty((d + 4, d))
     arm_work = np.empty((3, arms.shape[0]))
     for i in range(n):
-        out_play[i] = choose(t, chol[i], theta_hat[i], beta[i], arms, arms_t, optimistic_sum[i],
-                             baseline_plays[i], b0, alpha, baseline_arm, work, arm_work,
-                             out_arms[i])
+        out_play[i] = choose(t, chol[i], theta_hat[i], rule, beta_values[i], arms, arms_t,
+                             optimistic_sum[i], baseline_plays[i], b0, alpha, baseline_arm, work,
+                             arm_work, out_arms[i])
 
 
 @njit(parallel=True)
-def run_stages(t0, n_stages, state, beta_table, arms, arms_t, b0, alpha, baseline_arm, theta_star,
-               noise_sd, noise, optimal, threshold, grid, row, stats, rows, traces, failed):
+def run_stages(t0, n_stages, state, rule, beta_table, arms, arms_t, b0, alpha, baseline_arm,
+               theta_star, noise_sd, noise, optimal, threshold, grid, row, stats, rows, traces,
+               failed):
     """Rounds ``t0 .. t0 + n_stages - 1`` of every run against the linear bandit, runs over
     threads.
 
@@ -233,7 +248,7 @@ def run_stages(t0, n_stages, state, beta_table, arms, arms_t, b0, alpha, baselin
         r_i = row
         for s_ in range(n_stages):
             t = t0 + s_
-            play = choose(t, chol_i, theta_i, beta_table[counts[i]], arms, arms_t, z_i,
+            play = choose(t, chol_i, theta_i, rule, beta_table[counts[i]], arms, arms_t, z_i,
                           decision_counts[i, 1], b0, alpha, baseline_arm, work, arm_work, arm)
             mean = 0.0
             for j in range(d):
@@ -266,7 +281,9 @@ class CLUCB(BatchPolicy):
     Finite arms: support points of the set (:func:`discretize`).  Each round ``t`` the optimistic
     arm is ``argmax_k <theta_hat, a_k> + beta ||a_k||_{V^{-1}}``, where ``theta_hat`` and ``V``
     use only the rounds in which an optimistic arm was played, and ``beta = r_n(delta)`` is the
-    radius of the paper's eq. (r_t) at ``n`` = number of such rounds, with the overall ``delta``.
+    radius of the paper's eq. (r_t) at ``n`` = number of such rounds, with the overall ``delta``
+    (or, with ``radius="self_normalized"``, Abbasi-Yadkori et al.'s Theorem 2 bound at the run's
+    ``V`` and ``delta``).
     With ``z`` the sum of optimistic arms played and ``m`` the number of baseline plays, the
     conservative check plays the optimistic arm ``x`` iff
     ``min_{theta in C} <theta, z + x> + m b0 >= (1 - alpha) t b0`` (``alpha = 1 - b / b0``,
@@ -286,6 +303,8 @@ class CLUCB(BatchPolicy):
         Overall risk of the confidence sets.
     n_arms : int, optional
         Number of discrete arms; default the smallest meeting a 3e-3 discretization error.
+    radius : {"theorem1", "self_normalized"}
+        The confidence radius ``beta`` (:mod:`sege_cvx.confidence.radius`).
     n_runs : int, default 1
 
     Attributes
@@ -320,6 +339,7 @@ class CLUCB(BatchPolicy):
         lam: float = 0.1,
         delta: float = 0.1,
         n_arms: int | None = None,
+        radius: str = "theorem1",
         n_runs: int = 1,
     ) -> None:
         self._set_problem(arm_set, baseline_arm, baseline_reward, threshold, S, noise_sd, lam, n_runs)
@@ -336,8 +356,9 @@ class CLUCB(BatchPolicy):
         self.discretization_error = discretization_error(arm_set, self.arms, self.S)
         self.L = arm_set.norm_bound()
         self._check_lam(self.L)
-        self._radius = RadiusFormula(d, self.noise_sd, self.lam, self.S, self.L)
-        self._beta_table = np.empty(0)  # r_n(delta) for n = 0, 1, ...: see beta()
+        self.radius = radius
+        self._radius = ConfidenceRadius(radius, d, self.noise_sd, self.lam, self.S, self.L)
+        self._beta_table = np.empty(0)  # stage values for n = 0, 1, ...: see _beta_values()
 
         self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
         self.optimistic_sum = np.zeros((self.n_runs, d))  # z in the conservative check
@@ -351,9 +372,9 @@ class CLUCB(BatchPolicy):
         conf = self.confidence
         arms = np.empty((self.n_runs, self.arm_set.dim))
         play = np.empty(self.n_runs, dtype=bool)
-        choose_all(t, conf.chol, conf.theta_hat, self.beta(conf.counts), self.arms, self._arms_t,
-                   self.optimistic_sum, self.decision_counts[:, 1], self.baseline_reward,
-                   self.alpha, self.baseline_arm, arms, play)
+        choose_all(t, conf.chol, conf.theta_hat, self._radius.rule, self._beta_values(conf.counts),
+                   self.arms, self._arms_t, self.optimistic_sum, self.decision_counts[:, 1],
+                   self.baseline_reward, self.alpha, self.baseline_arm, arms, play)
         self.last_decision = np.where(play, OPTIMISTIC, BASELINE).astype(np.int8)
         self.decision_counts[:, 0] += play
         self.decision_counts[:, 1] += ~play
@@ -361,20 +382,25 @@ class CLUCB(BatchPolicy):
 
     _fused_stages = True
 
-    def beta(self, counts: np.ndarray) -> np.ndarray:
-        """``beta = r_n(delta)`` (eq. (r_t) at ``n`` optimistic rounds) per run.
+    def beta(self) -> np.ndarray:
+        """Every run's current ``beta``: ``r_n(delta)`` (eq. (r_t) at its ``n`` optimistic
+        rounds) or the self-normalized bound at its ``V``."""
+        conf = self.confidence
+        return radii_all(self._radius.rule, self._beta_values(conf.counts), conf.chol)
 
-        Looked up in a table of scalar radii, so that a run's radius is the same number alone
-        and in any batch.
-        """
+    def _beta_values(self, counts: np.ndarray) -> np.ndarray:
+        """Per run, the stage value of its radius (:meth:`ConfidenceRadius.stage_value` at its
+        count): looked up in a table of scalars, so that a run's radius is the same number alone
+        and in any batch."""
         self._extend_beta(int(counts.max()))
         return self._beta_table[counts]
 
     def _extend_beta(self, top: int) -> None:
-        """Make the table of radii cover counts ``0..top``."""
+        """Make the table of stage values cover counts ``0..top``."""
         if top >= self._beta_table.size:
             size = max(2 * top + 1, 1024)
-            extra = [self._radius.scalar(n, self.delta) for n in range(self._beta_table.size, size)]
+            extra = [self._radius.stage_value(n, self.delta)
+                     for n in range(self._beta_table.size, size)]
             self._beta_table = np.concatenate([self._beta_table, extra])
 
     def _run_stages(self, t0: int, noise: np.ndarray, bandit, optimal: float, stats, row: int,
@@ -389,7 +415,8 @@ class CLUCB(BatchPolicy):
                  self.optimistic_sum, self.decision_counts, self.last_decision)
         rows = np.empty(self.n_runs, dtype=np.int64)
         failed = np.zeros(self.n_runs, dtype=np.int64)
-        run_stages(t0, k, state, self._beta_table, self.arms, self._arms_t, self.baseline_reward,
+        run_stages(t0, k, state, self._radius.rule, self._beta_table, self.arms, self._arms_t,
+                   self.baseline_reward,
                    self.alpha,
                    self.baseline_arm, bandit.theta_star, bandit.noise_sd, noise, optimal,
                    self.threshold, stats.checkpoints, row, stats.arrays(), rows,

@@ -13,7 +13,8 @@ from .._validation import as_scalar
 from ..arm_sets.base import LCB_METHODS, ArmSet
 from ..arm_sets.exploration import Exploration
 from ..confidence.cholesky import min_eigenvalue_at_least
-from ..confidence.ellipsoid import ConfidenceEllipsoid, RadiusFormula
+from ..confidence.ellipsoid import ConfidenceEllipsoid
+from ..confidence.radius import ConfidenceRadius
 from ..fast_paths.ellipsoid_arms import STATUS
 from . import sege_rule
 from .base import BatchPolicy
@@ -41,9 +42,11 @@ class SEGE(BatchPolicy):
 
     At stage ``t`` (1-based) every decision uses only stages ``1..t-1``: the estimate
     ``theta_hat_{t-1}`` and information matrix ``V_{t-1}`` (eqs. (estimate), (infomat)) and the
-    radius ``r_t(delta_t)`` of eq. (r_t), as in the paper's ``LCB_t(x) = <x, theta_hat_{t-1}> -
-    r_t(delta_t) ||x||_{V_{t-1}^{-1}}``.  Line 5 exploits iff ``LCB_t(X^CE_t) >= b`` and
-    ``lambda_min(V_{t-1}) >= c sqrt(t)`` (the appendix's ``V_{t-1}``: ``X_t`` is not yet chosen).
+    radius ``r_t(delta_t)`` of eq. (r_t) (or, with ``radius="self_normalized"``, the bound of
+    Abbasi-Yadkori et al.'s Theorem 2 at ``V_{t-1}`` and ``delta_t``), as in the paper's
+    ``LCB_t(x) = <x, theta_hat_{t-1}> - r_t(delta_t) ||x||_{V_{t-1}^{-1}}``.  Line 5 exploits
+    iff ``LCB_t(X^CE_t) >= b`` and ``lambda_min(V_{t-1}) >= c sqrt(t)`` (the appendix's
+    ``V_{t-1}``: ``X_t`` is not yet chosen).
     Otherwise it plays ``X^SE_t = (1 - rho) X^S_t + rho U_t`` (eq. (safe exp arm)) with
     ``X^S_t`` the LCB arm if ``LCB_t(X^LCB_t) >= b0`` else the baseline (eq. (safe arm t)), and
     ``U_t = x-bar + H^{1/2} zeta_t`` (eq. (U_t)): for an ellipsoid, ``zeta_t`` uniform on the unit
@@ -93,6 +96,11 @@ class SEGE(BatchPolicy):
         Must be certified inside the set (:meth:`~sege_cvx.arm_sets.ArmSet.certify_exploration`).
     risk : callable, optional
         ``t -> delta_t`` in (0, 1); default :func:`paper_risk`.
+    radius : {"theorem1", "self_normalized"}
+        The confidence radius (:mod:`sege_cvx.confidence.radius`): the paper's ``r_t(delta_t)``
+        (eq. (r_t), default) or ``sigma sqrt(2 log(det(V_{t-1})^{1/2} det(lam I)^{-1/2} /
+        delta_t)) + sqrt(lam) S``, per run from its own ``V_{t-1}``.  Both are valid for
+        Lemma 2 and Theorem 2 (Theorem 1 is derived from the second).
     lcb_method : {"auto", "closed_form", "solver"}
         How LCB arms are computed (see :meth:`ArmSet.lcb_arm`).
     n_runs : int, default 1
@@ -152,11 +160,13 @@ class SEGE(BatchPolicy):
         L: float | None = None,
         exploration: Exploration | None = None,
         risk: Callable[[int], float] | None = None,
+        radius: str = "theorem1",
         lcb_method: str = "auto",
         n_runs: int = 1,
         seed: SeedLike = None,
     ) -> None:
         self._set_problem(arm_set, baseline_arm, baseline_reward, threshold, S, noise_sd, lam, n_runs)
+        self._require_convex("SEGE")
         d = arm_set.dim
         self.c = as_scalar("c", c, low=0.0, low_open=True)
         if lcb_method not in LCB_METHODS:
@@ -187,7 +197,8 @@ class SEGE(BatchPolicy):
                              f"{known[np.argmax(norms)]} of the arm set; L must bound max ||x||")
 
         self._check_lam(self.L)
-        self._radius = RadiusFormula(d, self.noise_sd, self.lam, self.S, self.L)
+        self.radius = radius
+        self._radius = ConfidenceRadius(radius, d, self.noise_sd, self.lam, self.S, self.L)
         # zeta_t is drawn only at the stages where a run explores: its k-th exploration uses
         # the k-th draw of its own stream (the same distribution as a draw at every stage).
         self._zeta = PacedNormals(seed_sequences(seed, self.n_runs), d)
@@ -234,9 +245,11 @@ class SEGE(BatchPolicy):
             raise ValueError(f"risk schedule returned delta_{t} = {delta!r}, outside (0, 1)")
         return float(delta)
 
-    def radius(self, t: int) -> float:
-        """``r_t(delta_t)`` of eq. (r_t)."""
-        return self._radius.scalar(t, self.risk_level(t))
+    def radii(self, t: int) -> np.ndarray:
+        """Every run's radius at stage ``t`` from its current ``V`` (``V_{t-1}`` when ``t`` is
+        the next stage): ``r_t(delta_t)`` of eq. (r_t), the same for all runs, or the
+        self-normalized bound (``radius="self_normalized"``)."""
+        return self._radius.radii(self.confidence.chol, t, self.risk_level(t))
 
     # ------------------------------------------------------------------ Algorithm 1
     def select(self) -> np.ndarray:
@@ -248,25 +261,27 @@ class SEGE(BatchPolicy):
         """
         t = self._stage_start()
         conf = self.confidence
-        r = self.radius(t)
+        stage_value = self._radius.stage_value(t, self.risk_level(t))
         bound = self.c * math.sqrt(t)
         if self._compiled is not None:
             arms = np.empty((self.n_runs, self.arm_set.dim))
             decision = np.empty(self.n_runs, dtype=np.int8)
             self._zeta.reserve(1)
-            sege_rule.select_all(bound, r, conf.V, conf.chol, conf.theta_hat, self._zeta.buffer,
+            sege_rule.select_all(bound, self._radius.rule, stage_value, conf.V, conf.chol,
+                                 conf.theta_hat, self._zeta.buffer,
                                  self._zeta.cursor, *self._compiled, self.rho,
                                  self.baseline_arm, self.threshold,
                                  self.baseline_reward, arms, self.last_safe_arm,
                                  self.last_exploration_arm, decision, self._compiled_fallbacks)
         else:
-            arms, decision = self._select_around_arm_set(r, bound)
+            arms, decision = self._select_around_arm_set(self.radii(t), bound)
         self.last_decision = decision
         self.decision_counts[np.arange(self.n_runs), decision] += 1
         return self._stage_arms(arms)
 
-    def _select_around_arm_set(self, r: float, bound: float) -> tuple[np.ndarray, np.ndarray]:
-        """The rule (:mod:`.sege_rule`) around the arm set's own greedy and LCB arms."""
+    def _select_around_arm_set(self, r: np.ndarray, bound: float) -> tuple[np.ndarray, np.ndarray]:
+        """The rule (:mod:`.sege_rule`) around the arm set's own greedy and LCB arms (``r``: the
+        runs' radii)."""
         conf = self.confidence
         # Safe greedy exploitation (lines 5-6).  The greedy arm (eq. (greedy arm)) is computed
         # only for runs that pass the information test, which is cheap and often fails.
@@ -286,8 +301,8 @@ class SEGE(BatchPolicy):
         self.last_exploration_arm.fill(np.nan)
         idx = np.flatnonzero(~exploit)
         if idx.size:
-            lcb_arm = self.arm_set.lcb_arm_batch(conf.theta_hat[idx], conf.chol[idx],
-                                                 np.full(idx.size, r), self.lcb_method)
+            lcb_arm = self.arm_set.lcb_arm_batch(conf.theta_hat[idx], conf.chol[idx], r[idx],
+                                                 self.lcb_method)
             self._count_fallbacks(idx, lcb_arm)
             U = self.exploration.points(self._zeta.take(idx))  # eq. (U_t)
             use_lcb, safe, mixed = sege_rule.explore_all(
@@ -321,7 +336,7 @@ class SEGE(BatchPolicy):
         k = noise.shape[1]
         stages = range(t0, t0 + k)
         bounds = np.array([self.c * math.sqrt(t) for t in stages])
-        radii = np.array([self.radius(t) for t in stages])
+        values = np.array([self._radius.stage_value(t, self.risk_level(t)) for t in stages])
         self._zeta.reserve(k)
         conf, st = self.confidence, stats
         state = (conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
@@ -330,7 +345,7 @@ class SEGE(BatchPolicy):
         rows = np.empty(self.n_runs, dtype=np.int64)
         failed = np.zeros(self.n_runs, dtype=np.int64)
         sege_rule.run_stages(
-            t0, bounds, radii, self._zeta.buffer, self._zeta.cursor, noise, state,
+            t0, bounds, self._radius.rule, values, self._zeta.buffer, self._zeta.cursor, noise, state,
             *self._compiled, self.rho,
             self.baseline_arm, self.threshold, self.baseline_reward, bandit.theta_star,
             bandit.noise_sd, optimal, st.checkpoints, row, st.arrays(), rows,

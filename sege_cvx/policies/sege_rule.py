@@ -24,6 +24,7 @@ from numba import prange
 from .._numba import njit
 from ..arm_sets.exploration import exploration_point
 from ..confidence.cholesky import factor, lcb_one, observe_one
+from ..confidence.radius import radius_one
 from ..fast_paths.ellipsoid_arms import (
     NOT_MEMBER,
     VERIFIED,
@@ -62,18 +63,19 @@ def safe_exploration_arm(lcb_arm, lcb_ok, theta_hat, chol, r, b0, baseline, U, r
 
 
 @njit
-def exploit_all(arms, ok, theta_hat, chol, r, threshold, rows) -> np.ndarray:
-    """:func:`exploits` for runs ``rows`` (``arms[j]`` is run ``rows[j]``'s greedy arm)."""
+def exploit_all(arms, ok, theta_hat, chol, radii, threshold, rows) -> np.ndarray:
+    """:func:`exploits` for runs ``rows`` (``arms[j]`` is run ``rows[j]``'s greedy arm;
+    ``radii[i]``: run ``i``'s ``r_t``)."""
     out = np.zeros(rows.shape[0], dtype=np.bool_)
     w = np.empty(arms.shape[1])
     for j in range(rows.shape[0]):
         i = rows[j]
-        out[j] = ok[j] and exploits(arms[j], theta_hat[i], chol[i], r, threshold, w)
+        out[j] = ok[j] and exploits(arms[j], theta_hat[i], chol[i], radii[i], threshold, w)
     return out
 
 
 @njit
-def explore_all(lcb_arms, lcb_ok, theta_hat, chol, r, b0, baseline, U, rho, rows):
+def explore_all(lcb_arms, lcb_ok, theta_hat, chol, radii, b0, baseline, U, rho, rows):
     """:func:`safe_exploration_arm` for runs ``rows``: ``(use_lcb, safe arms, mixed arms)``."""
     n, d = lcb_arms.shape
     use = np.empty(n, dtype=np.bool_)
@@ -82,16 +84,18 @@ def explore_all(lcb_arms, lcb_ok, theta_hat, chol, r, b0, baseline, U, rho, rows
     w = np.empty(d)
     for j in range(n):
         i = rows[j]
-        use[j] = safe_exploration_arm(lcb_arms[j], lcb_ok[j], theta_hat[i], chol[i], r, b0,
-                                      baseline, U[j], rho, w, safe[j], mixed[j])
+        use[j] = safe_exploration_arm(lcb_arms[j], lcb_ok[j], theta_hat[i], chol[i], radii[i],
+                                      b0, baseline, U[j], rho, w, safe[j], mixed[j])
     return use, safe, mixed
 
 
 @njit(inline="always")
-def stage_one(bound, r, V, chol, theta_hat, draws, cursor, i, geometry, exploration, rho,
-              baseline, b, b0, out, safe, U, fallbacks, mats, vecs) -> int:
+def stage_one(bound, rule, stage_value, V, chol, theta_hat, draws, cursor, i, geometry,
+              exploration, rho, baseline, b, b0, out, safe, U, fallbacks, mats, vecs) -> int:
     """One stage of one run on an ellipsoid: the arm into ``out``; returns the decision code.
 
+    The radius ``r_t`` is the run's :func:`~sege_cvx.confidence.radius.radius_one` of ``rule``
+    and ``stage_value``.
     Line 5: exploit iff ``lambda_min(V_{t-1}) >= bound = c sqrt(t)`` (decided by factoring
     ``V - bound I``) and the greedy arm, verified in the set, passes :func:`exploits`.
     Otherwise lines 7-8 with the LCB arm and ``U_t`` from the run's next normal draw,
@@ -105,6 +109,7 @@ def stage_one(bound, r, V, chol, theta_hat, draws, cursor, i, geometry, explorat
     ``exploration``: ``(center, B, cross)``; ``mats`` (6, d, d) and ``vecs`` (18, d): scratch.
     """
     center, shape, h_sqrt, h_inv_sqrt, white_center, kappa = geometry
+    r = radius_one(rule, stage_value, chol)
     if factor(V, bound, mats[5]):
         greedy_one(theta_hat, center, shape, h_inv_sqrt, out, vecs[14:16])
         status = verify_one(out, center, h_inv_sqrt, vecs[14], vecs[15])
@@ -134,25 +139,27 @@ def stage_one(bound, r, V, chol, theta_hat, draws, cursor, i, geometry, explorat
 
 
 @njit
-def select_all(bound, r, V, chol, theta_hat, draws, cursor, geometry, exploration, rho, baseline,
-               b, b0, out, safe, U, decision, fallbacks) -> None:
+def select_all(bound, rule, stage_value, V, chol, theta_hat, draws, cursor, geometry, exploration,
+               rho, baseline, b, b0, out, safe, U, decision, fallbacks) -> None:
     """:func:`stage_one` for every run (``SEGE.select``)."""
     n, d = theta_hat.shape
     mats = np.empty((6, d, d))
     vecs = np.empty((18, d))
     for i in range(n):
-        decision[i] = stage_one(bound, r, V[i], chol[i], theta_hat[i], draws, cursor, i,
-                                geometry, exploration, rho, baseline, b, b0, out[i], safe[i],
-                                U[i], fallbacks[i], mats, vecs)
+        decision[i] = stage_one(bound, rule, stage_value, V[i], chol[i], theta_hat[i], draws,
+                                cursor, i, geometry, exploration, rho, baseline, b, b0, out[i],
+                                safe[i], U[i], fallbacks[i], mats, vecs)
 
 
 @njit(parallel=True)
-def run_stages(t0, bounds, radii, draws, cursor, noise, state, geometry, exploration, rho, baseline,
-               b, b0, theta_star, noise_sd, optimal, grid, row, stats, rows, traces, failed):
+def run_stages(t0, bounds, rule, stage_values, draws, cursor, noise, state, geometry, exploration,
+               rho, baseline, b, b0, theta_star, noise_sd, optimal, grid, row, stats, rows, traces,
+               failed):
     """Stages ``t0 .. t0 + k - 1`` of every run against the linear bandit, runs over threads.
 
     Per run and stage, the step API's functions in its order: :func:`stage_one` (with the
-    stage's ``c sqrt(t)`` and ``r_t`` from ``bounds`` and ``radii``, and the run's normal
+    stage's ``c sqrt(t)`` and radius ``rule`` and value from ``bounds`` and ``stage_values``, and
+    the run's normal
     draws ``draws[i]`` read from ``cursor[i]`` on, at least ``k`` of them unread), the reward ``<x, theta*>
     + noise_sd * noise`` (as :meth:`LinearBandit.pull`), the confidence update
     (:func:`observe_one`) and the running statistics (:func:`record_run_stage`).  A run's numbers are
@@ -184,9 +191,9 @@ def run_stages(t0, bounds, radii, draws, cursor, noise, state, geometry, explora
         r_i = row
         for s in range(k):
             t = t0 + s
-            code = stage_one(bounds[s], radii[s], V_i, chol_i, theta_i, draws, cursor, i,
-                             geometry, exploration, rho, baseline, b, b0, arm, safe_i, U_i,
-                             fallbacks_i, mats, vecs)
+            code = stage_one(bounds[s], rule, stage_values[s], V_i, chol_i, theta_i, draws,
+                             cursor, i, geometry, exploration, rho, baseline, b, b0, arm, safe_i,
+                             U_i, fallbacks_i, mats, vecs)
             mean = 0.0
             for m in range(d):
                 mean += arm[m] * theta_star[m]

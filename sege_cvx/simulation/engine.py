@@ -146,7 +146,7 @@ def simulate(
         Number of stages ``T >= 1``.
     snapshot_stages : iterable of int
         Stages ``t`` at which to record run 0's ``(theta_hat_{t-1}, V_{t-1}, r_t)`` (needs
-        ``policy.radius``).
+        ``policy.radii``).
     checkpoints : iterable of int, optional
         Stages at which every run's statistics are recorded; default
         :func:`~sege_cvx.simulation.statistics.checkpoint_grid` (about 200 log-spaced stages and
@@ -184,8 +184,8 @@ def simulate(
         if isinstance(s, bool) or not isinstance(s, int | np.integer) or not 1 <= s <= horizon:
             raise ValueError(f"snapshot_stages must hold stages in 1..{horizon}, got {s!r}")
         snaps.add(int(s))
-    if snaps and not callable(getattr(policy, "radius", None)):
-        raise ValueError(f"snapshot_stages need a policy with a radius(t) method (SEGE); "
+    if snaps and not callable(getattr(policy, "radii", None)):
+        raise ValueError(f"snapshot_stages need a policy with a radii(t) method (SEGE); "
                          f"{type(policy).__name__} has none")
     try:
         optimal = float(policy.arm_set.support(bandit.theta_star))
@@ -217,7 +217,7 @@ def simulate(
         while t <= horizon:
             if upcoming and upcoming[0] == t:
                 conf = policy.confidence
-                snapshots[t] = (conf.theta_hat[0].copy(), conf.V[0].copy(), policy.radius(t))
+                snapshots[t] = (conf.theta_hat[0].copy(), conf.V[0].copy(), policy.radii(t)[0])
                 upcoming.pop(0)
             steps = min(horizon - t + 1, bandit._noise.available(), 1000 - (t - 1) % 1000,
                         (upcoming[0] - t) if upcoming else horizon)
@@ -235,7 +235,7 @@ def simulate(
         t = k + 1
         if t in snaps:
             conf = policy.confidence
-            snapshots[t] = (conf.theta_hat[0].copy(), conf.V[0].copy(), policy.radius(t))
+            snapshots[t] = (conf.theta_hat[0].copy(), conf.V[0].copy(), policy.radii(t)[0])
         arms = policy.select()
         mean, y = bandit._pull(arms.reshape(n, -1))
         policy.observe(arms, y)

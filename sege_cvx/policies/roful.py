@@ -1,0 +1,426 @@
+r"""ROFUL (Hutchinson, Turan and Alizadeh, "Directional Optimism for Safe Linear Bandits",
+AISTATS 2024) in the paper's setting, for a batch of runs: a stagewise-safe comparator.
+
+The rule works relative to the baseline arm ``x0``, whose reward ``b0 = <x0, theta*>`` it must
+know exactly: ``x' = x - x0``, ``y' = y - b0 = <x', theta*> + eta``, and safety is
+``<x', theta*> >= -m`` with the margin ``m = b0 - b > 0``.  ``V = lam I + sum x' x'^T`` and
+``theta_hat = V^{-1} sum x' y'`` are those of :mod:`sege_cvx.confidence`; ``beta`` is the
+confidence radius (:mod:`sege_cvx.confidence.radius`).  The directions ``u_j = (p_j - x0) / s_j``
+point to the boundary points ``p_j`` CLUCB plays (:func:`~sege_cvx.policies.clucb.discretize`),
+at the full step ``s_j = ||p_j - x0||``.  Each stage, with ``w_j = ||u_j||_{V^{-1}}``:
+
+1. optimistic loss per unit step ``l_j = -<theta_hat, u_j> - beta w_j``; step
+   ``sigma_j = min(m / l_j, s_j)`` if ``l_j > 0``, else ``s_j``; value
+   ``v_j = sigma_j (<theta_hat, u_j> + beta w_j)``;
+2. if every ``v_j < 0``, ``x~ = 0``; else ``x~ = sigma_j* u_j*`` with ``j*`` maximizing ``v_j``;
+3. pessimistic loss ``p = -<theta_hat, x~> + beta ||x~||_{V^{-1}}``; ``mu = min(m / p, 1)`` if
+   ``p > 0``, else 1; known-safe scale ``kappa = min((m / S) / ||x~||, 1)`` (1 for ``x~ = 0``);
+   ``gamma = max(kappa, mu)``;
+4. play ``x = x0 + gamma x~``, computed as ``x0 + tau (p_j* - x0)`` with
+   ``tau = gamma sigma_j* / s_j*`` in ``[0, 1]``: a point of the segment ``[x0, p_j*]``, moved
+   exactly into the set if rounding left it outside (as every arm of the package).
+
+The rule is written once (:func:`step_one`); :func:`run_stages` plays many stages of every run in
+one compiled call on sets with a compiled membership test (ellipsoids, balls, boxes, polytopes),
+and :meth:`ROFUL.select` applies the same function around any other convex set's own
+membership test.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+from numba import prange
+
+from .._numba import njit
+from .._pull_in import pull_in_one
+from .._random import SeedLike, seed_sequences
+from .._validation import as_positive_int, as_scalar, scaled_norm
+from ..arm_sets.base import ArmSet
+from ..confidence.cholesky import inverse_factor_one, observe_one
+from ..confidence.ellipsoid import ConfidenceEllipsoid
+from ..confidence.radius import ConfidenceRadius, radii_all, radius_one
+from ..simulation.statistics import record_run_stage
+from .base import BatchPolicy
+from .clucb import default_arm_count, directional_terms, discretize
+
+#: Decision codes recorded per stage (``ROFUL.last_decision``): the step ``x~`` played in full
+#: (``gamma = 1``), scaled down for safety (``gamma < 1``), or the baseline arm (``x~ = 0``, or a
+#: point that could not be verified in the set).
+FULL_STEP, SCALED_STEP, BASELINE = 0, 1, 2
+
+#: Directions whose boundary point lies closer than this fraction of the set's diameter to the
+#: baseline arm are dropped (``s_j ~ 0``: no direction to normalize).
+MIN_STEP = 1e-9
+
+
+@njit(inline="always")
+def step_one(chol, theta_hat, rule, beta_value, dirs_t, steps, margin, S, work, dir_work):
+    """ROFUL's rule for one run (steps 1-3 of the module docstring).
+
+    Returns ``(j, tau, code)``: play ``x0 + tau (p_j - x0)``; ``code`` is :data:`FULL_STEP`,
+    :data:`SCALED_STEP` or :data:`BASELINE` (then ``tau = 0``).  ``dirs_t``: the unit directions
+    as columns, shape ``(d, K)``; ``steps``: ``s_j``; ``work``: scratch ``(d + 2, d)``;
+    ``dir_work``: scratch ``(3, K)``.
+    """
+    d, K = dirs_t.shape
+    beta = radius_one(rule, beta_value, chol)
+    inv = work[:d]
+    inverse_factor_one(chol, inv, work[d], work[d + 1])
+    directional_terms(inv, theta_hat, dirs_t, dir_work)
+    dot, norm, value = dir_work[0], dir_work[1], dir_work[2]
+    best = 0
+    for k in range(K):
+        loss = -dot[k] - beta * norm[k]  # optimistic loss per unit step
+        sigma = min(margin / loss, steps[k]) if loss > 0.0 else steps[k]
+        value[k] = sigma * (dot[k] + beta * norm[k])
+        if value[k] > value[best]:
+            best = k
+    if value[best] < 0.0:
+        return 0, 0.0, BASELINE
+    loss = -dot[best] - beta * norm[best]
+    sigma = min(margin / loss, steps[best]) if loss > 0.0 else steps[best]
+    pessimistic = sigma * (beta * norm[best] - dot[best])  # -<theta_hat, x~> + beta ||x~||
+    mu = min(margin / pessimistic, 1.0) if pessimistic > 0.0 else 1.0
+    kappa = min((margin / S) / sigma, 1.0) if sigma > 0.0 else 1.0  # ||x~|| = sigma ||u|| = sigma
+    gamma = max(kappa, mu)
+    tau = min(gamma * sigma / steps[best], 1.0)
+    return best, tau, FULL_STEP if gamma >= 1.0 else SCALED_STEP
+
+
+@njit
+def step_all(chol, theta_hat, rule, beta_values, dirs_t, steps, margin, S, out_j, out_tau,
+             out_code) -> None:
+    """:func:`step_one` for every run (the step API's ``select``)."""
+    n, d = theta_hat.shape
+    work = np.empty((d + 2, d))
+    dir_work = np.empty((3, dirs_t.shape[1]))
+    for i in range(n):
+        j, tau, code = step_one(chol[i], theta_hat[i], rule, beta_values[i], dirs_t, steps,
+                                margin, S, work, dir_work)
+        out_j[i], out_tau[i], out_code[i] = j, tau, code
+
+
+@njit(inline="always")
+def segment_point(baseline, offsets, j, tau, out) -> None:
+    """``out = x0 + tau (p_j - x0)`` (``offsets[j] = p_j - x0``)."""
+    for k in range(baseline.shape[0]):
+        out[k] = baseline[k] + tau * offsets[j, k]
+
+
+@njit
+def compiled_inside(x, data) -> bool:
+    """Exact membership (``tol = 0``) as the set's own ``contains`` decides it, for the sets of
+    :meth:`ROFUL._membership`: ``data = (kind, M, v)`` with kind 0 an ellipsoid
+    (``||M (x - v)|| <= 1``, ``M = H^{-1/2}``, ``v`` its centre) and kind 1 a polytope
+    (``M x <= v``), each summed in the order of its set's own test."""
+    kind, M, v = data
+    d = x.shape[0]
+    if kind == 0:
+        acc = 0.0
+        for j in range(d):
+            s = 0.0
+            for k in range(d):
+                s += M[j, k] * (x[k] - v[k])
+            acc += s * s
+        return np.sqrt(acc) <= 1.0
+    for j in range(M.shape[0]):
+        acc = 0.0
+        for k in range(d):
+            acc += M[j, k] * x[k]
+        if not acc <= v[j]:
+            return False
+    return True
+
+
+@njit(parallel=True)
+def run_stages(t0, n_stages, state, rule, beta_table, dirs_t, steps, offsets, margin, S,
+               baseline, b0, membership, theta_star, noise_sd, noise, optimal, threshold, grid,
+               row, stats, rows, traces, failed):
+    """Stages ``t0 .. t0 + n_stages - 1`` of every run against the linear bandit, runs over
+    threads.
+
+    Per run and stage, the step API's functions in its order: :func:`step_one`, the arm on the
+    segment (:func:`segment_point`) moved exactly into the set (``membership = (center, data)``
+    for :func:`compiled_inside`; the baseline arm, counted in ``fallbacks``, if it cannot be),
+    the reward ``<x, theta*> + noise_sd * noise`` (as :meth:`LinearBandit.pull`), the update with
+    ``(x - x0, y - b0)`` (:func:`observe_one`) and the running statistics
+    (:func:`record_run_stage`): a run's numbers are bitwise those of ``select``/``observe``.
+    ``state``: ``(V, chol, xy_sum, theta_hat, counts, decision_counts, last_decision,
+    fallbacks)``; ``failed[i]``: the stage at which run ``i``'s ``V`` lost definiteness (else 0).
+    """
+    V, chol, xy_sum, theta_hat, counts, decision_counts, last_decision, fallbacks = state
+    (cum_regret, cum_reward, min_reward, reward_min, reward_max, first_violation, violations,
+     conservative, decisions, regret_rows, reward_rows, violation_rows, decision_rows) = stats
+    trace_reward, trace_decision = traces
+    center, data = membership
+    n, d = theta_hat.shape
+    for i in prange(n):
+        # Run i's rows are viewed once per call (see sege_rule.run_stages).
+        V_i, chol_i, xy_i, theta_i = V[i], chol[i], xy_sum[i], theta_hat[i]
+        work = np.empty((d + 2, d))
+        dir_work = np.empty((3, dirs_t.shape[1]))
+        arm = np.empty(d)
+        rel = np.empty(d)
+        scratch = np.empty((2, d))
+        V_new = np.empty((d, d))
+        L = np.empty((d, d))
+        w = np.empty(d)
+        r_i = row
+        for s_ in range(n_stages):
+            t = t0 + s_
+            j, tau, code = step_one(chol_i, theta_i, rule, beta_table[counts[i]], dirs_t, steps,
+                                    margin, S, work, dir_work)
+            segment_point(baseline, offsets, j, tau, arm)
+            if not pull_in_one(arm, center, compiled_inside, data, scratch[0], scratch[1]):
+                fallbacks[i] += 1
+                code = BASELINE
+                for k in range(d):
+                    arm[k] = baseline[k]
+            mean = 0.0
+            for k in range(d):
+                mean += arm[k] * theta_star[k]
+                rel[k] = arm[k] - baseline[k]
+            y = mean + noise_sd * noise[i, s_]
+            if not observe_one(V_i, chol_i, xy_i, theta_i, rel, y - b0, V_new, L, w):
+                failed[i] = t
+                break
+            counts[i] += 1
+            decision_counts[i, code] += 1
+            last_decision[i] = code
+            r_i = record_run_stage(i, t, s_, mean, code, optimal, threshold, grid, r_i,
+                                   cum_regret, cum_reward, min_reward, reward_min, reward_max,
+                                   first_violation, violations, conservative, decisions,
+                                   regret_rows, reward_rows, violation_rows, decision_rows,
+                                   trace_reward, trace_decision)
+        rows[i] = r_i
+
+
+class ROFUL(BatchPolicy):
+    r"""ROFUL, directional optimism for stagewise safety (Hutchinson, Turan and Alizadeh, AISTATS
+    2024), on ``n_runs`` runs at once; the rule is in the module docstring.
+
+    **Why it is safe.**  On the event of the confidence set (probability ``1 - delta`` for all
+    stages at once), ``<x~, theta*> >= <x~, theta_hat> - beta ||x~||_{V^{-1}} = -p``.  With
+    ``gamma = mu``: ``<gamma x~, theta*> >= -gamma p >= -m``.  With ``gamma = kappa``:
+    ``||gamma x~|| <= m / S``, so ``<gamma x~, theta*> >= -S ||gamma x~|| >= -m`` by
+    Cauchy-Schwarz and ``||theta*|| <= S`` (this one always).  Either way
+    ``<x, theta*> = b0 + <gamma x~, theta*> >= b0 - m = b``.  And ``x`` lies on the segment
+    ``[x0, p_j*]``, inside the convex set (verified exactly, as every arm of the package).
+
+    **It needs the baseline's exact reward.**  The paper assumes only ``b0 <= <x0, theta*>``;
+    ROFUL's ``y' = y - b0`` assumes equality.  A gap ``g = <x0, theta*> - b0 > 0`` adds ``g`` to
+    every ``y'``, for which the model ``<x', theta>`` has no intercept: ``theta_hat`` is biased
+    toward the directions played (by about ``g / ||x'||``), the confidence set no longer holds and
+    neither does the guarantee through ``mu`` (the ``kappa`` steps stay safe).  So ``baseline_arm``
+    must lie in the set exactly (a baseline moved into the set has a reward known only as a
+    bound: refused).
+
+    Parameters
+    ----------
+    arm_set : ArmSet
+        A convex set.
+    baseline_arm : array_like, shape (d,)
+    baseline_reward : float
+        ``b0 = <x0, theta*>``, exactly.
+    threshold : float
+        ``b < b0``.
+    S, noise_sd : float
+        ``||theta*|| <= S`` and the noise's sub-Gaussian parameter.
+    lam : float, default 0.1
+    delta : float, default 0.1
+        Overall risk of the confidence sets.
+    radius : {"self_normalized", "theorem1"}
+        ``beta``: the self-normalized bound (default, as ROFUL's authors use) or the paper's
+        ``r_n(delta)`` at ``n`` observations with ``L`` a certified bound on ``max ||x - x0||``
+        over the set (:meth:`~sege_cvx.arm_sets.ArmSet.distance_bound`).
+    n_directions : int, optional
+        ``K``: as CLUCB's ``n_arms`` (default the smallest count meeting a 3e-3 discretization
+        error; 41 on the paper's disk).
+    n_runs : int, default 1
+    seed : int, SeedSequence or list of SeedSequence, optional
+        ROFUL draws nothing; accepted (and validated) so that every policy takes the same
+        arguments.
+
+    Attributes
+    ----------
+    margin : float
+        ``m = b0 - b``.
+    points : ndarray, shape (K, d)
+        The boundary points ``p_j``; ``directions`` the unit ``u_j`` and ``steps`` the ``s_j``.
+    L : float
+        The bound on ``||x - x0||`` in the ``"theorem1"`` radius.
+    confidence : ConfidenceEllipsoid
+        ``V``, ``theta_hat`` in coordinates relative to the baseline.
+    last_decision : ndarray of int8
+        :data:`FULL_STEP`, :data:`SCALED_STEP` or :data:`BASELINE`.
+    decision_counts : ndarray, shape (n_runs, 3)
+    solver_fallbacks : ndarray, shape (n_runs,)
+        Stages whose point could not be verified in the set (the baseline arm was played).
+
+    Examples
+    --------
+    >>> import sege_cvx as sc
+    >>> disk = sc.Ball(center=[1.0, 1.0], radius=1.0)
+    >>> policy = sc.ROFUL(disk, [1.2, 1.9], 2.24, 0.8 * 2.24, S=1.0, noise_sd=1.0)
+    >>> policy.directions.shape, round(policy.margin, 3)
+    ((41, 2), 0.448)
+    >>> x = policy.select()
+    >>> policy.observe(x, float(x @ [0.6, 0.8]) + 0.1)
+    >>> bool(x @ [0.6, 0.8] >= 0.8 * 2.24)
+    True
+    """
+
+    def __init__(
+        self,
+        arm_set: ArmSet,
+        baseline_arm: np.ndarray,
+        baseline_reward: float,
+        threshold: float,
+        *,
+        S: float,
+        noise_sd: float,
+        lam: float = 0.1,
+        delta: float = 0.1,
+        radius: str = "self_normalized",
+        n_directions: int | None = None,
+        n_runs: int = 1,
+        seed: SeedLike = None,
+    ) -> None:
+        self._set_problem(arm_set, baseline_arm, baseline_reward, threshold, S, noise_sd, lam,
+                          n_runs)
+        self._require_convex("ROFUL")
+        if self.baseline_shift > 0.0:
+            raise ValueError(f"ROFUL needs the baseline's exact reward, but baseline_arm was "
+                             f"moved {self.baseline_shift:.3g} into the arm set (its reward is "
+                             "then known only as a bound): give a baseline arm inside the set")
+        seed_sequences(seed, self.n_runs)  # validated only: ROFUL draws nothing
+        d = arm_set.dim
+        self.delta = as_scalar("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+        self.margin = self.baseline_reward - self.threshold
+        K = (default_arm_count(arm_set, self.S) if n_directions is None
+             else as_positive_int("n_directions", n_directions))
+        points = discretize(arm_set, K)
+        offsets = points - self.baseline_arm
+        steps = scaled_norm(offsets, axis=1)
+        keep = steps > MIN_STEP * arm_set.diameter_bound()
+        if not keep.any():
+            raise ValueError("every boundary point coincides with the baseline arm: no direction "
+                             "to explore")
+        self.points = np.ascontiguousarray(points[keep])
+        self._offsets = np.ascontiguousarray(offsets[keep])
+        self.steps = np.ascontiguousarray(steps[keep])
+        self.directions = self._offsets / self.steps[:, None]
+        self._dirs_t = np.ascontiguousarray(self.directions.T)  # columns: vectorized scans
+        self.L = arm_set.distance_bound(self.baseline_arm)
+        self._check_lam(self.L)
+        self.radius = radius
+        self._radius = ConfidenceRadius(radius, d, self.noise_sd, self.lam, self.S, self.L)
+        self._beta_table = np.empty(0)
+        self._membership = _membership(arm_set)
+
+        self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
+        self.t = 0
+        self.last_decision = np.full(self.n_runs, -1, dtype=np.int8)
+        self.decision_counts = np.zeros((self.n_runs, 3), dtype=np.int64)
+        self.solver_fallbacks = np.zeros(self.n_runs, dtype=np.int64)
+
+    @property
+    def _fused_stages(self) -> bool:
+        return self._membership is not None
+
+    @property
+    def fallback_reasons(self) -> Counter[str]:
+        """How often a point could not be verified in the set (status ``"NotMember"``)."""
+        total = int(self.solver_fallbacks.sum())
+        return Counter({"NotMember": total} if total else {})
+
+    def beta(self) -> np.ndarray:
+        """Every run's current confidence radius ``beta``."""
+        conf = self.confidence
+        return radii_all(self._radius.rule, self._beta_values(conf.counts), conf.chol)
+
+    def _beta_values(self, counts: np.ndarray) -> np.ndarray:
+        """Per run, the stage value of its radius at its observation count (a table of scalars,
+        so that a run's radius is the same number alone and in any batch)."""
+        top = int(counts.max())
+        if top >= self._beta_table.size:
+            size = max(2 * top + 1, 1024)
+            extra = [self._radius.stage_value(n, self.delta)
+                     for n in range(self._beta_table.size, size)]
+            self._beta_table = np.concatenate([self._beta_table, extra])
+        return self._beta_table[counts]
+
+    def select(self) -> np.ndarray:
+        """Choose the stage's arms (:func:`step_one`, then the point moved exactly into the set;
+        the baseline arm, counted in ``solver_fallbacks``, where it cannot be)."""
+        self._stage_start()
+        conf = self.confidence
+        j = np.empty(self.n_runs, dtype=np.int64)
+        tau = np.empty(self.n_runs)
+        code = np.empty(self.n_runs, dtype=np.int8)
+        step_all(conf.chol, conf.theta_hat, self._radius.rule, self._beta_values(conf.counts),
+                 self._dirs_t, self.steps, self.margin, self.S, j, tau, code)
+        arms = _segment_points(self.baseline_arm, self._offsets, j, tau)
+        arms, inside = self.arm_set.pull_inside(arms)
+        if not inside.all():
+            self.solver_fallbacks += ~inside
+            arms[~inside] = self.baseline_arm
+            code[~inside] = BASELINE
+        self.last_decision = code
+        self.decision_counts[np.arange(self.n_runs), code] += 1
+        return self._stage_arms(arms)
+
+    def observe(self, x: np.ndarray, y: np.ndarray | float) -> None:
+        """Record the rewards: ``(x - x0, y - b0)`` enter the confidence set."""
+        xs, ys = self._observation(x, y)
+        self.confidence._update(xs - self.baseline_arm, ys - self.baseline_reward)
+
+    def _run_stages(self, t0: int, noise: np.ndarray, bandit, optimal: float, stats, row: int,
+                    trace_reward: np.ndarray, trace_decision: np.ndarray) -> int:
+        """Play stages ``t0 .. t0 + k - 1`` against ``bandit`` in one compiled call
+        (:func:`run_stages`); fold them into ``stats`` from checkpoint ``row`` on and return the
+        next row.  Only on sets with a compiled membership test (``_fused_stages``)."""
+        k = noise.shape[1]
+        conf = self.confidence
+        self._beta_values(conf.counts + k)
+        state = (conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
+                 self.decision_counts, self.last_decision, self.solver_fallbacks)
+        rows = np.empty(self.n_runs, dtype=np.int64)
+        failed = np.zeros(self.n_runs, dtype=np.int64)
+        run_stages(t0, k, state, self._radius.rule, self._beta_table, self._dirs_t, self.steps,
+                   self._offsets, self.margin, self.S, self.baseline_arm, self.baseline_reward,
+                   self._membership, bandit.theta_star, bandit.noise_sd, noise, optimal,
+                   self.threshold, stats.checkpoints, row, stats.arrays(), rows,
+                   (trace_reward, trace_decision), failed)
+        return self._stages_done(t0 + k - 1, rows, failed)
+
+
+@njit
+def _segment_points(baseline, offsets, j, tau) -> np.ndarray:
+    """:func:`segment_point` per run."""
+    n = j.shape[0]
+    out = np.empty((n, baseline.shape[0]))
+    for i in range(n):
+        segment_point(baseline, offsets, j[i], tau[i], out[i])
+    return out
+
+
+def _membership(arm_set: ArmSet) -> tuple | None:
+    """``(interior point, (kind, M, v))`` for :func:`compiled_inside`, for the sets whose exact
+    membership test it reproduces bit for bit; ``None`` for others (their own test is used)."""
+    from ..arm_sets import Box, Ellipsoid, Polytope
+
+    if isinstance(arm_set, Ellipsoid):
+        data = arm_set.compiled_arms
+        return data.center, (0, data.h_inv_sqrt, data.center)
+    if isinstance(arm_set, Box):
+        center, A, b = arm_set._as_polytope
+        return center, (1, A, b)
+    if isinstance(arm_set, Polytope):
+        return arm_set.exploration().center, (1, arm_set.A, arm_set.b)
+    return None
+
+
+__all__ = ["ROFUL", "FULL_STEP", "SCALED_STEP", "BASELINE"]
