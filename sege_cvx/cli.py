@@ -164,7 +164,7 @@ def _report(args: argparse.Namespace) -> int:
     from .experiments.results import write_report
 
     paths = write_report(args.results, args.out, by=args.by,
-                         band=None if args.band == "none" else args.band)
+                         band=None if args.band == "none" else args.band, stages=args.at)
     print(paths[0].read_text(encoding="utf-8"), end="")
     print(f"wrote {len(paths)} files to {args.out}: " + ", ".join(p.name for p in paths))
     return 0
@@ -280,6 +280,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--band", choices=("quantile", "ci", "none"), default="quantile",
                         help="the figures' bands: 5-95 %% quantiles over runs, 95 %% confidence "
                              "interval of the mean, or none")
+    report.add_argument("--at", nargs="+", type=_int_at_least(1), metavar="T", default=None,
+                        help="also report the regret at these checkpoint stages")
     report.set_defaults(func=_report)
     return parser
 
@@ -304,8 +306,11 @@ def _validate(args: argparse.Namespace) -> None:
 
         from .experiments.results import check_report_dir, load_results
 
+        from .experiments.results import check_stages
+
         args.results = load_results(args.dir)
         args.results.panel_keys(args.by)
+        check_stages(args.results, args.at)
         out = getattr(args, "out", None)
         if out == "":
             raise ValueError("--out must be a nonempty path, got ''")

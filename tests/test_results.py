@@ -233,6 +233,24 @@ def test_cli_report_prints_the_table_and_writes_the_files(results, tmp_path, cap
     assert "| paper   | CLUCB     | -    |    6 |" in capsys.readouterr().out
 
 
+def test_report_regret_at_earlier_checkpoints_comes_from_the_curves(results, tmp_path, capsys):
+    table = report_table(results, stages=[100, 300, 100])  # the horizon and repeats: once
+    assert [c for c in table.columns if c.startswith("regret")] == ["regret at t=100",
+                                                                    "regret at t=300"]
+    curves = results.curves
+    for _, row in table.iterrows():
+        rows = curves[(curves["problem"] == row["problem"]) & (curves["algorithm"] == row["algorithm"])
+                      & (curves["t"] == 100)]
+        rows = rows[rows["c"].isna()] if row["c"] == "-" else rows[rows["c"] == float(row["c"])]
+        assert len(rows) == 1
+        assert row["regret at t=100"] == mean_pm_se(rows["regret_mean"].iloc[0],
+                                                    rows["regret_se"].iloc[0])
+    assert main(["report", str(results.path), "--out", str(tmp_path), "--at", "100"]) == 0
+    assert "| regret at t=100 | regret at t=300 |" in capsys.readouterr().out
+    line = one_line_error(capsys, ["report", str(results.path), "--at", "99"], quiet_stdout=True)
+    assert line.startswith("sege-cvx: error: stage 99 is not a checkpoint of this sweep (nearest: ")
+
+
 def test_cli_report_on_a_dir_without_results_is_a_one_line_error(results, tmp_path, capsys):
     line = one_line_error(capsys, ["report", str(tmp_path / "missing")], quiet_stdout=True)
     assert line.endswith("holds no finished sweep results")

@@ -445,41 +445,91 @@ def _horizon(results: SweepResults) -> int:
     return int(results.manifest.get("spec", {}).get("horizon") or results.curves["t"].max())
 
 
-def report_table(results: SweepResults) -> pd.DataFrame:
+def check_stages(results: SweepResults, stages: Sequence[int] | None) -> list[int]:
+    """Validate checkpoint stages at which to report regret: each must be one of the sweep's
+    checkpoints (``curves.parquet``'s ``t``), below the horizon (reported anyway)."""
+    if stages is None:
+        return []
+    have = set(results.curves["t"].tolist())
+    horizon = _horizon(results)
+    out = []
+    for t in stages:
+        if isinstance(t, bool) or not isinstance(t, int | np.integer) or int(t) not in have:
+            near = sorted(have, key=lambda c: abs(c - t) if isinstance(t, int | float) else 0)[:3]
+            raise ValueError(f"stage {t!r} is not a checkpoint of this sweep (nearest: "
+                             f"{sorted(near)}); its curves hold the stages of the spec's "
+                             "checkpoints")
+        if int(t) < horizon and int(t) not in out:
+            out.append(int(t))
+    return sorted(out)
+
+
+def report_table(results: SweepResults, stages: Sequence[int] | None = None) -> pd.DataFrame:
     """:meth:`SweepResults.table`, one row per cell, formatted for reading: regret as
     ``mean ± se``, a parameter that does not apply to a cell as ``-``, no violation as ``none``.
 
     Parameters
     ----------
     results : SweepResults
+    stages : sequence of int, optional
+        Checkpoints before the horizon at which to report the regret too (a column each, from
+        ``curves.parquet``: mean and standard error over the cell's runs).
 
     Returns
     -------
     pandas.DataFrame
         Strings; its ``attrs["right"]`` lists the numeric columns (right-aligned in Markdown).
     """
+    earlier = check_stages(results, stages)
     table = results.table().reset_index()
     out = pd.DataFrame({c: [_value(v) if not _missing(v) else "-" for v in table[c]]
                         for c in results.cell_columns})
-    regret = f"regret at t={_horizon(results)}"
     out["runs"] = table["runs"].astype(str)
+    columns = []
+    if earlier:
+        curves = results.curves.set_index([*results.cell_columns, "t"])
+        for t in earlier:
+            columns.append(f"regret at t={t}")
+            keys = [(*(None if _missing(v) else v for v in row), t)
+                    for row in table[results.cell_columns].itertuples(index=False)]
+            rows = [curves.loc[_curve_key(curves, key)] for key in keys]
+            out[columns[-1]] = [mean_pm_se(r["regret_mean"], r["regret_se"]) for r in rows]
+    regret = f"regret at t={_horizon(results)}"
+    columns.append(regret)
     out[regret] = [mean_pm_se(m, s) for m, s in zip(table["regret_mean"], table["regret_se"], strict=True)]
     out["violating runs"] = table["violating_runs"].astype(str)
     out["violating pairs"] = table["violating_pairs"].astype(str)
     out["first violation"] = ["none" if _missing(v) else str(int(v)) for v in table["first_violation"]]
     out["fallbacks"] = table["fallbacks"].astype(str)
-    out.attrs["right"] = ["runs", regret, "violating runs", "violating pairs", "first violation",
-                          "fallbacks"]
+    out.attrs["right"] = ["runs", *columns, "violating runs", "violating pairs",
+                          "first violation", "fallbacks"]
     return out
 
 
-def report_markdown(results: SweepResults) -> str:
+def _curve_key(curves: pd.DataFrame, key: tuple):
+    """``key`` as a row label of ``curves`` (indexed by the cell columns and ``t``), with a grid
+    parameter that does not apply to the cell matched to the index's own missing value."""
+    if key in curves.index:
+        return key
+    mask = np.ones(len(curves), dtype=bool)
+    for level, value in enumerate(key):
+        values = curves.index.get_level_values(level)
+        mask &= values.isna() if value is None else (values == value)
+    hits = np.flatnonzero(mask)
+    if hits.size != 1:
+        raise KeyError(f"no single curve row for {key}")
+    return curves.index[hits[0]]
+
+
+def report_markdown(results: SweepResults, stages: Sequence[int] | None = None) -> str:
     """The text of ``table.md``: the sweep's size, what the columns mean, its problems and the
     table per cell (:func:`report_table`).
 
     Parameters
     ----------
     results : SweepResults
+    stages : sequence of int, optional
+        Earlier checkpoints at which the regret is reported too (:func:`report_table`).
 
     Returns
     -------
@@ -487,13 +537,13 @@ def report_markdown(results: SweepResults) -> str:
         Markdown, ending with a newline.
     """
     spec = results.manifest.get("spec", {})
-    table = report_table(results)
+    table = report_table(results, stages)
     problems = results.manifest.get("problems", {})
     seed = f", seed {spec['seed']}" if "seed" in spec else ""
     lines = [
         f"# Sweep results: {results.path}", "",
         f"{results._runs_text()} x {_horizon(results)} stages{seed}. Regret: cumulative regret at "
-        "the last stage, mean ± standard error over runs. A violation is a stage whose expected "
+        "the stage shown, mean ± standard error over runs. A violation is a stage whose expected "
         "reward is below the threshold b; violating pairs count (run, stage) pairs, first "
         "violation is the earliest such stage over the cell's runs.", "",
         markdown_table(table, right=table.attrs["right"]), "",
@@ -537,7 +587,7 @@ def check_report_dir(out: Path) -> Path:
 
 
 def write_report(results: SweepResults, out_dir: str | os.PathLike, by="problem",
-                 band: str | None = "quantile") -> list[Path]:
+                 band: str | None = "quantile", stages: Sequence[int] | None = None) -> list[Path]:
     """Write a sweep's table and figures into ``out_dir`` (made if missing; these files replaced).
 
     Parameters
@@ -548,6 +598,8 @@ def write_report(results: SweepResults, out_dir: str | os.PathLike, by="problem"
         The report directory.
     by, band
         The figures' panels and bands, as for :meth:`SweepResults.plot_regret`.
+    stages : sequence of int, optional
+        Earlier checkpoints at which ``table.md`` reports the regret too (:func:`report_table`).
 
     Returns
     -------
@@ -565,10 +617,11 @@ def write_report(results: SweepResults, out_dir: str | os.PathLike, by="problem"
 
     results.panel_keys(by)
     _check_band(band)
+    check_stages(results, stages)
     out = check_report_dir(Path(out_dir))
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "table.md", out / "table.csv"]
-    paths[0].write_text(report_markdown(results), encoding="utf-8")
+    paths[0].write_text(report_markdown(results, stages), encoding="utf-8")
     results.table().reset_index().to_csv(paths[1], index=False)
     paths += save_figure(results.plot_regret(by=by, band=band), out, "regret")
     paths += save_figure(results.plot_reward(by=by, band=band), out, "reward")
