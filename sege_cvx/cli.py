@@ -304,9 +304,7 @@ def _validate(args: argparse.Namespace) -> None:
     if args.command == "report":  # the results are read here: a directory without is an error
         from pathlib import Path
 
-        from .experiments.results import check_report_dir, load_results
-
-        from .experiments.results import check_stages
+        from .experiments.results import check_report_dir, check_stages, load_results
 
         args.results = load_results(args.dir)
         args.results.panel_keys(args.by)
