@@ -15,7 +15,7 @@ import numpy as np
 from .._numba import njit
 from .._validation import _fmt, as_batch_of_vectors, as_finite_array, scaled_norm
 from ..confidence.cholesky import lcb_one
-from .base import ArmSet, check_tol
+from .base import ArmSet, BatchArms, check_tol
 from .exploration import Exploration
 
 if TYPE_CHECKING:
@@ -139,10 +139,13 @@ class FiniteArmSet(ArmSet):
     # ----------------------------------------------------------------- no convex representation
     def constraints(self, x: cp.Variable) -> list:
         """Not available: raises ``TypeError`` (a finite set is not convex)."""
-        raise TypeError(f"{self!r} is a finite set of arms, not a convex set: it has no cvxpy "
-                        "constraints and no solver programs (its greedy and LCB arms are exact "
-                        "scans of the rows, method='auto'); sc.ConvexHull(points) is its convex "
-                        "hull")
+        raise self._no_program()
+
+    def _no_program(self) -> TypeError:
+        return TypeError(f"{self!r} is a finite set of arms, not a convex set: it has no cvxpy "
+                         "constraints and no solver programs (its greedy and LCB arms are exact "
+                         "scans of the rows, method='auto'); sc.ConvexHull(points) is its convex "
+                         "hull")
 
     def exploration(self) -> Exploration:
         """Not available: raises ``TypeError`` (no convex body to draw exploration arms from)."""
@@ -208,10 +211,10 @@ class FiniteArmSet(ArmSet):
         return True
 
     def lcb_arm_batch(self, thetas: np.ndarray, chols: np.ndarray, radii: np.ndarray,
-                      method: str = "auto"):
+                      method: str = "auto") -> BatchArms:
         """LCB arms by the exact scan of the rows; ``method="solver"`` raises ``TypeError``."""
         if method == "solver":
-            self.constraints(None)  # raises: no program exists for a finite set
+            raise self._no_program()
         return super().lcb_arm_batch(thetas, chols, radii, "closed_form")
 
     def _lcb_closed_form(self, thetas: np.ndarray, chols: np.ndarray,
