@@ -1,8 +1,10 @@
-"""Arm sets: compact convex sets with greedy and LCB-arm programs."""
+"""Arm sets: compact convex sets with greedy and LCB-arm programs, and finite lists of arms."""
 
 from .base import ArmSet, CrossCheckError
 from .ellipsoid import Ball, Ellipsoid
+from .finite import FiniteArmSet
 from .generic import ConvexArmSet
 from .polyhedral import Box, Polytope
 
-__all__ = ["ArmSet", "Ball", "Box", "ConvexArmSet", "CrossCheckError", "Ellipsoid", "Polytope"]
+__all__ = ["ArmSet", "Ball", "Box", "ConvexArmSet", "CrossCheckError", "Ellipsoid", "FiniteArmSet",
+           "Polytope"]

@@ -76,7 +76,7 @@ class CrossCheckError(AssertionError):
 
 
 class ArmSet(ABC):
-    """A compact convex set of arms in ``R^d``.
+    """A compact convex set of arms in ``R^d`` (or a finite one: ``is_convex`` False).
 
     Subclasses implement :meth:`constraints` and :meth:`contains`; they may override the
     closed-form hooks.  All batched methods accept a single vector ``(d,)`` or a batch
@@ -88,6 +88,10 @@ class ArmSet(ABC):
     """
 
     dim: int
+
+    #: Whether the set is convex, so that mixtures of its arms are arms (SEGE's exploration).
+    #: False for :class:`~sege_cvx.arm_sets.FiniteArmSet`, which has no cvxpy representation.
+    is_convex: bool = True
 
     #: The data of compiled per-point greedy and LCB arms, for sets that have them (ellipsoids:
     #: :class:`~sege_cvx.fast_paths.ellipsoid_arms.EllipsoidArms`); SEGE then runs whole stages

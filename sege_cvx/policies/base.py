@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._random import MAX_RUNS
-from .._validation import as_positive_int, as_scalar, as_vector
+from .._validation import _fmt, as_positive_int, as_scalar, as_vector
 from ..arm_sets.base import ArmSet
 
 
@@ -40,6 +40,20 @@ class BatchPolicy:
         self.t = last
         return int(rows[0])
 
+    def _require_convex(self, arm_set: object) -> None:
+        """Refuse a non-convex arm set (a :class:`~sege_cvx.arm_sets.FiniteArmSet`), for policies
+        that play convex combinations of arms (SEGE's ``(1 - rho) X^S + rho U``).
+
+        Call it before :meth:`_set_problem`, so that the error is about the set, not the
+        baseline arm.  Anything not an :class:`ArmSet` is left to :meth:`_set_problem`.
+        """
+        if isinstance(arm_set, ArmSet) and not arm_set.is_convex:
+            name = type(self).__name__
+            raise TypeError(f"{name} needs a convex arm set (it plays convex combinations of "
+                            f"arms), but {arm_set!r} is not convex; use sc.ConvexHull(points) "
+                            f"for the convex hull of the arms, or CLUCB, which plays the arms "
+                            "themselves")
+
     def _set_problem(self, arm_set: ArmSet, baseline_arm, baseline_reward, threshold, S, noise_sd,
                      lam, n_runs) -> None:
         """Validate and store what every safe-bandit policy is given (Assumptions 1-3, b < b0).
@@ -49,6 +63,8 @@ class BatchPolicy:
         certified for the arm actually played: ``<x0', theta*> >= b0 - S ||x0' - x0||`` by
         Cauchy-Schwarz and Assumption 1.  That certified bound is ``baseline_reward`` from then
         on (rho-bar, the safe-arm test, CLUCB's budget), and it must still exceed ``threshold``.
+        On a set that is not convex (a finite list of arms) nothing lies between arms to move
+        it to: the baseline arm must then be one of the arms exactly.
         """
         if not isinstance(arm_set, ArmSet):
             raise TypeError(f"arm_set must be an ArmSet, got {type(arm_set).__name__}")
@@ -62,6 +78,9 @@ class BatchPolicy:
                              f"batches), got {self.n_runs}")
         x0 = as_vector("baseline_arm", baseline_arm, arm_set.dim)
         b0 = as_scalar("baseline_reward", baseline_reward)
+        if not arm_set.is_convex and not arm_set.contains(x0, tol=0.0):
+            raise ValueError(f"baseline_arm {_fmt(x0)} must be one of the arms of {arm_set!r} "
+                             f"exactly{_nearest_arm(arm_set, x0)}")
         if not arm_set.contains(x0, tol=1e-9):
             raise ValueError(f"baseline_arm {x0} lies outside the arm set")
         inside, ok = arm_set.pull_inside(x0[None])
@@ -82,13 +101,6 @@ class BatchPolicy:
                      if self.baseline_shift > 0.0 else "")
             raise ValueError(f"threshold must be < baseline_reward {float(b0)!r}{moved}, got {b!r}")
         self.threshold = b
-
-    def _require_convex(self, name: str) -> None:
-        """Refuse an arm set that is not convex: ``name`` plays convex combinations of arms."""
-        if not getattr(self.arm_set, "is_convex", True):
-            raise TypeError(f"{name} needs a convex arm set (it plays convex combinations of "
-                            f"arms), got {type(self.arm_set).__name__}; use "
-                            "sc.ConvexHull(points) for the convex hull of a finite set of arms")
 
     def _check_lam(self, L: float) -> None:
         """Reject a ``lam`` lost to rounding in ``V = lam I + x x^T`` for arms of norm up to ``L``.
@@ -135,3 +147,13 @@ class BatchPolicy:
         self._pending = None
         self.t += 1
         return xs, ys
+
+
+def _nearest_arm(arm_set: ArmSet, x: np.ndarray) -> str:
+    """``"; the nearest is row k [...], max-abs distance ..."`` for sets that can tell (finite)."""
+    nearest = getattr(arm_set, "nearest", None)
+    if nearest is None:
+        return ""
+    k, distance = nearest(x)
+    return (f"; the nearest is row {k} {_fmt(arm_set.arms[k])}, at max-abs distance "
+            f"{distance:.3g}")

@@ -9,6 +9,7 @@ from numba import prange
 from .._numba import njit
 from .._validation import as_batch_of_vectors, as_positive_int, as_scalar
 from ..arm_sets.base import ArmSet
+from ..arm_sets.finite import FiniteArmSet
 from ..confidence.cholesky import inverse_factor_one, lcb_one, observe_one
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius, radii_all, radius_one
@@ -278,7 +279,8 @@ def run_stages(t0, n_stages, state, rule, beta_table, arms, arms_t, b0, alpha, b
 class CLUCB(BatchPolicy):
     """Conservative linear UCB with a known baseline reward, on ``n_runs`` runs at once.
 
-    Finite arms: support points of the set (:func:`discretize`).  Each round ``t`` the optimistic
+    Finite arms: support points of the set (:func:`discretize`), or, on a
+    :class:`~sege_cvx.arm_sets.FiniteArmSet`, its rows as given.  Each round ``t`` the optimistic
     arm is ``argmax_k <theta_hat, a_k> + beta ||a_k||_{V^{-1}}``, where ``theta_hat`` and ``V``
     use only the rounds in which an optimistic arm was played, and ``beta = r_n(delta)`` is the
     radius of the paper's eq. (r_t) at ``n`` = number of such rounds, with the overall ``delta``
@@ -293,6 +295,7 @@ class CLUCB(BatchPolicy):
     ----------
     arm_set : ArmSet
     baseline_arm : array_like, shape (d,)
+        In the set; on a finite set, one of its arms exactly.
     baseline_reward : float
         ``b0``, the baseline's (known) expected reward.
     threshold : float
@@ -303,6 +306,8 @@ class CLUCB(BatchPolicy):
         Overall risk of the confidence sets.
     n_arms : int, optional
         Number of discrete arms; default the smallest meeting a 3e-3 discretization error.
+        On a :class:`~sege_cvx.arm_sets.FiniteArmSet`: ``None`` or its number of arms (every
+        arm is played; the error is 0).
     radius : {"theorem1", "self_normalized"}
         The confidence radius ``beta`` (:mod:`sege_cvx.confidence.radius`).
     n_runs : int, default 1
@@ -350,10 +355,19 @@ class CLUCB(BatchPolicy):
                              f"{self.baseline_reward!r} (after certifying a moved baseline arm)")
         self.alpha = 1.0 - self.threshold / self.baseline_reward
         self.delta = as_scalar("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
-        K = default_arm_count(arm_set, self.S) if n_arms is None else as_positive_int("n_arms", n_arms)
-        self.arms = discretize(arm_set, K)
+        if isinstance(arm_set, FiniteArmSet):
+            # The arms are given: play them as they are, with no discretization.
+            if n_arms is not None and as_positive_int("n_arms", n_arms) != arm_set.n_arms:
+                raise ValueError(f"n_arms = {n_arms!r}, but {arm_set!r} has {arm_set.n_arms} "
+                                 "arms: CLUCB plays every arm of a finite set (n_arms=None)")
+            self.arms = np.array(arm_set.arms)
+            self.discretization_error = 0.0
+        else:
+            K = (default_arm_count(arm_set, self.S) if n_arms is None
+                 else as_positive_int("n_arms", n_arms))
+            self.arms = discretize(arm_set, K)
+            self.discretization_error = discretization_error(arm_set, self.arms, self.S)
         self._arms_t = np.ascontiguousarray(self.arms.T)  # arms as columns: vectorized scans
-        self.discretization_error = discretization_error(arm_set, self.arms, self.S)
         self.L = arm_set.norm_bound()
         self._check_lam(self.L)
         self.radius = radius

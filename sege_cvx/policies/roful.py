@@ -288,9 +288,9 @@ class ROFUL(BatchPolicy):
         n_runs: int = 1,
         seed: SeedLike = None,
     ) -> None:
+        self._require_convex(arm_set)  # it plays points of segments [x0, p_j]
         self._set_problem(arm_set, baseline_arm, baseline_reward, threshold, S, noise_sd, lam,
                           n_runs)
-        self._require_convex("ROFUL")
         if self.baseline_shift > 0.0:
             raise ValueError(f"ROFUL needs the baseline's exact reward, but baseline_arm was "
                              f"moved {self.baseline_shift:.3g} into the arm set (its reward is "

@@ -67,7 +67,8 @@ class SEGE(BatchPolicy):
     Parameters
     ----------
     arm_set : ArmSet
-        The set of arms.
+        The set of arms, convex (a :class:`~sege_cvx.arm_sets.FiniteArmSet` is refused with a
+        ``TypeError``: SEGE plays mixtures of arms).
     baseline_arm : array_like, shape (d,)
         Known safe arm ``X_0`` in the set.
     baseline_reward : float
@@ -165,8 +166,8 @@ class SEGE(BatchPolicy):
         n_runs: int = 1,
         seed: SeedLike = None,
     ) -> None:
+        self._require_convex(arm_set)  # U_t and the mix (1 - rho) X^S + rho U need convexity
         self._set_problem(arm_set, baseline_arm, baseline_reward, threshold, S, noise_sd, lam, n_runs)
-        self._require_convex("SEGE")
         d = arm_set.dim
         self.c = as_scalar("c", c, low=0.0, low_open=True)
         if lcb_method not in LCB_METHODS:

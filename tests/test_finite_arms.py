@@ -1,0 +1,215 @@
+"""FiniteArmSet: a finite list of arms; CLUCB plays its rows exactly, SEGE refuses it."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+import sege_cvx as sc
+from sege_cvx.confidence.cholesky import lcb_values
+from sege_cvx.experiments import BanditProblem
+
+THETA = np.array([0.5, 0.3, 0.6])
+NOISE = 0.5
+STAGES = 500
+
+
+def unit_arms(k: int = 20, seed: int = 3) -> np.ndarray:
+    """``k`` random arms of norm 0.8 to 1.2 in 3-D, then the baseline arm (0.3, 0.3, 0.3)."""
+    rng = np.random.default_rng(seed)
+    u = rng.normal(size=(k, 3))
+    arms = u / np.linalg.norm(u, axis=1, keepdims=True) * rng.uniform(0.8, 1.2, size=(k, 1))
+    return np.vstack([arms, [0.3, 0.3, 0.3]])
+
+
+ARMS = unit_arms()
+BASELINE = ARMS[-1]
+B0 = float(BASELINE @ THETA)
+
+
+def is_row(x: np.ndarray, arms: np.ndarray) -> np.ndarray:
+    """Per row of ``x``: equal to some row of ``arms`` bit for bit (no tolerance)."""
+    return (x[:, None, :] == arms[None]).all(axis=2).any(axis=1)
+
+
+# ------------------------------------------------------------------ validation
+@pytest.mark.parametrize(("arms", "error", "words"), [
+    ([1.0, 2.0], ValueError, ["2-D", "(2,)"]),
+    (np.zeros((0, 3)), ValueError, ["at least one arm", "(0, 3)"]),
+    (np.zeros((2, 0)), ValueError, ["at least one arm", "(2, 0)"]),
+    ([[0.0, 1.0], [np.nan, 0.0]], ValueError, ["finite", "nan"]),
+    ([[0.0, 1.0], [np.inf, 0.0]], ValueError, ["finite", "inf"]),
+    ([[0.0, 1.0], [2.0, 3.0], [0.0, 1.0]], ValueError, ["distinct", "row 2", "[0. 1.]", "row 0"]),
+    ([["a", "b"]], TypeError, ["numeric", "'a'"]),
+    ([[0.0, 0.0], [1.5e308, 1.5e308]], ValueError, ["arm 1", "norm", "1.5e+308"]),
+])
+def test_invalid_arms_are_refused_naming_the_value(arms, error, words):
+    with pytest.raises(error) as info:
+        sc.FiniteArmSet(arms)
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_arms_are_a_read_only_copy():
+    given = ARMS.copy()
+    arm_set = sc.FiniteArmSet(given)
+    given[0] = 7.0
+    assert not np.array_equal(arm_set.arms[0], given[0])
+    with pytest.raises(ValueError):
+        arm_set.arms[0, 0] = 1.0
+    assert (arm_set.n_arms, arm_set.dim, arm_set.is_convex) == (21, 3, False)
+    assert sc.Box([0.0], [1.0]).is_convex
+
+
+# ------------------------------------------------------------------ geometry
+def test_greedy_arm_is_the_exact_best_row_first_of_ties():
+    arm_set = sc.FiniteArmSet(ARMS)
+    thetas = np.random.default_rng(0).normal(size=(200, 3))
+    arms = arm_set.greedy_arm(thetas)
+    assert is_row(arms, ARMS).all()
+    best = np.argmax(thetas @ ARMS.T, axis=1)
+    np.testing.assert_array_equal(arms, ARMS[best])
+    np.testing.assert_allclose(arm_set.support(thetas), np.einsum("ij,ij->i", arms, thetas),
+                               rtol=1e-15)
+    # Ties: the first of the rows with the largest value.
+    tied = sc.FiniteArmSet([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 0.0 + 1.0]])
+    np.testing.assert_array_equal(tied.greedy_arm([1.0, -1.0]), [1.0, 0.0])
+    np.testing.assert_array_equal(tied.greedy_arm([0.0, 1.0]), [0.0, 1.0])
+    np.testing.assert_array_equal(tied.greedy_arm([0.0, 0.0]), [0.0, 0.0])
+    np.testing.assert_array_equal(tied.greedy_arm([-1.0, -1.0]), [0.0, 0.0])
+
+
+def test_a_single_arm_is_a_set():
+    one = sc.FiniteArmSet([[0.3, -0.4]])
+    np.testing.assert_array_equal(one.greedy_arm([-1.0, 2.0]), [0.3, -0.4])
+    assert one.norm_bound() == 0.5 and one.diameter_bound() == 0.0
+
+
+def test_lcb_arm_is_the_row_maximizing_the_lcb():
+    arm_set = sc.FiniteArmSet(ARMS)
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        theta_hat = rng.normal(size=3)
+        A = rng.normal(size=(3, 3))
+        V = A @ A.T + 0.1 * np.eye(3)
+        r = rng.uniform(0.0, 3.0)
+        arm = arm_set.lcb_arm(theta_hat, V, r)
+        values = lcb_values(ARMS, np.tile(theta_hat, (len(ARMS), 1)),
+                            np.tile(np.linalg.cholesky(V), (len(ARMS), 1, 1)),
+                            np.full(len(ARMS), r))
+        np.testing.assert_array_equal(arm, ARMS[np.argmax(values)])
+    with pytest.raises(TypeError, match="ConvexHull"):
+        arm_set.lcb_arm(theta_hat, V, r, method="solver")
+
+
+def test_contains_is_within_tol_of_a_row_and_exact_at_zero():
+    arm_set = sc.FiniteArmSet(ARMS)
+    assert arm_set.contains(ARMS).all()
+    assert arm_set.contains(ARMS[4], tol=0.0)
+    near = ARMS[4] + [0.0, 1e-10, 0.0]
+    assert arm_set.contains(near) and not arm_set.contains(near, tol=0.0)
+    assert not arm_set.contains(ARMS[4] + 0.01, tol=0.009)
+    assert arm_set.contains(ARMS[4] + 0.01, tol=0.011)
+    assert not arm_set.contains(0.5 * ARMS[0] + 0.5 * ARMS[1])  # not convex
+    index, distance = arm_set.nearest(near)
+    assert index == 4 and distance == pytest.approx(1e-10)
+    points, ok = arm_set.pull_inside(np.vstack([ARMS[2], near]))
+    np.testing.assert_array_equal(ok, [True, False])
+    np.testing.assert_array_equal(points[1], near)  # nothing is moved
+
+
+def test_bounds_are_exact():
+    arm_set = sc.FiniteArmSet(ARMS)
+    lo, hi = arm_set.bounding_box()
+    np.testing.assert_array_equal(lo, ARMS.min(axis=0))
+    np.testing.assert_array_equal(hi, ARMS.max(axis=0))
+    assert arm_set.norm_bound() == pytest.approx(np.linalg.norm(ARMS, axis=1).max(), rel=1e-15)
+    pairwise = np.linalg.norm(ARMS[:, None] - ARMS[None], axis=2).max()
+    assert arm_set.diameter_bound() == pytest.approx(pairwise, rel=1e-15)
+
+
+def test_no_convex_representation():
+    arm_set = sc.FiniteArmSet(ARMS)
+    with pytest.raises(TypeError, match="not a convex set.*ConvexHull"):
+        arm_set.constraints(None)
+    with pytest.raises(TypeError, match="convex arm set.*ConvexHull"):
+        arm_set.exploration()
+
+
+# ------------------------------------------------------------------ policies
+def test_sege_refuses_a_finite_set_naming_convex_hull():
+    with pytest.raises(TypeError) as info:
+        sc.SEGE(sc.FiniteArmSet(ARMS), BASELINE, B0, 0.8 * B0, S=1.0, noise_sd=NOISE)
+    message = str(info.value)
+    assert "SEGE needs a convex arm set" in message and "sc.ConvexHull(points)" in message
+    problem = BanditProblem(sc.FiniteArmSet(ARMS), tuple(THETA), tuple(BASELINE), noise_sd=NOISE)
+    with pytest.raises(TypeError, match="ConvexHull"):
+        problem.sege(2, 0)
+    with pytest.raises(TypeError, match="ROFUL needs a convex arm set.*ConvexHull"):
+        problem.roful(2)  # ROFUL plays points of segments too
+
+
+def test_clucb_baseline_and_n_arms_must_match_the_list():
+    arm_set = sc.FiniteArmSet(ARMS)
+    with pytest.raises(ValueError, match=r"one of the arms .* exactly; the nearest is row 20"):
+        sc.CLUCB(arm_set, BASELINE + 1e-12, B0, 0.8 * B0, S=1.0, noise_sd=NOISE)
+    with pytest.raises(ValueError, match="n_arms = 5, but FiniteArmSet.21 arms in R.3. has 21"):
+        sc.CLUCB(arm_set, BASELINE, B0, 0.8 * B0, S=1.0, noise_sd=NOISE, n_arms=5)
+    policy = sc.CLUCB(arm_set, BASELINE, B0, 0.8 * B0, S=1.0, noise_sd=NOISE, n_arms=21)
+    np.testing.assert_array_equal(policy.arms, ARMS)
+    assert policy.discretization_error == 0.0
+    np.testing.assert_array_equal(policy.baseline_arm, BASELINE)
+    assert policy.baseline_reward == B0  # not moved, so not discounted
+
+
+def _clucb_steps(runs, noise_seeds):
+    """Arms and decisions of ``runs`` side by side through the step API, ``(runs, STAGES, ...)``."""
+    problem = BanditProblem(sc.FiniteArmSet(ARMS), tuple(THETA), tuple(BASELINE), noise_sd=NOISE)
+    policy = problem.clucb(len(runs))
+    bandit = sc.LinearBandit(THETA, NOISE, [noise_seeds[r] for r in runs])
+    arms, decisions = [], []
+    for _ in range(STAGES):
+        x = policy.select().reshape(len(runs), -1)
+        _, y = bandit.pull(x)
+        policy.observe(x, y)
+        arms.append(x)
+        decisions.append(policy.last_decision.copy())
+    return np.stack(arms, axis=1), np.stack(decisions, axis=1)
+
+
+def test_clucb_plays_exactly_the_rows_and_a_run_is_the_same_alone_and_in_a_batch():
+    _, noise_seeds = sc.run_seeds(11, 4)
+    arms, decisions = _clucb_steps([0, 1, 2, 3], noise_seeds)
+    assert is_row(arms.reshape(-1, 3), ARMS).all()
+    assert (decisions == 0).any() and (decisions == 2).any()  # both optimistic and baseline rounds
+    assert len({tuple(a) for a in arms.reshape(-1, 3)}) > 2  # more than one optimistic arm
+    alone_arms, alone_decisions = _clucb_steps([2], noise_seeds)
+    np.testing.assert_array_equal(alone_arms[0], arms[2])
+    np.testing.assert_array_equal(alone_decisions[0], decisions[2])
+
+
+def test_clucb_simulation_on_a_finite_set_matches_the_step_api():
+    _, noise_seeds = sc.run_seeds(11, 4)
+    arms, decisions = _clucb_steps([0, 1, 2, 3], noise_seeds)
+    problem = BanditProblem(sc.FiniteArmSet(ARMS), tuple(THETA), tuple(BASELINE), noise_sd=NOISE)
+    result = sc.simulate(problem.clucb(4), sc.LinearBandit(THETA, NOISE, noise_seeds), STAGES,
+                         traces=True)
+    np.testing.assert_array_equal(result.decisions, decisions.T)
+    np.testing.assert_array_equal(result.expected_reward.T,
+                                  np.array([[float(a @ THETA) for a in run] for run in arms]))
+    assert result.optimal_reward == float(ARMS[np.argmax(ARMS @ THETA)] @ THETA)
+    assert result.stats.conservative_met.all()  # CLUCB's (cumulative) safety
+
+
+# ------------------------------------------------------------------ pickling
+def test_finite_set_and_clucb_on_it_pickle():
+    arm_set = sc.FiniteArmSet(ARMS)
+    arm_set.diameter_bound()
+    loaded = pickle.loads(pickle.dumps(arm_set))
+    np.testing.assert_array_equal(loaded.arms, ARMS)
+    assert not loaded.arms.flags.writeable
+    assert loaded.diameter_bound() == arm_set.diameter_bound()
+    np.testing.assert_array_equal(loaded.greedy_arm(THETA), arm_set.greedy_arm(THETA))
+    policy = sc.CLUCB(arm_set, BASELINE, B0, 0.8 * B0, S=1.0, noise_sd=NOISE, n_runs=2)
+    copy = pickle.loads(pickle.dumps(policy))
+    np.testing.assert_array_equal(copy.select(), policy.select())
