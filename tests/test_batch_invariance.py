@@ -49,6 +49,10 @@ def _policy(case, n_runs, seeds):
     if case == "SEGE solver (ConvexArmSet)":
         return sc.SEGE(sc.ConvexArmSet(2, l15_ball), [1.0, 1.0], 1.4, 1.2, S=1.0,
                        noise_sd=NOISE, c=0.01, n_runs=n_runs, seed=seeds)
+    if case == "SEGE lifted (ConvexHull)":
+        hull = sc.ConvexHull([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0], [2.0, 2.0], [1.0, 1.5]])
+        return sc.SEGE(hull, [1.0, 1.0], 1.4, 0.8, S=1.0, noise_sd=NOISE, c=0.01, n_runs=n_runs,
+                       seed=seeds)
     return paper_problem(noise_sd=NOISE).clucb(n_runs)
 
 
@@ -71,7 +75,7 @@ def _trajectories(case, runs, policy_seeds, noise_seeds):
 
 CASES = ["SEGE closed form (disk)", "SEGE closed form (3-D ellipsoid)", "SEGE solver (disk)",
          "SEGE solver (polytope)", "SEGE closed-form greedy, solver LCB (box)",
-         "SEGE solver (ConvexArmSet)", "CLUCB"]
+         "SEGE solver (ConvexArmSet)", "SEGE lifted (ConvexHull)", "CLUCB"]
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -3,6 +3,7 @@
 from .base import ArmSet, CrossCheckError
 from .ellipsoid import Ball, Ellipsoid
 from .generic import ConvexArmSet
+from .hull import ConvexHull
 from .polyhedral import Box, Polytope
 
-__all__ = ["ArmSet", "Ball", "Box", "ConvexArmSet", "CrossCheckError", "Ellipsoid", "Polytope"]
+__all__ = ["ArmSet", "Ball", "Box", "ConvexArmSet", "ConvexHull", "CrossCheckError", "Ellipsoid", "Polytope"]

@@ -97,8 +97,26 @@ def discretization_error(arm_set: ArmSet, arms: np.ndarray, S: float) -> float:
 def discretize(arm_set: ArmSet, n_arms: int) -> np.ndarray:
     """Support points of the set over ``n_arms`` well-spread directions (for the disk: equally
     spaced boundary points).  In ``d = 1`` there are at most two: the interval's endpoints."""
+    return discretize_with_witnesses(arm_set, n_arms)[0]
+
+
+def discretize_with_witnesses(arm_set: ArmSet, n_arms: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`discretize` and the arms' witnesses (a lifted set's; shape ``(K, 0)`` otherwise).
+
+    Returns
+    -------
+    arms : ndarray, shape (K, d)
+    witnesses : ndarray, shape (K, witness_dim)
+
+    Raises
+    ------
+    SolverFailure
+        A greedy arm failed or could not be verified in the set.
+    """
     _check_arm_set(arm_set)
-    return arm_set.greedy_arm(sphere_directions(arm_set.dim, as_positive_int("n_arms", n_arms)))
+    result = arm_set.greedy_arm_batch(sphere_directions(arm_set.dim,
+                                                        as_positive_int("n_arms", n_arms)))
+    return ArmSet._checked(result), result.witnesses
 
 
 def default_arm_count(arm_set: ArmSet, S: float, tol: float = DEFAULT_DISCRETIZATION_TOL,
@@ -291,6 +309,9 @@ class CLUCB(BatchPolicy):
     Attributes
     ----------
     arms : ndarray, shape (K, d)
+    arm_witnesses : ndarray, shape (K, witness_dim)
+        The arms' witnesses on a lifted arm set (:func:`discretize_with_witnesses`).
+    baseline_witness : ndarray, shape (witness_dim,)
     discretization_error : float
     alpha : float
     confidence : ConfidenceEllipsoid
@@ -331,7 +352,7 @@ class CLUCB(BatchPolicy):
         self.alpha = 1.0 - self.threshold / self.baseline_reward
         self.delta = as_scalar("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
         K = default_arm_count(arm_set, self.S) if n_arms is None else as_positive_int("n_arms", n_arms)
-        self.arms = discretize(arm_set, K)
+        self.arms, self.arm_witnesses = discretize_with_witnesses(arm_set, K)
         self._arms_t = np.ascontiguousarray(self.arms.T)  # arms as columns: vectorized scans
         self.discretization_error = discretization_error(arm_set, self.arms, self.S)
         self.L = arm_set.norm_bound()
