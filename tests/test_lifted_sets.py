@@ -212,6 +212,22 @@ def test_lifted_sets_pickle_and_give_the_same_arms(name):
         np.testing.assert_array_equal(after[2], before[2])
 
 
+def weighted_columns(x):
+    """x = W c with a matrix auxiliary variable: the witness is W flattened column-major."""
+    W = cp.Variable((2, 3))
+    return [x == W @ np.array([0.5, 0.3, 0.2]), W[0, :] <= np.array([1.0, 2.0, 3.0]), W >= -1,
+            W[1, :] <= 1]
+
+
+def test_a_matrix_auxiliary_variable_is_a_column_major_witness():
+    s = sc.ConvexArmSet(2, weighted_columns)
+    result = s.greedy_arm_batch(np.array([[1.0, 1.0], [1.0, -1.0]]))
+    assert s.witness_dim == 6 and result.ok.all()
+    np.testing.assert_allclose(result.arms, [[1.7, 1.0], [1.7, -1.0]], atol=1e-8)
+    np.testing.assert_allclose(result.witnesses, [[1, 1, 2, 1, 3, 1], [1, -1, 2, -1, 3, -1]],
+                               atol=1e-7)
+
+
 def boolean_choice(x):
     b = cp.Variable(boolean=True)
     return [x >= 0, x <= 1 + b]

@@ -133,6 +133,11 @@ class ArmSet(ABC):
     def contains(self, x: np.ndarray, tol: float = 1e-9) -> bool | np.ndarray:
         """Whether ``x`` (or each row of ``x``) lies in the set, up to ``tol``.
 
+        On a lifted set (``witness_dim > 0``) a witness is first found by a small solve, then
+        ``(x, witness)`` is checked: membership is decided by that solve, within its tolerance
+        (about 1e-8), so a point that close to the boundary may be reported outside for a
+        smaller ``tol``.
+
         Parameters
         ----------
         x : array_like, shape (d,) or (n, d)
@@ -544,8 +549,10 @@ class ArmSet(ABC):
     def certify_exploration(self, exploration: Exploration) -> bool:
         """Whether every point ``exploration`` can draw lies in the set.
 
-        ``cross``: its ``2d`` vertices are checked (exact for any convex set).  ``sphere``: needs
-        :meth:`_contains_ellipsoid`, available for ellipsoids, boxes and polytopes.
+        ``cross``: its ``2d`` vertices are checked (exact for any convex set); on a lifted set,
+        with the witnesses the exploration carries (vertices and centre), else by
+        :meth:`contains`.  ``sphere``: needs :meth:`_contains_ellipsoid`, available for
+        ellipsoids, boxes and polytopes.
         """
         if exploration.center.shape != (self.dim,):
             raise ValueError(f"exploration has dimension {exploration.center.shape[0]}, "
