@@ -151,6 +151,19 @@ def test_sege_and_clucb_play_only_certified_arms(name):
     assert policy.decision_counts[:, 0].sum() > 0 and policy.decision_counts[:, 1:].sum() > 0
 
 
+def test_equalities_hold_to_their_rounding_bound_only():
+    # x = P^T w, sum(w) = 1 at an interior point: a residual of 1e-12 is far beyond the rounding
+    # bound (a few ulps of the terms, ~1e-15 here), so the pair fails until the witness is
+    # repaired onto the equalities for this x.
+    lifted = arm_set("ConvexHull")._lifted
+    w = np.full(6, 1.0 / 6.0)
+    x = SQUARE.T @ w
+    assert lifted.holds(x, w, 0.0)
+    assert not lifted.holds(x + 1e-12, w, 0.0)
+    good, repaired = lifted.certify(x + 1e-12, w, 0.0)
+    assert good and 0 < np.max(np.abs(repaired - w)) < 1e-11
+
+
 def test_exploration_arms_carry_their_vertex_witness():
     expl = arm_set("epigraph").exploration()
     g = np.random.default_rng(0).standard_normal((50, 2))
@@ -251,8 +264,8 @@ def psd_aux(x):
 
 
 @pytest.mark.parametrize(("fn", "match"), [
-    (boolean_choice, "auxiliary variable .* is boolean"),
-    (integer_choice, "auxiliary variable .* is integer"),
+    (boolean_choice, "must be convex: variable .* is boolean"),
+    (integer_choice, "must be convex: variable .* is integer"),
     (shared_aux, "shared by every call"),
     (psd_aux, "declared PSD"),
 ])

@@ -221,7 +221,7 @@ class ArmSet(ABC):
         try:
             # A copy: _verified moves rows in place, and a closed form may return shared data.
             return self._verified(np.array(compute(*batches), dtype=np.float64, order="C"),
-                                  ["closed_form"] * n, np.empty((n, 0)))
+                                  ["closed_form"] * n, np.full((n, self.witness_dim), np.nan))
         except Exception:
             points = np.full((n, self.dim), np.nan)
             status = []
@@ -231,7 +231,7 @@ class ArmSet(ABC):
                     status.append("closed_form")
                 except Exception as exc:
                     status.append(_error_status(exc))
-            return self._verified(points, status, np.empty((n, 0)))
+            return self._verified(points, status, np.full((n, self.witness_dim), np.nan))
 
     def _solve_each(self, program: CompiledConicProgram, *batches: np.ndarray) -> BatchArms:
         """Solve ``program`` per instance, then verify the points (see :meth:`_verified`).
@@ -258,18 +258,15 @@ class ArmSet(ABC):
             status.append(solution.status)
         return self._verified(points, status, witnesses)
 
-    def _verified(self, points: np.ndarray, status: list[str],
-                  witnesses: np.ndarray | None = None) -> BatchArms:
+    def _verified(self, points: np.ndarray, status: list[str], witnesses: np.ndarray) -> BatchArms:
         """Keep the points that lie in the set exactly (``tol=0``), after :meth:`pull_inside`.
 
         ``points`` (and ``witnesses``, a lifted set's: each point's own) are the caller's own new
         arrays: their rows are moved into the set in place.  Rows already marked failed in
         ``status`` (NaN points) stay failed; others become ``"NotFinite"`` or ``"NotMember"`` if
-        they cannot be verified.
+        they cannot be verified (a closed form gives no witnesses: on a lifted set it must
+        return them, as :class:`~sege_cvx.arm_sets.hull.ConvexHull` does).
         """
-        n = points.shape[0]
-        if witnesses is None or witnesses.shape[1] != self.witness_dim:
-            witnesses = np.full((n, self.witness_dim), np.nan)
         ok = self._pull_in_with(points, witnesses)
         if ok.all():  # the common case, kept cheap for simulation loops
             return BatchArms(points, ok, status, witnesses)

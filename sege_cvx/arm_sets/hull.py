@@ -102,9 +102,6 @@ class ConvexHull(ConvexArmSet):
         # Row by row in index order (not BLAS): a run's choice never depends on the batch.
         return np.argmax(row_matvec(scale_directions(thetas), self.points), axis=1)
 
-    def _greedy_closed_form(self, thetas: np.ndarray) -> np.ndarray:
-        return self.points[self._greedy_index(thetas)]
-
     def greedy_arm_batch(self, thetas: np.ndarray) -> BatchArms:
         """The best point per direction, exactly, with its unit weight vector as witness."""
         thetas = np.ascontiguousarray(thetas, dtype=np.float64)

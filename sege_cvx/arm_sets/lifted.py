@@ -55,8 +55,8 @@ def check_auxiliary(aux: Sequence[cp.Variable]) -> None:
     for v in aux:
         kinds = [k for k in ("boolean", "integer") if v.attributes.get(k)]
         if kinds:
-            raise ValueError(f"arm-set constraints must be convex: the auxiliary variable {v.name()} "
-                             f"{v.shape} is {'/'.join(kinds)}")
+            raise ValueError(f"arm-set constraints must be convex: variable {v.name()} {v.shape} "
+                             f"is {'/'.join(kinds)}")
         other = [k for k, val in v.attributes.items()
                  if k not in SIGN_ATTRIBUTES and val not in (False, None)]
         if other:
