@@ -33,7 +33,7 @@ def test_ellipsoid_greedy_by_hand():
 def test_closed_form_greedy_matches_solver(arm_set):
     thetas = np.random.default_rng(0).standard_normal((20, arm_set.dim))
     closed = arm_set.greedy_arm(thetas)
-    solved, ok, _ = arm_set._solve_each(arm_set._greedy_program, thetas)
+    solved, ok, _, _ = arm_set._solve_each(arm_set._greedy_program, thetas)
     assert ok.all()
     np.testing.assert_allclose(np.einsum("ni,ni->n", closed, thetas),
                                np.einsum("ni,ni->n", solved, thetas), rtol=1e-8, atol=1e-8)

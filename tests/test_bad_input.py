@@ -257,13 +257,17 @@ def test_clucb_runs_in_one_dimension():
 
 
 # ------------------------------------------------------------------ ConvexArmSet constraints
+#: An auxiliary variable created once, outside the constraint function (refused).
+SHARED_T = cp.Variable()
+
+
 @pytest.mark.parametrize("constraints, match", [
     (lambda x: [x <= cp.Variable(2, boolean=True), cp.norm(x) <= 1],
      "must be convex: variable .* is boolean"),
     (lambda x: [x <= cp.Variable(2, integer=True), cp.norm(x) <= 1],
      "must be convex: variable .* is integer"),
-    (lambda x: [cp.norm(x) <= (t := cp.Variable()), t <= 1],
-     "auxiliary variables are not supported yet"),
+    (lambda x: [cp.norm(x) <= SHARED_T, SHARED_T <= 1],  # one t for every call
+     "auxiliary variable .* is shared by every call"),
     (lambda x: [x[5] <= 1], "constraints\\(x\\) raised IndexError"),
     (lambda x: [cp.norm(x) <= np.nan], "constraints must have finite data"),
     (lambda x: [cp.norm(x - np.array([0.0, np.inf])) <= 1], "constraints must have finite data"),

@@ -63,6 +63,14 @@ def _policy(case, n_runs, seeds):
     if case == "ROFUL (ConvexArmSet)":
         return sc.ROFUL(sc.ConvexArmSet(2, l15_ball), [1.0, 0.5], 1.0, 0.6, S=1.0,
                         noise_sd=NOISE, n_directions=24, n_runs=n_runs)
+    if case == "ROFUL lifted (ConvexHull)":
+        hull = sc.ConvexHull([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0], [2.0, 2.0], [1.0, 1.5]])
+        return sc.ROFUL(hull, [1.0, 0.5], 1.0, 0.6, S=1.0, noise_sd=NOISE, n_directions=24,
+                        n_runs=n_runs)
+    if case == "SEGE lifted (ConvexHull)":
+        hull = sc.ConvexHull([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0], [2.0, 2.0], [1.0, 1.5]])
+        return sc.SEGE(hull, [1.0, 1.0], 1.4, 0.8, S=1.0, noise_sd=NOISE, c=0.01, n_runs=n_runs,
+                       seed=seeds)
     return paper_problem(noise_sd=NOISE).clucb(n_runs)
 
 
@@ -85,12 +93,13 @@ def _trajectories(case, runs, policy_seeds, noise_seeds):
 
 CASES = ["SEGE closed form (disk)", "SEGE closed form (3-D ellipsoid)", "SEGE solver (disk)",
          "SEGE solver (polytope)", "SEGE closed-form greedy, solver LCB (box)",
-         "SEGE solver (ConvexArmSet)", "SEGE self-normalized radius (disk)", "CLUCB",
-         "CLUCB self-normalized radius", "ROFUL (disk)", "ROFUL (polytope)",
-         "ROFUL (ConvexArmSet)"]
+         "SEGE solver (ConvexArmSet)", "SEGE lifted (ConvexHull)",
+         "SEGE self-normalized radius (disk)", "CLUCB", "CLUCB self-normalized radius",
+         "ROFUL (disk)", "ROFUL (polytope)", "ROFUL (ConvexArmSet)", "ROFUL lifted (ConvexHull)"]
 #: Decision codes each case must show in the last batch (so every branch is compared).
 CODES = {"CLUCB": {0, 2}, "CLUCB self-normalized radius": {0, 2}, "ROFUL (disk)": {0, 1},
-         "ROFUL (polytope)": {0, 1}, "ROFUL (ConvexArmSet)": {0, 1}}
+         "ROFUL (polytope)": {0, 1}, "ROFUL (ConvexArmSet)": {0, 1},
+         "ROFUL lifted (ConvexHull)": {0, 1}}
 
 
 @pytest.mark.parametrize("case", CASES)

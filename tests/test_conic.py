@@ -65,7 +65,7 @@ def test_point_outside_set_is_never_returned(monkeypatch):
                                  wall_seconds=0.0, iterations=1)
     monkeypatch.setattr(box._lcb_program, "solve", lambda *a: bad)  # a "solved" point outside
     V_inv = np.eye(2)[None]
-    arms, ok, status = box.lcb_arm_batch(np.ones((1, 2)), V_inv, np.ones(1), "solver")
+    arms, ok, status, _ = box.lcb_arm_batch(np.ones((1, 2)), V_inv, np.ones(1), "solver")
     assert not ok[0] and np.all(np.isnan(arms[0])) and status == ["NotMember"]
     with pytest.raises(SolverFailure, match="outside"):
         box.lcb_arm(np.ones(2), np.eye(2), 1.0)
@@ -82,7 +82,7 @@ def test_solver_failure_is_reported_per_instance(monkeypatch):
         raise SolverFailure("forced", status="MaxIterations")
 
     monkeypatch.setattr(box._lcb_program, "solve", flaky)
-    arms, ok, status = box.lcb_arm_batch(np.ones((3, 2)), np.repeat(np.eye(2)[None], 3, 0),
+    arms, ok, status, _ = box.lcb_arm_batch(np.ones((3, 2)), np.repeat(np.eye(2)[None], 3, 0),
                                          np.ones(3), "solver")
     np.testing.assert_array_equal(ok, [True, False, True])
     assert status[1] == "MaxIterations" and status[0] in ("Solved", "AlmostSolved")

@@ -22,6 +22,12 @@ def l15_ball(x: cp.Variable) -> list:
     return [cp.pnorm(x - 1.0, 1.5) <= 1]
 
 
+def l1_epigraph(x: cp.Variable) -> list:
+    """A lifted set: the l1 ball of radius 1.5 about (1, 1) through its epigraph variable."""
+    t = cp.Variable()
+    return [cp.norm1(x - 1.0) <= t, t <= 1.5]
+
+
 def square() -> sc.Polytope:
     return sc.Polytope(np.vstack([np.eye(2), -np.eye(2)]), [2.0, 2.0, 0.0, 0.0])
 
@@ -32,6 +38,8 @@ ARM_SETS = {
     "box": lambda: sc.Box([0.0, 0.0], [2.0, 1.0]),
     "polytope": square,
     "convex": lambda: sc.ConvexArmSet(2, l15_ball),
+    "lifted": lambda: sc.ConvexArmSet(2, l1_epigraph),
+    "hull": lambda: sc.ConvexHull([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0], [2.0, 2.0], [1.0, 1.0]]),
 }
 
 

@@ -4,7 +4,8 @@ from .base import ArmSet, CrossCheckError
 from .ellipsoid import Ball, Ellipsoid
 from .finite import FiniteArmSet
 from .generic import ConvexArmSet
+from .hull import ConvexHull
 from .polyhedral import Box, Polytope
 
-__all__ = ["ArmSet", "Ball", "Box", "ConvexArmSet", "CrossCheckError", "Ellipsoid", "FiniteArmSet",
-           "Polytope"]
+__all__ = ["ArmSet", "Ball", "Box", "ConvexArmSet", "ConvexHull", "CrossCheckError", "Ellipsoid",
+           "FiniteArmSet", "Polytope"]

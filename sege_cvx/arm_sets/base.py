@@ -5,6 +5,10 @@ class compiles, once per set, the greedy linear program and the LCB-arm SOCP on 
 (:mod:`sege_cvx.conic`).  Subclasses with closed forms (ellipsoid, ball, box) override the
 corresponding ``_closed_form`` hooks; ``method="auto"`` uses a closed form where there is one.
 
+A *lifted* set (``witness_dim > 0``: constraints with auxiliary variables, :mod:`.lifted`)
+certifies each arm together with a witness, the auxiliary values it came with; every batch of
+arms carries its witnesses (an empty second axis for other sets).
+
 The programs, and with them cvxpy and Clarabel, are imported when first compiled: a set whose
 closed forms serve every call never loads them.
 """
@@ -64,11 +68,15 @@ class BatchArms(NamedTuple):
         Per instance: ``"closed_form"``, Clarabel's accepted status, or why it failed
         (Clarabel's status, ``"NotMember"``, ``"NotFinite"``, or ``"error: <type>"`` for an
         exception raised inside the solve).
+    witnesses : ndarray, shape (n, witness_dim)
+        Each arm's witness, certified with it (lifted sets; rows of failed instances hold NaN).
+        Shape ``(n, 0)`` for other sets.
     """
 
     arms: np.ndarray
     ok: np.ndarray
     status: list[str]
+    witnesses: np.ndarray
 
 
 class CrossCheckError(AssertionError):
@@ -92,6 +100,9 @@ class ArmSet(ABC):
     #: Whether the set is convex, so that mixtures of its arms are arms (SEGE's exploration).
     #: False for :class:`~sege_cvx.arm_sets.FiniteArmSet`, which has no cvxpy representation.
     is_convex: bool = True
+    #: Size of a witness: the auxiliary variables of a lifted set's constraints (:mod:`.lifted`);
+    #: 0 for a set described by ``x`` alone.
+    witness_dim: int = 0
 
     #: The data of compiled per-point greedy and LCB arms, for sets that have them (ellipsoids:
     #: :class:`~sege_cvx.fast_paths.ellipsoid_arms.EllipsoidArms`); SEGE then runs whole stages
@@ -124,6 +135,11 @@ class ArmSet(ABC):
 
     def contains(self, x: np.ndarray, tol: float = 1e-9) -> bool | np.ndarray:
         """Whether ``x`` (or each row of ``x``) lies in the set, up to ``tol``.
+
+        On a lifted set (``witness_dim > 0``) a witness is first found by a small solve, then
+        ``(x, witness)`` is checked: membership is decided by that solve, within its tolerance
+        (about 1e-8), so a point that close to the boundary may be reported outside for a
+        smaller ``tol``.
 
         Parameters
         ----------
@@ -208,7 +224,7 @@ class ArmSet(ABC):
         try:
             # A copy: _verified moves rows in place, and a closed form may return shared data.
             return self._verified(np.array(compute(*batches), dtype=np.float64, order="C"),
-                                  ["closed_form"] * n)
+                                  ["closed_form"] * n, np.full((n, self.witness_dim), np.nan))
         except Exception:
             points = np.full((n, self.dim), np.nan)
             status = []
@@ -218,7 +234,7 @@ class ArmSet(ABC):
                     status.append("closed_form")
                 except Exception as exc:
                     status.append(_error_status(exc))
-            return self._verified(points, status)
+            return self._verified(points, status, np.full((n, self.witness_dim), np.nan))
 
     def _solve_each(self, program: CompiledConicProgram, *batches: np.ndarray) -> BatchArms:
         """Solve ``program`` per instance, then verify the points (see :meth:`_verified`).
@@ -228,6 +244,7 @@ class ArmSet(ABC):
         """
         n = len(batches[0])
         points = np.full((n, self.dim), np.nan)
+        witnesses = np.full((n, self.witness_dim), np.nan)
         status = []
         for i, args in enumerate(zip(*batches, strict=True)):
             try:
@@ -239,27 +256,35 @@ class ArmSet(ABC):
                 status.append(_error_status(exc))
                 continue
             points[i] = solution.x
+            if self.witness_dim:
+                witnesses[i] = solution.aux
             status.append(solution.status)
-        return self._verified(points, status)
+        return self._verified(points, status, witnesses)
 
-    def _verified(self, points: np.ndarray, status: list[str]) -> BatchArms:
+    def _verified(self, points: np.ndarray, status: list[str], witnesses: np.ndarray) -> BatchArms:
         """Keep the points that lie in the set exactly (``tol=0``), after :meth:`pull_inside`.
 
-        ``points`` is the caller's own new array: its rows are moved into the set in place.
-        Rows already marked failed in ``status`` (NaN points) stay failed; others become
-        ``"NotFinite"`` or ``"NotMember"`` if they cannot be verified.
+        ``points`` (and ``witnesses``, a lifted set's: each point's own) are the caller's own new
+        arrays: their rows are moved into the set in place.  Rows already marked failed in
+        ``status`` (NaN points) stay failed; others become ``"NotFinite"`` or ``"NotMember"`` if
+        they cannot be verified (a closed form gives no witnesses: on a lifted set it must
+        return them, as :class:`~sege_cvx.arm_sets.hull.ConvexHull` does).
         """
-        ok = self._pull_in(points)
+        ok = self._pull_in_with(points, witnesses)
         if ok.all():  # the common case, kept cheap for simulation loops
-            return BatchArms(points, ok, status)
+            return BatchArms(points, ok, status, witnesses)
         for i in np.flatnonzero(~ok):
             if np.all(np.isfinite(points[i])):
                 status[i] = "NotMember"
             elif status[i] in ("Solved", "AlmostSolved", "closed_form"):
                 status[i] = "NotFinite"
-        return BatchArms(np.where(ok[:, None], points, np.nan), ok, status)
+        return BatchArms(np.where(ok[:, None], points, np.nan), ok, status,
+                         np.where(ok[:, None], witnesses, np.nan))
 
-    def pull_inside(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def pull_inside(
+        self, points: np.ndarray, witnesses: np.ndarray | None = None, *,
+        return_witnesses: bool = False,
+    ) -> tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Move points that lie just outside the set exactly into it.
 
         Each row failing ``contains(tol=0)`` is replaced by the least contraction
@@ -270,19 +295,66 @@ class ArmSet(ABC):
         ``eps ||x - c||``.  Far from the origin the floats themselves are coarser than that
         (spacing 1.2e-4 at 1e12): the limit is then raised to 16 ulps of the coordinates.
 
+        On a lifted set (``witness_dim > 0``) each point is certified with a witness: the pair
+        ``(x, u)`` is contracted toward the certified interior pair ``(c, u_c)`` (the exploration
+        centre and its witness) and checked at ``tol=0`` (:mod:`.lifted`: equalities to their
+        rounding bound).  Witnesses not given are found by a small solve per point
+        (:func:`~sege_cvx.conic.programs.witness_program`); a convex combination of certified
+        arms should pass the same combination of their witnesses.  Other sets ignore
+        ``witnesses``.
+
         Parameters
         ----------
         points : ndarray, shape (n, d)
+        witnesses : ndarray, shape (n, witness_dim), optional
+            The points' witnesses (lifted sets).
+        return_witnesses : bool, default False
+            Also return the witnesses the points were certified with.
 
         Returns
         -------
         points : ndarray, shape (n, d)
             Rows in the set (unchanged where they already were).
+        witnesses : ndarray, shape (n, witness_dim)
+            Only with ``return_witnesses``: each row's certified witness (NaN rows where not ok;
+            shape ``(n, 0)`` for other sets).
         ok : ndarray of bool, shape (n,)
-            False where no contraction up to :data:`MAX_CONTRACTION` sufficed.
+            False where no contraction up to :data:`MAX_CONTRACTION` sufficed (or, on a lifted
+            set, no witness was found).
         """
         points = np.array(points, dtype=np.float64, order="C")
-        return points, self._pull_in(points)
+        n = points.shape[0]
+        if self.witness_dim == 0:
+            ws = np.empty((n, 0))
+        elif witnesses is None:
+            ws = self._find_witnesses(points)
+        else:
+            ws = np.array(witnesses, dtype=np.float64, order="C")
+            if ws.shape != (n, self.witness_dim):
+                raise ValueError(f"witnesses must have shape ({n}, {self.witness_dim}), "
+                                 f"got {ws.shape}")
+        ok = self._pull_in_with(points, ws)
+        if not return_witnesses:
+            return points, ok
+        return points, np.where(ok[:, None], ws, np.nan), ok
+
+    def _pull_in_with(self, points: np.ndarray, witnesses: np.ndarray) -> np.ndarray:
+        """:meth:`_pull_in`, or for a lifted set the pairs' pull-in, in place on both arrays."""
+        if self.witness_dim == 0:
+            return self._pull_in(points)
+        from .lifted import pull_in_pairs
+
+        expl = self.exploration()
+        return pull_in_pairs(points, witnesses, self._certify_pair, expl.center,
+                             expl.center_witness)
+
+    def _certify_pair(self, x: np.ndarray, u: np.ndarray, tol: float) -> tuple[bool, np.ndarray]:
+        """Lifted sets: whether ``(x, u)`` is in the set, and the repaired witness."""
+        raise NotImplementedError
+
+    def _find_witnesses(self, points: np.ndarray) -> np.ndarray:
+        """Lifted sets: a witness per row from a solve (NaN rows where it failed)."""
+        raise NotImplementedError
 
     def _pull_in(self, points: np.ndarray) -> np.ndarray:
         """:meth:`pull_inside` in place on ``points`` (C-ordered float64); returns ``ok``.
@@ -491,12 +563,20 @@ class ArmSet(ABC):
     def certify_exploration(self, exploration: Exploration) -> bool:
         """Whether every point ``exploration`` can draw lies in the set.
 
-        ``cross``: its ``2d`` vertices are checked (exact for any convex set).  ``sphere``: needs
-        :meth:`_contains_ellipsoid`, available for ellipsoids, boxes and polytopes.
+        ``cross``: its ``2d`` vertices are checked (exact for any convex set); on a lifted set,
+        with the witnesses the exploration carries (vertices and centre), else by
+        :meth:`contains`.  ``sphere``: needs :meth:`_contains_ellipsoid`, available for
+        ellipsoids, boxes and polytopes.
         """
         if exploration.center.shape != (self.dim,):
             raise ValueError(f"exploration has dimension {exploration.center.shape[0]}, "
                              f"the arm set {self.dim}")
+        if exploration.kind == "cross" and exploration.witnesses is not None:
+            if exploration.witnesses.shape[1] != self.witness_dim:
+                return False
+            pairs = zip(exploration.vertices(), exploration.witnesses, strict=True)
+            return all(self._certify_pair(v, w, 0.0)[0] for v, w in pairs) and \
+                self._certify_pair(exploration.center, exploration.center_witness, 0.0)[0]
         if exploration.kind == "cross":
             return bool(np.all(self.contains(exploration.vertices(), tol=0.0)))
         return self._contains_ellipsoid(exploration.center, exploration.B)

@@ -52,6 +52,12 @@ class Exploration:
     B : ndarray, shape (d, d)
         Nonsingular; for ``kind="sphere"`` the ellipsoid ``{center + B u : ||u|| <= 1}``.
     kind : {"sphere", "cross"}
+    witnesses : ndarray, shape (2d, k), optional
+        For a lifted arm set (:mod:`.lifted`), ``kind="cross"``: the witness of each vertex, in
+        the order of :meth:`vertices`; a drawn vertex carries its own
+        (:meth:`witness_points`).
+    center_witness : ndarray, shape (k,), optional
+        The centre's witness (given with ``witnesses``).
 
     Examples
     --------
@@ -67,6 +73,8 @@ class Exploration:
     center: np.ndarray
     B: np.ndarray
     kind: str
+    witnesses: np.ndarray | None = None
+    center_witness: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -80,6 +88,17 @@ class Exploration:
         object.__setattr__(self, "B", np.ascontiguousarray(B))
         if self.sigma2 <= 0:
             raise ValueError("B must be nonsingular (sigma^2 = lambda_min(B B^T)/d must be > 0)")
+        if (self.witnesses is None) != (self.center_witness is None):
+            raise ValueError("witnesses and center_witness go together")
+        if self.witnesses is not None:
+            if self.kind != "cross":
+                raise ValueError("witnesses are for kind='cross' (its 2d vertices)")
+            W = as_finite_array("witnesses", self.witnesses)
+            wc = as_vector("center_witness", self.center_witness)
+            if W.shape != (2 * d, wc.shape[0]):
+                raise ValueError(f"witnesses must have shape ({2 * d}, {wc.shape[0]}), got {W.shape}")
+            object.__setattr__(self, "witnesses", np.ascontiguousarray(W))
+            object.__setattr__(self, "center_witness", wc)
 
     @property
     def sigma2(self) -> float:
@@ -95,6 +114,27 @@ class Exploration:
         """
         return exploration_points(np.ascontiguousarray(gaussians, dtype=np.float64), self.center,
                                   self.B, self.kind == "cross")
+
+    def vertex_indices(self, gaussians: np.ndarray) -> np.ndarray:
+        """For ``kind="cross"``: the row of :meth:`vertices` that :meth:`points` draws from each
+        row of ``gaussians`` (``k`` for ``+e_k``, ``d + k`` for ``-e_k``; -1 for an all-zero draw,
+        which gives the centre).  The same choice as :func:`exploration_point`: the first largest
+        ``|g_k|``."""
+        if self.kind != "cross":
+            raise ValueError("vertex_indices is for kind='cross'")
+        g = np.asarray(gaussians, dtype=np.float64)
+        d = self.center.shape[0]
+        k = np.argmax(np.abs(g), axis=1)
+        sign = np.sign(g[np.arange(g.shape[0]), k])
+        return np.where(sign > 0, k, np.where(sign < 0, d + k, -1))
+
+    def witness_points(self, gaussians: np.ndarray) -> np.ndarray:
+        """The witnesses of :meth:`points` ``(gaussians)``: each drawn vertex's own, the centre's
+        for an all-zero draw.  Shape ``(n, k)``; needs :attr:`witnesses`."""
+        if self.witnesses is None:
+            raise ValueError("this Exploration has no witnesses")
+        table = np.vstack([self.witnesses, self.center_witness])
+        return table[self.vertex_indices(gaussians)]  # index -1: the centre's row
 
     def vertices(self) -> np.ndarray:
         """The ``2d`` points ``center +- B e_i``: the support of ``U`` for ``kind="cross"``."""
@@ -193,6 +233,8 @@ def inscribed_cross_polytope(
     contains: Callable[..., bool],
     frame: tuple[np.ndarray, float] | None = None,
     size: float = 1.0,
+    certify: Callable[[np.ndarray, np.ndarray, float], tuple[bool, np.ndarray]] | None = None,
+    find_witness: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> Exploration:
     """An axis-aligned cross-polytope ``conv{c +- t_i e_i}`` inside a convex set.
 
@@ -201,19 +243,33 @@ def inscribed_cross_polytope(
     solver's point is infeasible by rounding, ``t`` shrinks until every vertex passes.  The set
     being convex, the whole cross-polytope then lies inside it.
 
+    For a lifted set (``certify`` given) each vertex's constraints create their own auxiliary
+    variables, whose values are that vertex's witness.  The centre's witness is found by
+    ``find_witness(c)``, a solve that ends in the relative interior of the centre's witnesses
+    (the mean of the vertices' witnesses would not do: a constraint active at every vertex, as
+    ``t <= 1.5`` in an epigraph, would be active there too, leaving pull-ins toward the centre
+    no room).  Shrinking a vertex toward the centre shrinks its witness toward the centre's;
+    each pair is checked with ``certify(x, u, 0.0)``.
+
     Parameters
     ----------
     dim : int
     constraints : callable
         ``constraints(x)`` for a cvxpy expression ``x`` of shape ``(dim,)``.
     contains : callable
-        ``contains(points, tol=0.0)``, exact membership.
+        ``contains(points, tol=0.0)``, exact membership (unused when ``certify`` is given).
     frame : (mid, s), optional
         Solve for ``c = mid + s c'``, ``t = s t'`` so that the program's variables are of order
         one (Clarabel's tolerances are absolute); default ``(0, 1)``, the set's own coordinates.
     size : float, default 1
         The set's size (e.g. its bounding-box diagonal): a half-width below
         :data:`MIN_HALF_WIDTH` times ``size`` means an empty interior.
+    certify : callable, optional
+        ``certify(x, u, tol) -> (bool, u)`` for a lifted set
+        (:meth:`~sege_cvx.arm_sets.lifted.LiftedMembership.certify`); the result then carries
+        witnesses.
+    find_witness : callable, optional
+        ``find_witness(x) -> u`` (with ``certify``).
 
     Raises
     ------
@@ -222,16 +278,18 @@ def inscribed_cross_polytope(
     """
     import cvxpy as cp
 
-    from ..conic.programs import solve_once
+    from ..conic.programs import auxiliary_variables, solve_once
+    from .lifted import flat_values
 
     mid, s = (np.zeros(dim), 1.0) if frame is None else frame
     c, t = cp.Variable(dim), cp.Variable(dim, nonneg=True)
     eye = np.eye(dim)
-    cons = []
+    cons, per_vertex = [], {}
     for i in range(dim):
-        for sign in (1.0, -1.0):
+        for row, sign in ((i, 1.0), (dim + i, -1.0)):  # rows in the order of vertices()
             vertex = c + sign * t[i] * eye[i]
-            cons += constraints(vertex if frame is None else mid + s * vertex)
+            per_vertex[row] = constraints(vertex if frame is None else mid + s * vertex)
+            cons += per_vertex[row]
     problem = cp.Problem(cp.Maximize(cp.geo_mean(t)), cons)
     solve_once(problem, t, "inscribed cross-polytope program",
                ": the set may have an empty interior, or be numerically ill-posed")
@@ -240,6 +298,10 @@ def inscribed_cross_polytope(
     if not np.all(np.isfinite(cv)) or not tv.min() > MIN_HALF_WIDTH * size:
         raise ValueError(f"the set has an empty interior (inscribed cross-polytope half-widths "
                          f"{tv}, below {MIN_HALF_WIDTH:g} times the set's size {size:.3g})")
+    if certify is not None:
+        W = np.array([flat_values(auxiliary_variables(per_vertex[row], [c, t]))
+                      for row in range(2 * dim)])
+        return _certified_lifted_cross(cv, tv, certify, W, find_witness(cv))
     if not contains(cv, tol=0.0):
         raise ValueError("could not certify the centre of the inscribed cross-polytope")
     for _ in range(60):
@@ -248,4 +310,25 @@ def inscribed_cross_polytope(
         if np.all(contains(expl.vertices(), tol=0.0)):
             return expl
         tv = tv * 0.999
+    raise ValueError("could not certify an inscribed cross-polytope")
+
+
+def _certified_lifted_cross(cv: np.ndarray, tv: np.ndarray, certify, W: np.ndarray,
+                            wc: np.ndarray) -> Exploration:
+    """:func:`inscribed_cross_polytope`'s certification for a lifted set: the solver's vertices
+    ``cv +- tv_i e_i`` have witnesses ``W`` (rows in the order of :meth:`Exploration.vertices`),
+    the centre ``wc``."""
+    ok, wc = certify(cv, wc, 0.0)
+    if not ok:
+        raise ValueError("could not certify the centre of the inscribed cross-polytope")
+    scale = 1.0
+    for _ in range(60):
+        scale *= CERTIFY_SHRINK
+        verts = cv + np.vstack([np.diag(scale * tv), -np.diag(scale * tv)])
+        witnesses = wc + scale * (W - wc)
+        checked = [certify(v, w, 0.0) for v, w in zip(verts, witnesses, strict=True)]
+        if all(good for good, _ in checked):
+            return Exploration(cv, np.diag(scale * tv), "cross",
+                               np.array([w for _, w in checked]), wc)
+        scale *= 0.999
     raise ValueError("could not certify an inscribed cross-polytope")

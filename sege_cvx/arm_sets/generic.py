@@ -14,10 +14,13 @@ import numpy as np
 from .._validation import _fmt, as_positive_int
 from .base import ArmSet
 from .exploration import Exploration, inscribed_cross_polytope
+from .lifted import LiftedMembership
 from .scaling import check_box_holds, solver_frame
 
 if TYPE_CHECKING:
     import cvxpy as cp
+
+    from ..conic.compiled import CompiledConicProgram
 
 #: Largest dimension accepted: the set's programs hold ``d x d`` data and its bounding box takes
 #: ``2 d`` solves, so far smaller dimensions are already slow; this only rejects absurd values.
@@ -27,12 +30,23 @@ MAX_DIM = 10_000
 class ConvexArmSet(ArmSet):
     """``{x in R^dim : constraints(x)}`` for a user function returning cvxpy constraints.
 
-    The constraints must be DCP and parameter-free, in the variable ``x`` only (no boolean or
-    integer variables, and no auxiliary variables yet); the set must be bounded with a nonempty
-    interior (checked at construction: ``2 * dim`` linear programs, and an inscribed
-    cross-polytope whose vertices are verified, which SEGE then explores on).  Its extent must
-    be at least :data:`~sege_cvx.arm_sets.exploration.MIN_SOLVER_SCALE` times ``max(1, |x|)``
-    on it, or the solver's tolerances cannot certify it (the error says so: rescale).
+    The constraints must be DCP and parameter-free, with no boolean or integer variables; the
+    set must be bounded with a nonempty interior (checked at construction: ``2 * dim`` linear
+    programs, and an inscribed cross-polytope whose vertices are verified, which SEGE then
+    explores on).  Its extent must be at least
+    :data:`~sege_cvx.arm_sets.exploration.MIN_SOLVER_SCALE` times ``max(1, |x|)`` on it, or the
+    solver's tolerances cannot certify it (the error says so: rescale).
+
+    Constraints may create auxiliary variables (a *lifted* set ``{x : exists u, (x, u) in K}``:
+    a convex hull by weights, an epigraph, a Minkowski sum), provided each call of
+    ``constraints`` creates its own (define them inside the function).  Every arm is then
+    certified with a witness ``u`` (``witness_dim`` values, :mod:`.lifted`): a solver's arm with
+    the auxiliary values it came with, a convex combination of arms with the same combination
+    of their witnesses.  ``contains(x)`` for an arbitrary point first finds a witness by a small
+    solve (``min ||x' - x||_1`` over the set), then certifies ``(x, u)``: membership of a lifted
+    set is decided by that solve, within its tolerance (a point on the boundary may be reported
+    outside at ``tol=0`` when the solver's witness misses it by rounding).  Affine equalities
+    hold to their floating-point rounding bound (see :mod:`.lifted`).
 
     The set pickles with the standard library if ``constraints`` does (a module-level
     function); a lambda or closure needs ``cloudpickle`` (as used by Dask).
@@ -43,16 +57,22 @@ class ConvexArmSet(ArmSet):
         Dimension ``d``, at most :data:`MAX_DIM`.
     constraints : callable
         ``constraints(x) -> list`` of cvxpy constraints, for ``x`` a cvxpy variable or affine
-        expression of shape ``(dim,)``.
+        expression of shape ``(dim,)``; auxiliary variables, if any, created inside.
+
+    Attributes
+    ----------
+    witness_dim : int
+        Total size of the auxiliary variables (0 for constraints in ``x`` alone).
 
     Raises
     ------
     TypeError
         ``dim`` not an integer, ``constraints`` not callable or not returning constraints.
     ValueError
-        Constraints that are not convex (DCP) or use other variables, Parameters, or fail for
-        ``x`` of shape ``(dim,)``; a set that is empty, unbounded, without interior, or too
-        small for the solver's tolerances.
+        Constraints that are not convex (DCP), use boolean or integer variables, auxiliary
+        variables shared between calls, or Parameters, or fail for ``x`` of shape ``(dim,)``; a
+        set that is empty, unbounded, without interior, or too small for the solver's
+        tolerances.
 
     Examples
     --------
@@ -60,13 +80,23 @@ class ConvexArmSet(ArmSet):
     >>> l15 = ConvexArmSet(2, lambda x: [cp.pnorm(x, 1.5) <= 1])
     >>> np.round(l15.greedy_arm([1.0, 0.0]), 5)
     array([1., 0.])
+
+    A lifted set, the epigraph form of the l1 ball of radius 1.5 (witness ``t``):
+
+    >>> def l1_epigraph(x):
+    ...     t = cp.Variable()
+    ...     return [cp.norm1(x) <= t, t <= 1.5]
+    >>> l1 = ConvexArmSet(2, l1_epigraph)
+    >>> l1.witness_dim, np.round(l1.greedy_arm([1.0, 0.2]), 5)
+    (1, array([1.5, 0. ]))
+    >>> bool(l1.contains([0.7, 0.7])), bool(l1.contains([0.8, 0.8]))
+    (True, False)
     """
 
-    # The membership expressions are rebuilt from the constraint function after loading.
-    _UNPICKLED_CACHES = (*ArmSet._UNPICKLED_CACHES, "_membership")
+    # The membership expressions and the witness program are rebuilt after loading.
+    _UNPICKLED_CACHES = (*ArmSet._UNPICKLED_CACHES, "_membership", "_lifted", "_witness_program")
 
     def __init__(self, dim: int, constraints: Callable[[cp.Variable], list]) -> None:
-        import cvxpy as cp
 
         self.dim = as_positive_int("dim", dim)
         if not callable(constraints):
@@ -75,9 +105,16 @@ class ConvexArmSet(ArmSet):
         if self.dim > MAX_DIM:
             raise ValueError(f"dim must be at most {MAX_DIM}, got {self.dim}")
         self._constraint_fn = constraints
+        self._certify_construction()
+
+    def _certify_construction(self) -> None:
+        """Check the constraints and certify the set's bounds and exploration body (ValueError
+        or TypeError otherwise); ``self.dim`` and :meth:`constraints` are set up."""
+        import cvxpy as cp
+
         x = cp.Variable(self.dim)
         cons = self.constraints(x)
-        self._check_variables(x, cons)
+        self.witness_dim = self._check_variables(x, cons, self.constraints(cp.Variable(self.dim)))
         self._check_constants(cons)
         problem = cp.Problem(cp.Minimize(0), cons)
         if not problem.is_dcp():
@@ -95,19 +132,30 @@ class ConvexArmSet(ArmSet):
         return f"ConvexArmSet(dim={self.dim}, constraints={name})"
 
     @staticmethod
-    def _check_variables(x: cp.Variable, cons: list) -> None:
-        """Reject variables other than ``x``: integer ones make the set nonconvex, and the
-        compiled programs and membership tests are written for ``x`` alone."""
-        others = [v for c in cons for v in c.variables() if v.id != x.id]
-        for v in others:
-            kinds = [k for k in ("boolean", "integer") if v.attributes.get(k)]
-            if kinds:
-                raise ValueError(f"ConvexArmSet constraints must be convex: variable {v.name()} "
-                                 f"is {'/'.join(kinds)}")
-        if others:
-            raise ValueError(f"ConvexArmSet constraints use the auxiliary variable {others[0].name()}"
-                             f" {others[0].shape}: auxiliary variables are not supported yet, only "
-                             "the variable x passed in")
+    def _check_variables(x: cp.Variable, cons: list, again: list) -> int:
+        """The witness size: the total size of the auxiliary variables (variables other than
+        ``x``).  ``again`` is a second call's constraints: each call must create its own
+        auxiliary variables (the programs hold several copies of the set, each with its own).
+
+        Raises
+        ------
+        ValueError
+            A boolean or integer auxiliary variable (the set would not be convex), one with an
+            unsupported attribute, or auxiliary variables shared between calls.
+        """
+        from ..conic.programs import auxiliary_variables
+        from .lifted import check_auxiliary
+
+        aux = auxiliary_variables(cons, [x])
+        check_auxiliary(aux)
+        others = auxiliary_variables(again, [])
+        shared = {v.id for v in aux} & {v.id for v in others}
+        if shared:
+            v = next(v for v in aux if v.id in shared)
+            raise ValueError(f"the auxiliary variable {v.name()} {v.shape} is shared by every call "
+                             "of constraints(x): create auxiliary variables inside the function, "
+                             "so that each call has its own")
+        return sum(v.size for v in aux)
 
     @staticmethod
     def _check_constants(cons: list) -> None:
@@ -146,12 +194,48 @@ class ConvexArmSet(ArmSet):
     def _scaled_cross_polytope(self) -> Exploration:
         lo, hi = self.bounding_box()
         try:
-            return inscribed_cross_polytope(self.dim, self.constraints, self.contains,
-                                            frame=solver_frame(lo, hi), size=self.diameter_bound())
+            return inscribed_cross_polytope(
+                self.dim, self.constraints, self.contains, frame=solver_frame(lo, hi),
+                size=self.diameter_bound(), certify=self._certify_pair if self.witness_dim else None,
+                find_witness=lambda x: self._find_witnesses(x[None])[0])
         except ValueError as exc:  # say which set
             raise ValueError(f"{self!r}: {exc}") from None
 
+    # ----------------------------------------------------------------- lifted sets
+    @cached_property
+    def _lifted(self) -> LiftedMembership:
+        lifted = LiftedMembership(self.dim, self.constraints)
+        if lifted.witness_dim != self.witness_dim:
+            raise ValueError(f"constraints(x) created auxiliary variables of total size "
+                             f"{lifted.witness_dim}, earlier {self.witness_dim}: they must not "
+                             "depend on the call")
+        return lifted
+
+    @cached_property
+    def _witness_program(self) -> CompiledConicProgram:
+        from ..conic.programs import witness_program
+
+        return witness_program(self.dim, self.constraints)
+
+    def _certify_pair(self, x: np.ndarray, u: np.ndarray, tol: float) -> tuple[bool, np.ndarray]:
+        return self._lifted.certify(x, u, tol)
+
+    def _find_witnesses(self, points: np.ndarray) -> np.ndarray:
+        """A witness per row from :func:`~sege_cvx.conic.programs.witness_program` (NaN rows for
+        non-finite points and failed solves)."""
+        out = np.full((points.shape[0], self.witness_dim), np.nan)
+        for i in np.flatnonzero(np.isfinite(points).all(axis=1)):
+            try:
+                out[i] = self._witness_program.solve(points[i]).aux
+            except Exception:  # a failed solve leaves no witness: the point is not certified
+                continue
+        return out
+
     def _inside(self, xs: np.ndarray, tol: float) -> np.ndarray:
+        if self.witness_dim:
+            witnesses = self._find_witnesses(xs)
+            return np.array([self._certify_pair(x, u, tol)[0]
+                             for x, u in zip(xs, witnesses, strict=True)], dtype=bool)
         from cvxpy.constraints.nonpos import Inequality
 
         var, cons = self._membership

@@ -12,7 +12,8 @@ at d = 2, more than Clarabel's own solve).  This module instead
   sparse mat-vec followed by Clarabel's in-place ``DefaultSolver.update`` of the parts of
   ``(q, A, b)`` that a parameter enters (passed as lists: Clarabel's binding reads a numpy
   array element by element, and twice for ``A``);
-* **inverts** by reading the variable's columns out of Clarabel's primal solution.
+* **inverts** by reading the variable's columns out of Clarabel's primal solution, and those of
+  any auxiliary variables asked for (a lifted arm set's witness, :mod:`sege_cvx.arm_sets.lifted`).
 
 Accuracy tiers.  An LCB arm is only as accurate as the square root of the objective gap (the
 objective is flat at its maximizer), so the first attempt asks Clarabel for a 1e-12 gap.  Clarabel
@@ -85,6 +86,9 @@ class ConicSolution(NamedTuple):
         Wall time of the whole call, data update included.
     iterations : int
         Interior-point iterations.
+    aux : ndarray, shape (k,)
+        Values of the auxiliary variables, each flattened in cvxpy's column-major order and
+        concatenated in the order given (empty if none were asked for).
     """
 
     x: np.ndarray
@@ -93,6 +97,7 @@ class ConicSolution(NamedTuple):
     solve_seconds: float
     wall_seconds: float
     iterations: int
+    aux: np.ndarray = np.empty(0)
 
 
 @njit
@@ -139,6 +144,9 @@ class CompiledConicProgram:
         All parameters of ``problem``, in the order :meth:`solve` receives their values.
     settings : mapping, optional
         Clarabel settings overriding those of every tier in :data:`TIERS`.
+    aux_variables : sequence of cvxpy.Variable, optional
+        Further variables whose values :meth:`solve` returns, concatenated, in
+        :attr:`ConicSolution.aux`.
 
     Examples
     --------
@@ -156,6 +164,7 @@ class CompiledConicProgram:
         variable: cp.Variable,
         parameters: Sequence[cp.Parameter],
         settings: Mapping[str, object] | None = None,
+        aux_variables: Sequence[cp.Variable] = (),
     ) -> None:
         if not problem.is_dcp(dpp=True):
             raise ValueError("problem must be DCP under DPP rules (parameters enter affinely)")
@@ -172,6 +181,15 @@ class CompiledConicProgram:
             raise ValueError("variable does not appear in the canonicalized problem")
         self._x_slice = slice(col, col + variable.size)
         self._x_shape = variable.shape
+        # cvxpy vectorizes each variable column-major into its columns: the witness layout.
+        aux_cols = []
+        for v in aux_variables:
+            start = self._param_prog.var_id_to_col.get(v.id)
+            if start is None:
+                raise ValueError(f"auxiliary variable {v.name()} does not appear in the "
+                                 "canonicalized problem")
+            aux_cols.append(np.arange(start, start + v.size))
+        self._aux_index = np.concatenate(aux_cols) if aux_cols else None
         J, self._A_pattern = self._affine_map()
         self._map = (J.indptr, J.indices, J.data)
         self._n_params = J.shape[1] - 1
@@ -266,6 +284,8 @@ class CompiledConicProgram:
         else:
             raise SolverFailure(f"Clarabel returned status {status} at every accuracy tier",
                                 status=status)
-        x = np.array(result.x[self._x_slice]).reshape(self._x_shape)
+        primal = result.x
+        x = np.array(primal[self._x_slice]).reshape(self._x_shape)
+        aux = np.empty(0) if self._aux_index is None else np.array(primal)[self._aux_index]
         return ConicSolution(x, status, tier, float(result.solve_time), time.perf_counter() - start,
-                             int(result.iterations))
+                             int(result.iterations), aux)

@@ -5,11 +5,16 @@
 * LCB arm (paper eq. (lcb arm)): ``max_x <x, theta_hat> - r ||x||_{V^{-1}}`` s.t. ``x in X``, an
   SOCP.  Writing ``V^{-1} = P P^T`` (Cholesky), ``r ||x||_{V^{-1}} = ||M x||`` with ``M = r P^T``,
   so the data ``(theta_hat, M)`` enters affinely (DPP) and the program compiles once.
+* Membership witness (lifted sets): ``min_{x, u} ||x - p||_1`` s.t. ``(x, u)`` satisfies the
+  constraints, for a point ``p``: auxiliary values ``u`` for ``p`` when it lies in the set.
+
+A lifted set's constraints create auxiliary variables of their own at every call; each program
+returns their values too (its *witness*), found by :func:`auxiliary_variables`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import cvxpy as cp
 
@@ -33,14 +38,32 @@ def solve_once(problem: cp.Problem, variable: cp.Variable, what: str, hint: str 
         raise ValueError(f"{what} ended {problem.status}{hint}")
 
 
+def auxiliary_variables(cons: Iterable, exclude: Iterable[cp.Variable]) -> list[cp.Variable]:
+    """The variables of ``cons`` other than ``exclude``, in order of first appearance.
+
+    cvxpy lists a constraint's variables in the order they appear in its expression tree, so
+    two calls of the same constraint function give their auxiliary variables in the same order:
+    this order is the layout of a witness.
+    """
+    seen = {v.id for v in exclude}
+    out = []
+    for c in cons:
+        for v in c.variables():
+            if v.id not in seen:
+                seen.add(v.id)
+                out.append(v)
+    return out
+
+
 def greedy_program(
     dim: int, constraints: ConstraintBuilder, settings: Mapping[str, object] | None = None
 ) -> CompiledConicProgram:
     """Compile ``max <x, theta>`` over the set; solve with ``.solve(theta)``."""
     x = cp.Variable(dim)
     theta = cp.Parameter(dim)
-    problem = cp.Problem(cp.Maximize(theta @ x), constraints(x))
-    return CompiledConicProgram(problem, x, [theta], settings)
+    cons = constraints(x)
+    problem = cp.Problem(cp.Maximize(theta @ x), cons)
+    return CompiledConicProgram(problem, x, [theta], settings, auxiliary_variables(cons, [x]))
 
 
 def lcb_arm_program(
@@ -50,5 +73,22 @@ def lcb_arm_program(
     x = cp.Variable(dim)
     theta_hat = cp.Parameter(dim)
     M = cp.Parameter((dim, dim))
-    problem = cp.Problem(cp.Maximize(theta_hat @ x - cp.norm(M @ x, 2)), constraints(x))
-    return CompiledConicProgram(problem, x, [theta_hat, M], settings)
+    cons = constraints(x)
+    problem = cp.Problem(cp.Maximize(theta_hat @ x - cp.norm(M @ x, 2)), cons)
+    return CompiledConicProgram(problem, x, [theta_hat, M], settings, auxiliary_variables(cons, [x]))
+
+
+def witness_program(
+    dim: int, constraints: ConstraintBuilder, settings: Mapping[str, object] | None = None
+) -> CompiledConicProgram:
+    """Compile ``min ||x - p||_1`` over the set; solve with ``.solve(p)``, witness in ``.aux``.
+
+    Always feasible (the set is not empty); for ``p`` in the set the optimum is ``x = p`` and
+    the interior-point solver ends near the analytic centre of the witnesses of ``p``.  Whether
+    ``p`` is in the set is then decided by certifying ``(p, aux)``, not by this program.
+    """
+    x = cp.Variable(dim)
+    p = cp.Parameter(dim)
+    cons = constraints(x)
+    problem = cp.Problem(cp.Minimize(cp.norm1(x - p)), cons)
+    return CompiledConicProgram(problem, x, [p], settings, auxiliary_variables(cons, [x]))

@@ -65,6 +65,10 @@ class BatchPolicy:
         on (rho-bar, the safe-arm test, CLUCB's budget), and it must still exceed ``threshold``.
         On a set that is not convex (a finite list of arms) nothing lies between arms to move
         it to: the baseline arm must then be one of the arms exactly.
+
+        On a lifted arm set the baseline arm is certified with a witness found by a solve;
+        ``baseline_witness`` (shape ``(witness_dim,)``, empty for other sets) holds it, for
+        convex combinations with the baseline.
         """
         if not isinstance(arm_set, ArmSet):
             raise TypeError(f"arm_set must be an ArmSet, got {type(arm_set).__name__}")
@@ -83,10 +87,12 @@ class BatchPolicy:
                              f"exactly{_nearest_arm(arm_set, x0)}")
         if not arm_set.contains(x0, tol=1e-9):
             raise ValueError(f"baseline_arm {x0} lies outside the arm set")
-        inside, ok = arm_set.pull_inside(x0[None])
+        inside, witness, ok = arm_set.pull_inside(x0[None], return_witnesses=True)
         if not ok[0]:
             raise ValueError(f"baseline_arm {x0} could not be moved exactly into the arm set")
         self.baseline_arm = inside[0]
+        #: The baseline arm's witness on a lifted arm set (shape ``(witness_dim,)``).
+        self.baseline_witness = witness[0]
         #: ``||x0' - x0||``: how far the given baseline arm was moved into the set (0 if inside).
         self.baseline_shift = float(np.linalg.norm(self.baseline_arm - x0))
         if self.baseline_shift > 0.0:

@@ -99,8 +99,26 @@ def discretization_error(arm_set: ArmSet, arms: np.ndarray, S: float) -> float:
 def discretize(arm_set: ArmSet, n_arms: int) -> np.ndarray:
     """Support points of the set over ``n_arms`` well-spread directions (for the disk: equally
     spaced boundary points).  In ``d = 1`` there are at most two: the interval's endpoints."""
+    return discretize_with_witnesses(arm_set, n_arms)[0]
+
+
+def discretize_with_witnesses(arm_set: ArmSet, n_arms: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`discretize` and the arms' witnesses (a lifted set's; shape ``(K, 0)`` otherwise).
+
+    Returns
+    -------
+    arms : ndarray, shape (K, d)
+    witnesses : ndarray, shape (K, witness_dim)
+
+    Raises
+    ------
+    SolverFailure
+        A greedy arm failed or could not be verified in the set.
+    """
     _check_arm_set(arm_set)
-    return arm_set.greedy_arm(sphere_directions(arm_set.dim, as_positive_int("n_arms", n_arms)))
+    result = arm_set.greedy_arm_batch(sphere_directions(arm_set.dim,
+                                                        as_positive_int("n_arms", n_arms)))
+    return ArmSet._checked(result), result.witnesses
 
 
 def default_arm_count(arm_set: ArmSet, S: float, tol: float = DEFAULT_DISCRETIZATION_TOL,
@@ -315,6 +333,9 @@ class CLUCB(BatchPolicy):
     Attributes
     ----------
     arms : ndarray, shape (K, d)
+    arm_witnesses : ndarray, shape (K, witness_dim)
+        The arms' witnesses on a lifted arm set (:func:`discretize_with_witnesses`).
+    baseline_witness : ndarray, shape (witness_dim,)
     discretization_error : float
     alpha : float
     confidence : ConfidenceEllipsoid
@@ -361,11 +382,12 @@ class CLUCB(BatchPolicy):
                 raise ValueError(f"n_arms = {n_arms!r}, but {arm_set!r} has {arm_set.n_arms} "
                                  "arms: CLUCB plays every arm of a finite set (n_arms=None)")
             self.arms = np.array(arm_set.arms)
+            self.arm_witnesses = np.empty((self.arms.shape[0], 0))
             self.discretization_error = 0.0
         else:
             K = (default_arm_count(arm_set, self.S) if n_arms is None
                  else as_positive_int("n_arms", n_arms))
-            self.arms = discretize(arm_set, K)
+            self.arms, self.arm_witnesses = discretize_with_witnesses(arm_set, K)
             self.discretization_error = discretization_error(arm_set, self.arms, self.S)
         self._arms_t = np.ascontiguousarray(self.arms.T)  # arms as columns: vectorized scans
         self.L = arm_set.norm_bound()

@@ -18,7 +18,8 @@ at the full step ``s_j = ||p_j - x0||``.  Each stage, with ``w_j = ||u_j||_{V^{-
    ``gamma = max(kappa, mu)``;
 4. play ``x = x0 + gamma x~``, computed as ``x0 + tau (p_j* - x0)`` with
    ``tau = gamma sigma_j* / s_j*`` in ``[0, 1]``: a point of the segment ``[x0, p_j*]``, moved
-   exactly into the set if rounding left it outside (as every arm of the package).
+   exactly into the set if rounding left it outside (as every arm of the package; on a lifted
+   set with the witness ``(1 - tau) w0 + tau w_j*`` of the baseline's and the point's).
 
 The rule is written once (:func:`step_one`); :func:`run_stages` plays many stages of every run in
 one compiled call on sets with a compiled membership test (ellipsoids, balls, boxes, polytopes),
@@ -43,7 +44,7 @@ from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius, radii_all, radius_one
 from ..simulation.statistics import record_run_stage
 from .base import BatchPolicy
-from .clucb import default_arm_count, directional_terms, discretize
+from .clucb import default_arm_count, directional_terms, discretize_with_witnesses
 
 #: Decision codes recorded per stage (``ROFUL.last_decision``): the step ``x~`` played in full
 #: (``gamma = 1``), scaled down for safety (``gamma < 1``), or the baseline arm (``x~ = 0``, or a
@@ -301,7 +302,7 @@ class ROFUL(BatchPolicy):
         self.margin = self.baseline_reward - self.threshold
         K = (default_arm_count(arm_set, self.S) if n_directions is None
              else as_positive_int("n_directions", n_directions))
-        points = discretize(arm_set, K)
+        points, witnesses = discretize_with_witnesses(arm_set, K)
         offsets = points - self.baseline_arm
         steps = scaled_norm(offsets, axis=1)
         keep = steps > MIN_STEP * arm_set.diameter_bound()
@@ -309,6 +310,7 @@ class ROFUL(BatchPolicy):
             raise ValueError("every boundary point coincides with the baseline arm: no direction "
                              "to explore")
         self.points = np.ascontiguousarray(points[keep])
+        self._point_witnesses = witnesses[keep]  # a lifted set's (shape (K, 0) otherwise)
         self._offsets = np.ascontiguousarray(offsets[keep])
         self.steps = np.ascontiguousarray(steps[keep])
         self.directions = self._offsets / self.steps[:, None]
@@ -363,7 +365,11 @@ class ROFUL(BatchPolicy):
         step_all(conf.chol, conf.theta_hat, self._radius.rule, self._beta_values(conf.counts),
                  self._dirs_t, self.steps, self.margin, self.S, j, tau, code)
         arms = _segment_points(self.baseline_arm, self._offsets, j, tau)
-        arms, inside = self.arm_set.pull_inside(arms)
+        witnesses = None
+        if self.arm_set.witness_dim:  # the same convex combination of the witnesses
+            witnesses = ((1.0 - tau)[:, None] * self.baseline_witness
+                         + tau[:, None] * self._point_witnesses[j])
+        arms, inside = self.arm_set.pull_inside(arms, witnesses)
         if not inside.all():
             self.solver_fallbacks += ~inside
             arms[~inside] = self.baseline_arm

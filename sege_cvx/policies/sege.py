@@ -57,6 +57,10 @@ class SEGE(BatchPolicy):
     played (the stage explores) and a failed LCB arm is replaced by the baseline arm; each such
     event is counted in ``solver_fallbacks``.
 
+    On a lifted arm set (``arm_set.witness_dim > 0``) the exploration arm is certified with the
+    same convex combination of witnesses: ``(1 - rho) w^S + rho w^U``, ``w^S`` the LCB arm's or
+    the baseline's, ``w^U`` the drawn cross-polytope vertex's.
+
     The rule is written once, as per-run compiled functions (:mod:`.sege_rule`).  On sets with
     compiled arms (``arm_set.compiled_arms``: ellipsoids and balls, with ``lcb_method`` other
     than ``"solver"``) a whole stage is compiled, and :func:`~sege_cvx.simulate` runs many
@@ -118,6 +122,8 @@ class SEGE(BatchPolicy):
         Mixing weight, its bound, the norm bound in ``r_t`` and ``lambda_min(Cov U_t)``.
     exploration : Exploration
         The distribution of ``U_t``.
+    baseline_witness : ndarray, shape (witness_dim,)
+        The baseline arm's witness on a lifted arm set (empty otherwise).
     confidence : ConfidenceEllipsoid
         ``V_t``, ``V_t^{-1}``, ``theta_hat_t`` per run.
     last_decision : ndarray of int8, shape (n_runs,)
@@ -186,6 +192,11 @@ class SEGE(BatchPolicy):
         self.exploration = arm_set.exploration() if exploration is None else exploration
         if not isinstance(self.exploration, Exploration):
             raise TypeError(f"exploration must be an Exploration, got {type(exploration).__name__}")
+        if exploration is not None and arm_set.witness_dim and exploration.witnesses is None:
+            raise ValueError("on a lifted arm set (witness_dim > 0) an exploration needs the "
+                             "witnesses of its vertices and centre (Exploration(..., witnesses, "
+                             "center_witness); arm_set.pull_inside(points, return_witnesses=True) "
+                             "finds them)")
         if exploration is not None and not arm_set.certify_exploration(exploration):
             raise ValueError("exploration is not certified to lie inside the arm set")
         # Cov(U) = B E[zeta zeta^T] B^T = B B^T / d (Lemma 4's sigma^2).
@@ -305,12 +316,17 @@ class SEGE(BatchPolicy):
             lcb_arm = self.arm_set.lcb_arm_batch(conf.theta_hat[idx], conf.chol[idx], r[idx],
                                                  self.lcb_method)
             self._count_fallbacks(idx, lcb_arm)
-            U = self.exploration.points(self._zeta.take(idx))  # eq. (U_t)
+            draws = self._zeta.take(idx)
+            U = self.exploration.points(draws)  # eq. (U_t)
             use_lcb, safe, mixed = sege_rule.explore_all(
                 lcb_arm.arms, lcb_arm.ok, conf.theta_hat, conf.chol, r, self.baseline_reward,
                 self.baseline_arm, U, self.rho, idx)
+            witnesses = None
+            if self.arm_set.witness_dim:  # the same convex combination of the witnesses
+                safe_w = np.where(use_lcb[:, None], lcb_arm.witnesses, self.baseline_witness)
+                witnesses = (1.0 - self.rho) * safe_w + self.rho * self.exploration.witness_points(draws)
             # Rounding can leave the mix an ulp outside; the baseline if it cannot be moved in.
-            explore, inside = self.arm_set.pull_inside(mixed)
+            explore, inside = self.arm_set.pull_inside(mixed, witnesses)
             if not inside.all():
                 self._fallbacks[idx] += ~inside
                 self._fallback_reasons["NotMember"] += int((~inside).sum())

@@ -1,0 +1,153 @@
+"""The convex hull of finitely many points, given by its vertices (no facet enumeration)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .._rowwise import row_matvec
+from .._validation import _fmt, as_batch_of_vectors, as_finite_array, scaled_norm
+from .base import BatchArms
+from .generic import MAX_DIM, ConvexArmSet
+from .scaling import scale_directions
+
+if TYPE_CHECKING:
+    import cvxpy as cp
+
+#: Rows of the pairwise-distance computation done at once (bounds its memory).
+_DISTANCE_CHUNK = 256
+
+
+class ConvexHull(ConvexArmSet):
+    """``conv{p_1, ..., p_K}``: a polytope given by points, a lifted set with the weights as witness.
+
+    Its constraints are ``x == P^T w, w >= 0, sum(w) == 1`` (``witness_dim = K``).  Greedy arms
+    are closed form and exact: the best point itself (the first of ties), with the unit weight
+    vector as witness, so CLUCB plays exact vertices; :meth:`support` is the exact best value
+    among the points.  LCB arms are solved on Clarabel; ``contains(x)`` solves a small linear
+    program for the weights and certifies them (see :class:`ConvexArmSet` for what membership of
+    a lifted set means).  :meth:`bounding_box` is the points' coordinate-wise range,
+    :meth:`norm_bound` the largest point norm and :meth:`diameter_bound` the largest pairwise
+    distance, each widened by a few ulps so that rounding cannot understate it.  SEGE explores on
+    an inscribed cross-polytope whose vertices carry their weights.
+
+    Duplicated and interior points are allowed (a witness is then one of many).
+
+    Parameters
+    ----------
+    points : array_like, shape (K, d)
+        Finite, ``K >= d + 1``, affinely spanning ``R^d``.
+
+    Attributes
+    ----------
+    points : ndarray, shape (K, d)
+    witness_dim : int
+        ``K``.
+
+    Raises
+    ------
+    ValueError
+        Points not finite, of the wrong shape, or not spanning ``R^d`` (the hull would have an
+        empty interior).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> square = ConvexHull([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0], [2.0, 2.0], [1.0, 1.0]])
+    >>> square.greedy_arm([1.0, -0.5])
+    array([2., 0.])
+    >>> square.greedy_arm_batch(np.array([[1.0, -0.5]])).witnesses
+    array([[0., 1., 0., 0., 0.]])
+    >>> bool(square.contains([1.5, 0.5])), bool(square.contains([2.5, 0.5]))
+    (True, False)
+    """
+
+    def __init__(self, points: np.ndarray) -> None:
+        P = as_finite_array("points", points)
+        if P.ndim != 2 or P.shape[1] == 0:
+            raise ValueError(f"points must be a (K, d) array, got shape {P.shape}")
+        K, d = P.shape
+        if d > MAX_DIM:
+            raise ValueError(f"dimension must be at most {MAX_DIM}, got {d}")
+        if K < d + 1:
+            raise ValueError(f"ConvexHull in dimension {d} needs at least d + 1 = {d + 1} points "
+                             f"(a nonempty interior), got {K}")
+        # Affine rank, scaled so that the test does not depend on the points' units.
+        spread = P - P.mean(axis=0)
+        scale = np.max(np.abs(spread))
+        rank = np.linalg.matrix_rank(spread / scale) if scale > 0 else 0
+        if rank < d:
+            raise ValueError(f"the points span an affine subspace of dimension {rank} only, not "
+                             f"R^{d}: their convex hull has an empty interior")
+        self.dim = d
+        self.points = np.ascontiguousarray(P)
+        self._certify_construction()
+
+    def __repr__(self) -> str:
+        return f"ConvexHull({self.points.shape[0]} points in dimension {self.dim})"
+
+    def constraints(self, x: cp.Variable) -> list:
+        import cvxpy as cp
+
+        w = cp.Variable(self.points.shape[0], name="weights")
+        return [x == self.points.T @ w, w >= 0, cp.sum(w) == 1]
+
+    # ----------------------------------------------------------------- exact closed forms
+    @property
+    def has_closed_form_greedy(self) -> bool:
+        return True
+
+    def _greedy_index(self, thetas: np.ndarray) -> np.ndarray:
+        # Row by row in index order (not BLAS): a run's choice never depends on the batch.
+        return np.argmax(row_matvec(scale_directions(thetas), self.points), axis=1)
+
+    def greedy_arm_batch(self, thetas: np.ndarray) -> BatchArms:
+        """The best point per direction, exactly, with its unit weight vector as witness."""
+        thetas = np.ascontiguousarray(thetas, dtype=np.float64)
+        n = thetas.shape[0]
+        index = self._greedy_index(thetas)
+        arms = self.points[index]
+        witnesses = np.zeros((n, self.points.shape[0]))
+        witnesses[np.arange(n), index] = 1.0
+        # A direction with NaN or inf has no best point: that instance fails.
+        finite = np.isfinite(thetas).all(axis=1)
+        arms[~finite], witnesses[~finite] = np.nan, np.nan
+        status = ["closed_form" if good else "NotFinite" for good in finite]
+        return self._verified(arms, status, witnesses)
+
+    def support(self, theta: np.ndarray) -> np.ndarray | float:
+        """``max_k <p_k, theta>``, exactly as the best point's value is computed (no solve)."""
+        thetas, single = as_batch_of_vectors("theta", theta, self.dim)
+        values = np.max(row_matvec(thetas, self.points), axis=1)
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"theta {_fmt(thetas[~np.isfinite(values)][0])} gives a support value "
+                             "beyond the float range: rescale the problem")
+        return float(values[0]) if single else values
+
+    def bounding_box(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.points.min(axis=0), self.points.max(axis=0)
+
+    def norm_bound(self) -> float:
+        """The largest point norm, widened by ``4 (d + 2)`` ulps (rounding of the norm)."""
+        bound = float(np.max(scaled_norm(self.points, axis=1))) * (1.0 + 4.0 * (self.dim + 2) * _EPS)
+        if not np.isfinite(bound):
+            raise ValueError(f"norm bound of {self!r} is not representable: rescale the points")
+        return bound
+
+    def diameter_bound(self) -> float:
+        """The largest pairwise distance, widened by ``4 (d + 2)`` ulps (rounding)."""
+        P, best = 0.5 * self.points, 0.0  # halves: differences cannot overflow
+        for start in range(0, P.shape[0], _DISTANCE_CHUNK):
+            block = P[start:start + _DISTANCE_CHUNK]
+            diff = block[:, None, :] - P[None, :, :]
+            best = max(best, float(np.max(scaled_norm(diff.reshape(-1, self.dim), axis=1))))
+        bound = 2.0 * best * (1.0 + 4.0 * (self.dim + 2) * _EPS)
+        if not np.isfinite(bound):
+            raise ValueError(f"diameter bound of {self!r} is not representable (points from "
+                             f"{_fmt(self.points.min(axis=0))} to {_fmt(self.points.max(axis=0))})"
+                             ": rescale the points")
+        return bound
+
+
+_EPS = float(np.finfo(float).eps)

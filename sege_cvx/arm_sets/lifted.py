@@ -1,0 +1,238 @@
+"""Lifted arm sets: ``X = {x : exists u, (x, u) satisfies the constraints}``.
+
+A convex hull by weights, an epigraph, a Minkowski sum: constraints that create auxiliary
+variables ``u`` of their own.  Membership of ``x`` then needs a *witness* ``u``; a point comes
+with one from the program that produced it (the auxiliary values of a greedy or LCB solve), a
+convex combination of points with the same combination of their witnesses, and an arbitrary
+point gets one from a small solve (:func:`~sege_cvx.conic.programs.witness_program`).
+
+What "exact" means for a pair ``(x, u)`` (:meth:`LiftedMembership.certify`):
+
+* every inequality and cone constraint is evaluated by cvxpy at ``(x, u)`` and must hold with
+  ``tol`` (0 for exact membership), as for any other arm set;
+* a sign attribute of an auxiliary variable (``nonneg``, ``nonpos``) likewise;
+* an affine equality ``a^T z + beta = 0`` (``z = (x, u)``) can rarely hold to the last bit after
+  a contraction or a convex combination: it must hold to within ``tol`` plus the worst-case
+  error of evaluating it in floating point, :data:`EQUALITY_ROUNDING` ``(n + 2) eps (|a|^T |z| +
+  |beta|)`` with ``n`` its number of terms.  A residual that small cannot be told apart from
+  zero by evaluating the constraint: the equality holds as exactly as floating point can state
+  it.  Before the check the witness is moved onto the equalities for the given ``x`` by a
+  least-squares correction (:meth:`LiftedMembership.repair`), so that a solver's ``u``, whose
+  equalities hold only to its tolerance (1e-8), is judged on its inequalities.
+
+cvxpy is imported by the module's functions (it is only needed once a lifted set is built).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import cvxpy as cp
+
+#: Safety factor on the rounding-error bound ``(n + 2) eps (|a|^T |z| + |beta|)`` within which an
+#: affine equality counts as holding (see the module docstring).
+EQUALITY_ROUNDING = 2.0
+
+#: Sign attributes of auxiliary variables that membership checks; other attributes are refused.
+SIGN_ATTRIBUTES = ("nonneg", "nonpos")
+
+_EPS = np.finfo(float).eps
+
+
+def check_auxiliary(aux: Sequence[cp.Variable]) -> None:
+    """Refuse auxiliary variables that make the set nonconvex or that membership cannot check.
+
+    Raises
+    ------
+    ValueError
+        A boolean or integer variable (the set would not be convex), or one declared with an
+        attribute other than ``nonneg``/``nonpos`` (state it as a constraint instead).
+    """
+    for v in aux:
+        kinds = [k for k in ("boolean", "integer") if v.attributes.get(k)]
+        if kinds:
+            raise ValueError(f"arm-set constraints must be convex: variable {v.name()} {v.shape} "
+                             f"is {'/'.join(kinds)}")
+        other = [k for k, val in v.attributes.items()
+                 if k not in SIGN_ATTRIBUTES and val not in (False, None)]
+        if other:
+            raise ValueError(f"the auxiliary variable {v.name()} {v.shape} is declared {other[0]}: "
+                             "only nonneg and nonpos are supported; state it as a constraint")
+
+
+def flat_values(variables: Sequence[cp.Variable]) -> np.ndarray:
+    """The variables' values, each flattened column-major (cvxpy's order), concatenated."""
+    parts = [np.asarray(v.value, dtype=np.float64).ravel(order="F") for v in variables]
+    return np.concatenate(parts) if parts else np.empty(0)
+
+
+class LiftedMembership:
+    """Exact membership of pairs ``(x, u)`` in a set given by constraints with auxiliary variables.
+
+    Built from one call of ``constraints(x)``; holds cvxpy expressions (rebuilt after
+    unpickling, not pickled).
+
+    Parameters
+    ----------
+    dim : int
+    constraints : callable
+        ``constraints(x) -> list`` of cvxpy constraints.
+
+    Attributes
+    ----------
+    witness_dim : int
+        Total size of the auxiliary variables.
+    shapes : list of tuple
+        Their shapes, in witness order.
+    """
+
+    def __init__(self, dim: int, constraints: Callable[[cp.Variable], list]) -> None:
+        import cvxpy as cp
+        from cvxpy.constraints.nonpos import Inequality
+        from cvxpy.constraints.zero import Equality, Zero
+
+        from ..conic.programs import auxiliary_variables
+
+        self.dim = dim
+        self.x = cp.Variable(dim)
+        cons = constraints(self.x)
+        self.aux = auxiliary_variables(cons, [self.x])
+        check_auxiliary(self.aux)
+        self.shapes = [v.shape for v in self.aux]
+        sizes = [v.size for v in self.aux]
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+        self.witness_dim = int(self.offsets[-1])
+        sign = np.zeros(self.witness_dim, dtype=np.int8)
+        for v, lo, hi in zip(self.aux, self.offsets[:-1], self.offsets[1:], strict=True):
+            sign[lo:hi] = 1 if v.attributes.get("nonneg") else -1 if v.attributes.get("nonpos") else 0
+        self._nonneg, self._nonpos = np.flatnonzero(sign == 1), np.flatnonzero(sign == -1)
+        self.equalities = [c for c in cons if isinstance(c, Equality | Zero)]
+        self.inequalities = [c for c in cons if type(c) is Inequality]
+        self.others = [c for c in cons if not isinstance(c, Equality | Zero | Inequality)]
+        self._extract_equalities()
+
+    # ----------------------------------------------------------------- equalities
+    def _extract_equalities(self) -> None:
+        """``[A_x A_u] z + beta`` of the stacked equalities, by evaluating them at ``z = 0`` and
+        at each unit vector (they are affine: DCP)."""
+        n = self.dim + self.witness_dim
+        z = np.zeros(n)
+        self._load_flat(z)
+        beta = self._eq_residual_loaded()
+        A = np.empty((beta.size, n))
+        for j in range(n):
+            z[j] = 1.0
+            self._load_flat(z)
+            A[:, j] = self._eq_residual_loaded() - beta
+            z[j] = 0.0
+        self._abs_A, self._abs_beta = np.abs(A), np.abs(beta)
+        terms = np.count_nonzero(A, axis=1) + (beta != 0)
+        #: Per equality row: EQUALITY_ROUNDING (n + 2) eps, times the terms' magnitude at a point.
+        self._round = EQUALITY_ROUNDING * (terms + 2.0) * _EPS
+        # The least-squares correction of u onto the equalities for a given x.
+        self._pinv_u = np.linalg.pinv(A[:, self.dim:]) if beta.size else None
+
+    def _load_flat(self, z: np.ndarray) -> None:
+        self.load(z[:self.dim], z[self.dim:])
+
+    def load(self, x: np.ndarray, u: np.ndarray) -> None:
+        """Set the variables' values to ``(x, u)`` (without cvxpy's checks)."""
+        self.x.save_value(np.asarray(x, dtype=np.float64))
+        for v, lo, hi in zip(self.aux, self.offsets[:-1], self.offsets[1:], strict=True):
+            v.save_value(np.asarray(u[lo:hi]).reshape(v.shape, order="F"))
+
+    def _eq_residual_loaded(self) -> np.ndarray:
+        parts = [np.asarray(c.expr.value, dtype=np.float64).ravel(order="F") for c in self.equalities]
+        return np.concatenate(parts) if parts else np.empty(0)
+
+    def _eq_tolerance(self, x: np.ndarray, u: np.ndarray, tol: float) -> np.ndarray:
+        z = np.abs(np.concatenate([x, u]))
+        return tol + self._round * (self._abs_A @ z + self._abs_beta)
+
+    def repair(self, x: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """``u`` moved onto the equalities for this ``x`` (least-squares, two refinement steps);
+        ``u`` itself where they already hold to rounding."""
+        if self._pinv_u is None:
+            return u
+        for _ in range(2):
+            self.load(x, u)
+            r = self._eq_residual_loaded()
+            if not np.all(np.isfinite(r)) or np.all(np.abs(r) <= self._eq_tolerance(x, u, 0.0)):
+                break
+            u = u - self._pinv_u @ r
+        return u
+
+    # ----------------------------------------------------------------- membership
+    def holds(self, x: np.ndarray, u: np.ndarray, tol: float) -> bool:
+        """Whether ``(x, u)`` satisfies every constraint: inequalities and cones with ``tol``,
+        equalities with ``tol`` plus their rounding bound (module docstring)."""
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(u))):
+            return False
+        if not (np.all(u[self._nonneg] >= -tol) and np.all(u[self._nonpos] <= tol)):
+            return False
+        self.load(x, u)
+        if self.equalities and not np.all(np.abs(self._eq_residual_loaded())
+                                          <= self._eq_tolerance(x, u, tol)):
+            return False
+        # An inequality's violation() is max(expr, 0); with tol >= 0, max(expr, 0) <= tol exactly
+        # when expr <= tol.
+        return (all(np.all(c.expr.value <= tol) for c in self.inequalities)
+                and all(np.all(c.violation() <= tol) for c in self.others))
+
+    def certify(self, x: np.ndarray, u: np.ndarray, tol: float) -> tuple[bool, np.ndarray]:
+        """:meth:`repair` then :meth:`holds`: ``(whether it holds, the repaired witness)``."""
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(u))):
+            return False, u
+        u = self.repair(x, u)
+        return self.holds(x, u, tol), u
+
+
+def pull_in_pairs(points: np.ndarray, witnesses: np.ndarray, certify, center: np.ndarray,
+                  center_witness: np.ndarray) -> np.ndarray:
+    """Move each pair ``(x, u)`` exactly into the lifted set, in place; returns ``ok``.
+
+    The schedule of :meth:`~sege_cvx.arm_sets.base.ArmSet.pull_inside`, applied to the pair:
+    ``(c, u_c) + (1 - eps)((x, u) - (c, u_c))`` toward the certified interior pair for ``eps``
+    from 1e-15 up to :data:`~sege_cvx._pull_in.MAX_CONTRACTION` (or 16 ulps of ``x``'s
+    coordinates), the first that :func:`certify` accepts at ``tol=0``.  Row by row: a row's result
+    does not depend on the others.
+
+    Parameters
+    ----------
+    points, witnesses : ndarray, shapes (n, d) and (n, k)
+        Changed in place (a witness is stored repaired even where its point did not move).
+    certify : callable
+        ``certify(x, u, tol) -> (bool, u)``, as :meth:`LiftedMembership.certify`.
+    center, center_witness : ndarray
+        A certified pair ``(c, u_c)`` in the relative interior (the exploration centre).
+    """
+    from .. import _pull_in
+
+    n = points.shape[0]
+    ok = np.zeros(n, dtype=bool)
+    for i in range(n):
+        x, u = points[i], witnesses[i]
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(u))):
+            continue
+        good, fixed = certify(x, u, 0.0)
+        if good:
+            witnesses[i], ok[i] = fixed, True
+            continue
+        offset, w_offset = x - center, u - center_witness
+        limit = min(1.0, _pull_in.contraction_limit(x, center, offset))
+        eps = _pull_in.FIRST_CONTRACTION
+        while eps <= limit * 10.0:
+            factor = 1.0 - min(eps, limit)
+            trial = center + factor * offset
+            good, fixed = certify(trial, center_witness + factor * w_offset, 0.0)
+            if good:
+                points[i], witnesses[i], ok[i] = trial, fixed, True
+                break
+            if not eps < limit:
+                break
+            eps *= 10.0
+    return ok
