@@ -122,6 +122,38 @@ class ConfidenceRadius:
         return radii_all(self.rule, np.full(chol.shape[0], self.stage_value(n, delta)), chol)
 
 
+class CountTable:
+    """A radius's stage values by observation count ``n = 0, 1, ...`` at a fixed ``delta``
+    (:meth:`ConfidenceRadius.stage_value`), for policies whose radius is indexed by count (CLUCB,
+    ROFUL).  Kernels look the values up, so that a run's radius is the same number alone and in
+    any batch; the table grows by doubling as counts grow.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> table = CountTable(ConfidenceRadius("theorem1", 2, 1.0, 0.1, 1.0, 2.0), 0.1)
+    >>> table[np.array([0, 3])].round(4)
+    array([2.4622, 4.0841])
+    """
+
+    def __init__(self, radius: ConfidenceRadius, delta: float) -> None:
+        self._radius, self._delta = radius, delta
+        self._values = np.empty(0)
+
+    def covering(self, top: int) -> np.ndarray:
+        """The table, covering counts ``0..top`` (at least)."""
+        if top >= self._values.size:
+            size = max(2 * top + 1, 1024)
+            extra = [self._radius.stage_value(n, self._delta)
+                     for n in range(self._values.size, size)]
+            self._values = np.concatenate([self._values, extra])
+        return self._values
+
+    def __getitem__(self, counts: np.ndarray) -> np.ndarray:
+        """The stage values at ``counts`` (one per run)."""
+        return self.covering(int(np.max(counts)))[counts]
+
+
 def self_normalized_radius(V: np.ndarray, delta: float, *, noise_sd: float, lam: float,
                            S: float) -> float:
     """Abbasi-Yadkori, Pal and Szepesvari (2011), Theorem 2, for one information matrix.

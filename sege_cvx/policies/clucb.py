@@ -12,7 +12,7 @@ from ..arm_sets.base import ArmSet
 from ..arm_sets.finite import FiniteArmSet
 from ..confidence.cholesky import inverse_factor_one, lcb_one, observe_one
 from ..confidence.ellipsoid import ConfidenceEllipsoid
-from ..confidence.radius import ConfidenceRadius, radii_all, radius_one
+from ..confidence.radius import ConfidenceRadius, CountTable, radii_all, radius_one
 from ..simulation.statistics import record_run_stage
 from .base import BatchPolicy
 
@@ -394,7 +394,7 @@ class CLUCB(BatchPolicy):
         self._check_lam(self.L)
         self.radius = radius
         self._radius = ConfidenceRadius(radius, d, self.noise_sd, self.lam, self.S, self.L)
-        self._beta_table = np.empty(0)  # stage values for n = 0, 1, ...: see _beta_values()
+        self._beta = CountTable(self._radius, self.delta)  # by count of optimistic rounds
 
         self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
         self.optimistic_sum = np.zeros((self.n_runs, d))  # z in the conservative check
@@ -408,7 +408,7 @@ class CLUCB(BatchPolicy):
         conf = self.confidence
         arms = np.empty((self.n_runs, self.arm_set.dim))
         play = np.empty(self.n_runs, dtype=bool)
-        choose_all(t, conf.chol, conf.theta_hat, self._radius.rule, self._beta_values(conf.counts),
+        choose_all(t, conf.chol, conf.theta_hat, self._radius.rule, self._beta[conf.counts],
                    self.arms, self._arms_t, self.optimistic_sum, self.decision_counts[:, 1],
                    self.baseline_reward, self.alpha, self.baseline_arm, arms, play)
         self.last_decision = np.where(play, OPTIMISTIC, BASELINE).astype(np.int8)
@@ -422,22 +422,7 @@ class CLUCB(BatchPolicy):
         """Every run's current ``beta``: ``r_n(delta)`` (eq. (r_t) at its ``n`` optimistic
         rounds) or the self-normalized bound at its ``V``."""
         conf = self.confidence
-        return radii_all(self._radius.rule, self._beta_values(conf.counts), conf.chol)
-
-    def _beta_values(self, counts: np.ndarray) -> np.ndarray:
-        """Per run, the stage value of its radius (:meth:`ConfidenceRadius.stage_value` at its
-        count): looked up in a table of scalars, so that a run's radius is the same number alone
-        and in any batch."""
-        self._extend_beta(int(counts.max()))
-        return self._beta_table[counts]
-
-    def _extend_beta(self, top: int) -> None:
-        """Make the table of stage values cover counts ``0..top``."""
-        if top >= self._beta_table.size:
-            size = max(2 * top + 1, 1024)
-            extra = [self._radius.stage_value(n, self.delta)
-                     for n in range(self._beta_table.size, size)]
-            self._beta_table = np.concatenate([self._beta_table, extra])
+        return radii_all(self._radius.rule, self._beta[conf.counts], conf.chol)
 
     def _run_stages(self, t0: int, noise: np.ndarray, bandit, optimal: float, stats, row: int,
                     trace_reward: np.ndarray, trace_decision: np.ndarray) -> int:
@@ -446,12 +431,12 @@ class CLUCB(BatchPolicy):
         them; fold them into ``stats`` from checkpoint ``row`` on and return the next row."""
         k = noise.shape[1]
         conf = self.confidence
-        self._extend_beta(int(conf.counts.max()) + k)
+        table = self._beta.covering(int(conf.counts.max()) + k)
         state = (conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
                  self.optimistic_sum, self.decision_counts, self.last_decision)
         rows = np.empty(self.n_runs, dtype=np.int64)
         failed = np.zeros(self.n_runs, dtype=np.int64)
-        run_stages(t0, k, state, self._radius.rule, self._beta_table, self.arms, self._arms_t,
+        run_stages(t0, k, state, self._radius.rule, table, self.arms, self._arms_t,
                    self.baseline_reward,
                    self.alpha,
                    self.baseline_arm, bandit.theta_star, bandit.noise_sd, noise, optimal,

@@ -35,13 +35,14 @@ import numpy as np
 from numba import prange
 
 from .._numba import njit
-from .._pull_in import pull_in_one
+from .._pull_in import in_polytope, pull_in_one
 from .._random import SeedLike, seed_sequences
 from .._validation import as_positive_int, as_scalar, scaled_norm
 from ..arm_sets.base import ArmSet
 from ..confidence.cholesky import inverse_factor_one, observe_one
 from ..confidence.ellipsoid import ConfidenceEllipsoid
-from ..confidence.radius import ConfidenceRadius, radii_all, radius_one
+from ..confidence.radius import ConfidenceRadius, CountTable, radii_all, radius_one
+from ..fast_paths.ellipsoid_arms import gauge_one
 from ..simulation.statistics import record_run_stage
 from .base import BatchPolicy
 from .clucb import default_arm_count, directional_terms, discretize_with_witnesses
@@ -112,27 +113,14 @@ def segment_point(baseline, offsets, j, tau, out) -> None:
 
 @njit
 def compiled_inside(x, data) -> bool:
-    """Exact membership (``tol = 0``) as the set's own ``contains`` decides it, for the sets of
-    :meth:`ROFUL._membership`: ``data = (kind, M, v)`` with kind 0 an ellipsoid
-    (``||M (x - v)|| <= 1``, ``M = H^{-1/2}``, ``v`` its centre) and kind 1 a polytope
-    (``M x <= v``), each summed in the order of its set's own test."""
+    """Exact membership (``tol = 0``) by the set's own compiled test, for the sets of
+    :func:`_membership`: ``data = (kind, M, v)`` with kind 0 an ellipsoid (``gauge_one(x, v, M)
+    <= 1``, ``M = H^{-1/2}``, ``v`` its centre) and kind 1 a polytope (``in_polytope``, ``M x <=
+    v``).  One signature for both, so that :func:`run_stages` compiles once."""
     kind, M, v = data
-    d = x.shape[0]
     if kind == 0:
-        acc = 0.0
-        for j in range(d):
-            s = 0.0
-            for k in range(d):
-                s += M[j, k] * (x[k] - v[k])
-            acc += s * s
-        return np.sqrt(acc) <= 1.0
-    for j in range(M.shape[0]):
-        acc = 0.0
-        for k in range(d):
-            acc += M[j, k] * x[k]
-        if not acc <= v[j]:
-            return False
-    return True
+        return gauge_one(x, v, M) <= 1.0
+    return in_polytope(x, (M, v))
 
 
 @njit(parallel=True)
@@ -319,7 +307,7 @@ class ROFUL(BatchPolicy):
         self._check_lam(self.L)
         self.radius = radius
         self._radius = ConfidenceRadius(radius, d, self.noise_sd, self.lam, self.S, self.L)
-        self._beta_table = np.empty(0)
+        self._beta = CountTable(self._radius, self.delta)  # by observation count
         self._membership = _membership(arm_set)
 
         self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
@@ -341,18 +329,7 @@ class ROFUL(BatchPolicy):
     def beta(self) -> np.ndarray:
         """Every run's current confidence radius ``beta``."""
         conf = self.confidence
-        return radii_all(self._radius.rule, self._beta_values(conf.counts), conf.chol)
-
-    def _beta_values(self, counts: np.ndarray) -> np.ndarray:
-        """Per run, the stage value of its radius at its observation count (a table of scalars,
-        so that a run's radius is the same number alone and in any batch)."""
-        top = int(counts.max())
-        if top >= self._beta_table.size:
-            size = max(2 * top + 1, 1024)
-            extra = [self._radius.stage_value(n, self.delta)
-                     for n in range(self._beta_table.size, size)]
-            self._beta_table = np.concatenate([self._beta_table, extra])
-        return self._beta_table[counts]
+        return radii_all(self._radius.rule, self._beta[conf.counts], conf.chol)
 
     def select(self) -> np.ndarray:
         """Choose the stage's arms (:func:`step_one`, then the point moved exactly into the set;
@@ -362,7 +339,7 @@ class ROFUL(BatchPolicy):
         j = np.empty(self.n_runs, dtype=np.int64)
         tau = np.empty(self.n_runs)
         code = np.empty(self.n_runs, dtype=np.int8)
-        step_all(conf.chol, conf.theta_hat, self._radius.rule, self._beta_values(conf.counts),
+        step_all(conf.chol, conf.theta_hat, self._radius.rule, self._beta[conf.counts],
                  self._dirs_t, self.steps, self.margin, self.S, j, tau, code)
         arms = _segment_points(self.baseline_arm, self._offsets, j, tau)
         witnesses = None
@@ -390,12 +367,12 @@ class ROFUL(BatchPolicy):
         next row.  Only on sets with a compiled membership test (``_fused_stages``)."""
         k = noise.shape[1]
         conf = self.confidence
-        self._beta_values(conf.counts + k)
+        table = self._beta.covering(int(conf.counts.max()) + k)
         state = (conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
                  self.decision_counts, self.last_decision, self.solver_fallbacks)
         rows = np.empty(self.n_runs, dtype=np.int64)
         failed = np.zeros(self.n_runs, dtype=np.int64)
-        run_stages(t0, k, state, self._radius.rule, self._beta_table, self._dirs_t, self.steps,
+        run_stages(t0, k, state, self._radius.rule, table, self._dirs_t, self.steps,
                    self._offsets, self.margin, self.S, self.baseline_arm, self.baseline_reward,
                    self._membership, bandit.theta_star, bandit.noise_sd, noise, optimal,
                    self.threshold, stats.checkpoints, row, stats.arrays(), rows,
