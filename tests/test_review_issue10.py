@@ -1,0 +1,32 @@
+"""Adversarial review of issue 10 (ROFUL, the confidence radius, finite and lifted sets): each
+test failed before the fix committed with it."""
+
+import numpy as np
+import pytest
+
+import sege_cvx as sc
+
+SQUARE_POINTS = [[0.0, 0.0], [2.0, 0.0], [0.0, 2.0], [2.0, 2.0], [1.0, 1.5]]
+
+
+# ---------------------------------------------------------------------- ConvexHull faces
+def test_a_hull_contains_its_own_vertices_and_edges_exactly():
+    """The witness solve leaves the other weights at about -1e-13 for a point on a face: the
+    hull's own vertices were reported outside at tol=0."""
+    hull = sc.ConvexHull(SQUARE_POINTS)
+    assert hull.contains(hull.points, tol=0.0).all()
+    assert hull.contains([[1.0, 0.0], [0.0, 1.3], [2.0, 0.7], [1.0, 2.0]], tol=0.0).all()
+    assert not hull.contains([2.0 + 1e-12, 0.7], tol=0.0)
+    np.testing.assert_array_equal(hull._find_witnesses(hull.points[:1]), [[1.0, 0, 0, 0, 0]])
+
+
+@pytest.mark.parametrize("x0", [[0.0, 0.0], [1.0, 0.0], [2.0, 2.0]])
+def test_roful_accepts_a_hull_vertex_or_edge_point_as_baseline(x0):
+    """A FiniteArmSet's baseline arm is one of its arms; ROFUL on its ConvexHull (what the
+    FiniteArmSet error suggests) refused it as 'moved into the set'."""
+    hull = sc.ConvexHull(SQUARE_POINTS)
+    policy = sc.ROFUL(hull, x0, 1.0, 0.6, S=1.0, noise_sd=0.3, n_directions=12)
+    np.testing.assert_array_equal(policy.baseline_arm, x0)
+    assert policy.baseline_shift == 0.0
+    x = policy.select()
+    assert hull.contains(x, tol=0.0)
