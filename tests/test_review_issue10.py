@@ -30,3 +30,31 @@ def test_roful_accepts_a_hull_vertex_or_edge_point_as_baseline(x0):
     assert policy.baseline_shift == 0.0
     x = policy.select()
     assert hull.contains(x, tol=0.0)
+
+
+# ---------------------------------------------------------------------- report of a mixed grid
+def test_a_default_radius_is_not_reported_as_not_applying(tmp_path):
+    """ROFUL's default radius is self_normalized, SEGE's and CLUCB's theorem1: a cell whose grid
+    leaves ``radius`` unset ran with its algorithm's default, which the table showed as '-' and
+    the figures as 'radius=n/a' ("does not apply"), beside the cells that set it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sege_cvx.experiments.results import report_table
+    from sege_cvx.experiments.sweep import run_sweep
+
+    spec = {"seed": 0, "runs": 2, "horizon": 20, "problems": [{"name": "paper"}],
+            "algorithms": [{"name": "ROFUL", "grid": {"radius": ["theorem1"]}}, {"name": "CLUCB"},
+                           {"name": "SEGE", "grid": {"c": [0.5]}}]}
+    results = run_sweep(spec, tmp_path / "out", workers=1, progress=False)
+    table = report_table(results, stages=[10]).set_index("algorithm")
+    assert table.loc["CLUCB", "radius"] == "default" and table.loc["SEGE", "radius"] == "default"
+    assert table.loc["CLUCB", "c"] == "-" and table.loc["ROFUL", "c"] == "-"
+    titles = [ax.get_title() for ax in results.plot_regret(by="radius").axes]
+    plt.close("all")
+    assert titles == ["radius=theorem1", "radius=default"]
+    titles = [ax.get_title() for ax in results.plot_regret(by="c").axes]
+    plt.close("all")
+    assert titles == ["c=n/a", "c=0.5"]
