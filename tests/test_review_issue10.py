@@ -58,3 +58,19 @@ def test_a_default_radius_is_not_reported_as_not_applying(tmp_path):
     titles = [ax.get_title() for ax in results.plot_regret(by="c").axes]
     plt.close("all")
     assert titles == ["c=n/a", "c=0.5"]
+
+
+def test_roful_says_why_a_boundary_baseline_is_refused():
+    """A baseline on the boundary of a solver-described set fails the exact test by rounding;
+    the error told the user to 'give a baseline arm inside the set', which it was."""
+    import cvxpy as cp
+
+    def l1_epigraph(x):
+        t = cp.Variable()
+        return [cp.norm1(x) <= t, t <= 1.5]
+
+    arm_set = sc.ConvexArmSet(2, l1_epigraph)
+    if arm_set.contains([0.75, 0.75], tol=0.0):
+        pytest.skip("the witness solve certified this boundary point exactly")
+    with pytest.raises(ValueError, match=r"exact reward.*exact membership test \(tol=0\)"):
+        sc.ROFUL(arm_set, [0.75, 0.75], 1.05, 0.8, S=1.0, noise_sd=0.3, n_directions=8)
