@@ -125,6 +125,28 @@ class ConvexHull(ConvexArmSet):
                              "beyond the float range: rescale the problem")
         return float(values[0]) if single else values
 
+    def _find_witnesses(self, points: np.ndarray) -> np.ndarray:
+        """The solve's weights (:meth:`ConvexArmSet._find_witnesses`), refit on their support
+        where they came out negative.
+
+        For a point on a face (a vertex, an edge) the interior-point solve ends with the weights
+        of the other points at about +-1e-13, not 0: a negative one fails ``w >= 0`` at
+        ``tol=0``, so a hull's own vertex would be reported outside and a baseline arm there
+        moved into the set (which ROFUL, needing its exact reward, refuses).  Refitting ``x ==
+        P^T w, sum(w) == 1`` by least squares on the weights above the solve's tolerance gives
+        the exact face weights; the refit is kept only where it certifies, else the solve's.
+        """
+        out = super()._find_witnesses(points)
+        for i in np.flatnonzero(np.isfinite(out).all(axis=1) & (out.min(axis=1, initial=0.0) < 0)):
+            support = np.flatnonzero(out[i] > _WITNESS_SOLVE_TOL)
+            system = np.vstack([self.points[support].T, np.ones(support.size)])
+            fit, *_ = np.linalg.lstsq(system, np.append(points[i], 1.0), rcond=None)
+            refit = np.zeros(self.points.shape[0])
+            refit[support] = fit
+            if self._certify_pair(points[i], refit, 0.0)[0]:
+                out[i] = refit
+        return out
+
     def bounding_box(self) -> tuple[np.ndarray, np.ndarray]:
         return self.points.min(axis=0), self.points.max(axis=0)
 
@@ -151,3 +173,5 @@ class ConvexHull(ConvexArmSet):
 
 
 _EPS = float(np.finfo(float).eps)
+#: Weights below this are taken as the witness solve's rounding of 0 (its tolerance, about 1e-8).
+_WITNESS_SOLVE_TOL = 1e-8

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .outputs import MANIFEST, OutputPathError, check_writable_under
+from .spec import GRID_PARAMETERS
 
 #: Columns that identify a cell besides the grid parameters.
 CELL_COLUMNS = ("problem", "algorithm")
@@ -54,6 +55,14 @@ def _value(value) -> str:
 
 def _missing(value) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float | np.floating) and np.isnan(value))
+
+
+def _unset(key: str, algorithms) -> str:
+    """How a grid column left null reads for cells of ``algorithms``: ``default`` where each has
+    the parameter (its grid did not set it: the algorithm's own default ran, which differs
+    between algorithms, e.g. ROFUL's radius), ``n/a`` where none has it."""
+    has = {key in GRID_PARAMETERS.get(a, ()) for a in algorithms}
+    return "default" if has == {True} else "n/a" if has == {False} else "default or n/a"
 
 
 @dataclass
@@ -280,7 +289,7 @@ class SweepResults:
                 handles.append(ax_.axhline(value, linewidth=1, label=label, **style))
                 labels.append(label)
             title = ", ".join(_value(v) if k in CELL_COLUMNS else
-                              f"{k}={'n/a' if _missing(v) else _value(v)}"
+                              f"{k}={_unset(k, {c[1] for c in cells}) if _missing(v) else _value(v)}"
                               for k, v in zip(keys, values, strict=True)) or "all cells"
             if differ:  # a second line, kept short enough for the panel's width
                 title += f"\n({', '.join(differ)}: differ by problem, not drawn)"
@@ -466,7 +475,8 @@ def check_stages(results: SweepResults, stages: Sequence[int] | None) -> list[in
 
 def report_table(results: SweepResults, stages: Sequence[int] | None = None) -> pd.DataFrame:
     """:meth:`SweepResults.table`, one row per cell, formatted for reading: regret as
-    ``mean ± se``, a parameter that does not apply to a cell as ``-``, no violation as ``none``.
+    ``mean ± se``, a parameter the cell's grid does not set as ``default`` (its algorithm's own
+    default ran) or, if its algorithm has no such parameter, ``-``; no violation as ``none``.
 
     Parameters
     ----------
@@ -482,7 +492,9 @@ def report_table(results: SweepResults, stages: Sequence[int] | None = None) -> 
     """
     earlier = check_stages(results, stages)
     table = results.table().reset_index()
-    out = pd.DataFrame({c: [_value(v) if not _missing(v) else "-" for v in table[c]]
+    out = pd.DataFrame({c: [_value(v) if not _missing(v) else
+                            "default" if c in GRID_PARAMETERS.get(a, ()) else "-"
+                            for v, a in zip(table[c], table["algorithm"], strict=True)]
                         for c in results.cell_columns})
     out["runs"] = table["runs"].astype(str)
     columns = []

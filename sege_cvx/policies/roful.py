@@ -281,9 +281,14 @@ class ROFUL(BatchPolicy):
         self._set_problem(arm_set, baseline_arm, baseline_reward, threshold, S, noise_sd, lam,
                           n_runs)
         if self.baseline_shift > 0.0:
-            raise ValueError(f"ROFUL needs the baseline's exact reward, but baseline_arm was "
-                             f"moved {self.baseline_shift:.3g} into the arm set (its reward is "
-                             "then known only as a bound): give a baseline arm inside the set")
+            # The arm may well be in the set: on its boundary, rounding (or, on a lifted set, the
+            # witness solve) can fail the exact test, which is what the user must know.
+            raise ValueError(f"ROFUL needs the baseline's exact reward, but baseline_arm failed "
+                             f"the set's exact membership test (tol=0) and was moved "
+                             f"{self.baseline_shift:.3g} into the arm set (its reward is then "
+                             "known only as a bound), as a point on the boundary can by rounding: "
+                             "give a baseline arm that passes arm_set.contains(x0, tol=0), e.g. "
+                             "one off the boundary")
         seed_sequences(seed, self.n_runs)  # validated only: ROFUL draws nothing
         d = arm_set.dim
         self.delta = as_scalar("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
