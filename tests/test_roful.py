@@ -119,6 +119,10 @@ def test_roful_refuses_what_it_cannot_guarantee():
         sc.ROFUL(disk, X0, 2.24, 1.8, S=1.0, noise_sd=1.0, delta=1.0)
     with pytest.raises(ValueError, match="n_directions"):
         sc.ROFUL(disk, X0, 2.24, 1.8, S=1.0, noise_sd=1.0, n_directions=0)
+    with pytest.raises(ValueError, match="n_directions must be at most 1000000"):
+        sc.ROFUL(disk, X0, 2.24, 1.8, S=1.0, noise_sd=1.0, n_directions=10**12)
+    with pytest.raises(ValueError, match="n_arms must be at most 1000000"):
+        sc.CLUCB(disk, X0, 2.24, 1.8, S=1.0, noise_sd=1.0, n_arms=10**12)
     with pytest.raises(ValueError, match="seed"):
         sc.ROFUL(disk, X0, 2.24, 1.8, S=1.0, noise_sd=1.0, seed=-1)
 

@@ -12,7 +12,12 @@ Two choices (``radius=`` of every policy):
   ``sigma sqrt(d log(1 + t L^2 / (d lam)) + 2 log(1 / delta)) + sqrt(lam) S``, and it needs no
   bound ``L`` on the arms.
 
-Both hold simultaneously for all ``t`` with probability ``1 - delta``.  ``log det V`` is
+The self-normalized bound holds simultaneously for all ``t`` with probability ``1 - delta``,
+and for ``d >= 2`` so does eq. (r_t), which is then at least as large (``d log(1/delta) >=
+2 log(1/delta)`` and ``log det V - d log lam <= d log(1 + t L^2 / lam)``).  In ``d = 1`` eq.
+(r_t) carries ``log(1/delta)`` where Theorem 2 has ``2 log(1/delta)``: it is then smaller than
+the bound it is derived from, and not implied by it; ``"theorem1"`` implements the paper as
+written.  ``log det V`` is
 ``2 sum_k log L_kk`` from the Cholesky factor ``L`` the confidence set maintains
 (:mod:`.cholesky`): no determinant is formed, so it neither overflows nor loses accuracy as
 ``V`` grows.

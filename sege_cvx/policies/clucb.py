@@ -21,6 +21,19 @@ OPTIMISTIC, BASELINE = 0, 2
 
 #: Discretization error the default arm count must meet (the paper's 3e-3, Section 6).
 DEFAULT_DISCRETIZATION_TOL = 3e-3
+#: Most discrete arms (or ROFUL directions) accepted: every stage scans them all, and each is a
+#: greedy arm computed at construction, so a larger count (e.g. a mistyped 10**12) would exhaust
+#: memory or never finish.
+MAX_ARMS = 10**6
+
+
+def as_arm_count(name: str, value: object) -> int:
+    """Validate a number of discrete arms (``n_arms``, ``n_directions``): 1 to :data:`MAX_ARMS`."""
+    count = as_positive_int(name, value)
+    if count > MAX_ARMS:
+        raise ValueError(f"{name} must be at most {MAX_ARMS} (every stage scans each arm), "
+                         f"got {count}")
+    return count
 
 
 def sphere_directions(dim: int, count: int) -> np.ndarray:
@@ -117,7 +130,7 @@ def discretize_with_witnesses(arm_set: ArmSet, n_arms: int) -> tuple[np.ndarray,
     """
     _check_arm_set(arm_set)
     result = arm_set.greedy_arm_batch(sphere_directions(arm_set.dim,
-                                                        as_positive_int("n_arms", n_arms)))
+                                                        as_arm_count("n_arms", n_arms)))
     return ArmSet._checked(result), result.witnesses
 
 
@@ -378,7 +391,7 @@ class CLUCB(BatchPolicy):
         self.delta = as_scalar("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
         if isinstance(arm_set, FiniteArmSet):
             # The arms are given: play them as they are, with no discretization.
-            if n_arms is not None and as_positive_int("n_arms", n_arms) != arm_set.n_arms:
+            if n_arms is not None and as_arm_count("n_arms", n_arms) != arm_set.n_arms:
                 raise ValueError(f"n_arms = {n_arms!r}, but {arm_set!r} has {arm_set.n_arms} "
                                  "arms: CLUCB plays every arm of a finite set (n_arms=None)")
             self.arms = np.array(arm_set.arms)
@@ -386,7 +399,7 @@ class CLUCB(BatchPolicy):
             self.discretization_error = 0.0
         else:
             K = (default_arm_count(arm_set, self.S) if n_arms is None
-                 else as_positive_int("n_arms", n_arms))
+                 else as_arm_count("n_arms", n_arms))
             self.arms, self.arm_witnesses = discretize_with_witnesses(arm_set, K)
             self.discretization_error = discretization_error(arm_set, self.arms, self.S)
         self._arms_t = np.ascontiguousarray(self.arms.T)  # arms as columns: vectorized scans

@@ -37,7 +37,7 @@ from numba import prange
 from .._numba import njit
 from .._pull_in import in_polytope, pull_in_one
 from .._random import SeedLike, seed_sequences
-from .._validation import as_positive_int, as_scalar, scaled_norm
+from .._validation import as_scalar, scaled_norm
 from ..arm_sets.base import ArmSet
 from ..confidence.cholesky import inverse_factor_one, observe_one
 from ..confidence.ellipsoid import ConfidenceEllipsoid
@@ -45,7 +45,7 @@ from ..confidence.radius import ConfidenceRadius, CountTable, radii_all, radius_
 from ..fast_paths.ellipsoid_arms import gauge_one
 from ..simulation.statistics import record_run_stage
 from .base import BatchPolicy
-from .clucb import default_arm_count, directional_terms, discretize_with_witnesses
+from .clucb import as_arm_count, default_arm_count, directional_terms, discretize_with_witnesses
 
 #: Decision codes recorded per stage (``ROFUL.last_decision``): the step ``x~`` played in full
 #: (``gamma = 1``), scaled down for safety (``gamma < 1``), or the baseline arm (``x~ = 0``, or a
@@ -294,7 +294,7 @@ class ROFUL(BatchPolicy):
         self.delta = as_scalar("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
         self.margin = self.baseline_reward - self.threshold
         K = (default_arm_count(arm_set, self.S) if n_directions is None
-             else as_positive_int("n_directions", n_directions))
+             else as_arm_count("n_directions", n_directions))
         points, witnesses = discretize_with_witnesses(arm_set, K)
         offsets = points - self.baseline_arm
         steps = scaled_norm(offsets, axis=1)
