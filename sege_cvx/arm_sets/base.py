@@ -109,6 +109,14 @@ class ArmSet(ABC):
     #: as compiled code.  ``None``: SEGE calls the set's methods.
     compiled_arms = None
 
+    @property
+    def compiled_membership(self) -> tuple | None:
+        """``(interior point, (kind, M, v))``: the set's exact membership test (``tol=0``) as data
+        for compiled per-point code, kind 0 an ellipsoid ``||M (x - v)|| <= 1`` and kind 1 a
+        polytope ``M x <= v``, each evaluated in the order of the set's own test (ROFUL's
+        compiled stages use it); ``None`` for sets without one."""
+        return None
+
     #: Lazily built attributes left out of a pickle: they hold Clarabel solvers and cones, which
     #: do not pickle, or cvxpy expressions, bulky to ship and rebuilt cheaply from
     #: :meth:`constraints`.

@@ -67,6 +67,12 @@ class Box(ArmSet):
     def _pull_in(self, points: np.ndarray) -> np.ndarray:
         return _pull_in.pull_into_polytope(points, *self._as_polytope)
 
+    @property
+    def compiled_membership(self) -> tuple:
+        """``[I; -I] x <= [upper; -lower]`` toward the midpoint (see :class:`ArmSet`)."""
+        center, A, b = self._as_polytope
+        return center, (1, A, b)
+
     @cached_property
     def _as_polytope(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The exploration centre and the box as ``A x <= b`` with ``A = [I; -I]``,
@@ -225,4 +231,14 @@ class Polytope(ArmSet):
         return np.all(row_matvec(np.ascontiguousarray(xs), self.A) <= self.b + tol, axis=1)
 
     def _pull_in(self, points: np.ndarray) -> np.ndarray:
-        return _pull_in.pull_into_polytope(points, self.exploration().center, self.A, self.b)
+        return _pull_in.pull_into_polytope(points, *self._polytope_membership)
+
+    @property
+    def compiled_membership(self) -> tuple:
+        """``A x <= b`` toward the exploration centre (see :class:`ArmSet`)."""
+        center, A, b = self._polytope_membership
+        return center, (1, A, b)
+
+    @property
+    def _polytope_membership(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.exploration().center, self.A, self.b

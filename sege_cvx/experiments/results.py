@@ -498,14 +498,14 @@ def report_table(results: SweepResults, stages: Sequence[int] | None = None) -> 
                         for c in results.cell_columns})
     out["runs"] = table["runs"].astype(str)
     columns = []
-    if earlier:
-        curves = results.curves.set_index([*results.cell_columns, "t"])
-        for t in earlier:
-            columns.append(f"regret at t={t}")
-            keys = [(*(None if _missing(v) else v for v in row), t)
-                    for row in table[results.cell_columns].itertuples(index=False)]
-            rows = [curves.loc[_curve_key(curves, key)] for key in keys]
-            out[columns[-1]] = [mean_pm_se(r["regret_mean"], r["regret_se"]) for r in rows]
+    cells = results.cell_columns
+    for t in earlier:
+        # A left merge keeps the table's row order and matches a null grid value to a null one.
+        at = results.curves.loc[results.curves["t"] == t, [*cells, "regret_mean", "regret_se"]]
+        rows = table[cells].merge(at, on=cells, how="left", validate="one_to_one")
+        columns.append(f"regret at t={t}")
+        out[columns[-1]] = [mean_pm_se(m, s) for m, s in
+                            zip(rows["regret_mean"], rows["regret_se"], strict=True)]
     regret = f"regret at t={_horizon(results)}"
     columns.append(regret)
     out[regret] = [mean_pm_se(m, s) for m, s in zip(table["regret_mean"], table["regret_se"], strict=True)]
@@ -516,21 +516,6 @@ def report_table(results: SweepResults, stages: Sequence[int] | None = None) -> 
     out.attrs["right"] = ["runs", *columns, "violating runs", "violating pairs",
                           "first violation", "fallbacks"]
     return out
-
-
-def _curve_key(curves: pd.DataFrame, key: tuple):
-    """``key`` as a row label of ``curves`` (indexed by the cell columns and ``t``), with a grid
-    parameter that does not apply to the cell matched to the index's own missing value."""
-    if key in curves.index:
-        return key
-    mask = np.ones(len(curves), dtype=bool)
-    for level, value in enumerate(key):
-        values = curves.index.get_level_values(level)
-        mask &= values.isna() if value is None else (values == value)
-    hits = np.flatnonzero(mask)
-    if hits.size != 1:
-        raise KeyError(f"no single curve row for {key}")
-    return curves.index[hits[0]]
 
 
 def report_markdown(results: SweepResults, stages: Sequence[int] | None = None) -> str:

@@ -113,10 +113,10 @@ def segment_point(baseline, offsets, j, tau, out) -> None:
 
 @njit
 def compiled_inside(x, data) -> bool:
-    """Exact membership (``tol = 0``) by the set's own compiled test, for the sets of
-    :func:`_membership`: ``data = (kind, M, v)`` with kind 0 an ellipsoid (``gauge_one(x, v, M)
-    <= 1``, ``M = H^{-1/2}``, ``v`` its centre) and kind 1 a polytope (``in_polytope``, ``M x <=
-    v``).  One signature for both, so that :func:`run_stages` compiles once."""
+    """Exact membership (``tol = 0``) by the set's own compiled test, ``data = (kind, M, v)`` of
+    :attr:`~sege_cvx.arm_sets.ArmSet.compiled_membership`: kind 0 an ellipsoid
+    (``gauge_one(x, v, M) <= 1``), kind 1 a polytope (``in_polytope``, ``M x <= v``).  One
+    signature for both, so that :func:`run_stages` compiles once."""
     kind, M, v = data
     if kind == 0:
         return gauge_one(x, v, M) <= 1.0
@@ -313,7 +313,7 @@ class ROFUL(BatchPolicy):
         self.radius = radius
         self._radius = ConfidenceRadius(radius, d, self.noise_sd, self.lam, self.S, self.L)
         self._beta = CountTable(self._radius, self.delta)  # by observation count
-        self._membership = _membership(arm_set)
+        self._membership = arm_set.compiled_membership
 
         self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
         self.t = 0
@@ -393,22 +393,6 @@ def _segment_points(baseline, offsets, j, tau) -> np.ndarray:
     for i in range(n):
         segment_point(baseline, offsets, j[i], tau[i], out[i])
     return out
-
-
-def _membership(arm_set: ArmSet) -> tuple | None:
-    """``(interior point, (kind, M, v))`` for :func:`compiled_inside`, for the sets whose exact
-    membership test it reproduces bit for bit; ``None`` for others (their own test is used)."""
-    from ..arm_sets import Box, Ellipsoid, Polytope
-
-    if isinstance(arm_set, Ellipsoid):
-        data = arm_set.compiled_arms
-        return data.center, (0, data.h_inv_sqrt, data.center)
-    if isinstance(arm_set, Box):
-        center, A, b = arm_set._as_polytope
-        return center, (1, A, b)
-    if isinstance(arm_set, Polytope):
-        return arm_set.exploration().center, (1, arm_set.A, arm_set.b)
-    return None
 
 
 __all__ = ["ROFUL", "FULL_STEP", "SCALED_STEP", "BASELINE"]
