@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -79,18 +80,30 @@ def _prepare_kernels(lcb_method: str) -> None:
           else f"loaded from the cache in {seconds:.2f} s", flush=True)
 
 
+def _study(args: argparse.Namespace, **settings):
+    """:func:`~sege_cvx.experiments.run_study` with the command's seed, progress and workers; a
+    study that stops is one line (nothing is written to ``--out``)."""
+    from .experiments import run_study
+    from .experiments.sweep import SweepError
+
+    try:
+        return run_study(seed=args.seed, progress=not args.no_progress, workers=args.workers,
+                         **settings)
+    except SweepError as exc:
+        raise _StoppedError(f"{exc}; nothing was written to {args.out}") from None
+
+
 def _reproduce(args: argparse.Namespace) -> int:
     """The paper's Section 6 study: figures, summary.json, arrays.npz and manifest.json in ``--out``."""
     import json
 
-    from .experiments import PAPER_HORIZON, PAPER_RUNS, run_study
+    from .experiments import PAPER_HORIZON, PAPER_RUNS
 
     runs, horizon = (PAPER_RUNS, PAPER_HORIZON) if args.full else (args.runs, args.horizon)
     print(f"SEGE and CLUCB on the paper's setup: {runs} runs x {horizon} stages, seed {args.seed}, "
           f"LCB arms by {args.lcb_method}", flush=True)
     _prepare_kernels(args.lcb_method)
-    study = run_study(runs=runs, horizon=horizon, seed=args.seed, lcb_method=args.lcb_method,
-                      progress=not args.no_progress, workers=args.workers)
+    study = _study(args, runs=runs, horizon=horizon, lcb_method=args.lcb_method)
     _print_study(study)
     paths = _write(study, args)
     if args.print_summary:
@@ -100,7 +113,6 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     """SEGE and CLUCB on an example arm set: violations, regret, and the figures."""
-    from .experiments import run_study
     from .experiments.examples import EXAMPLES
 
     problem = EXAMPLES[args.arm_set]()
@@ -112,9 +124,8 @@ def _run(args: argparse.Namespace) -> int:
     # Sets without compiled arms run SEGE's rule around their own arms: warm that path.
     compiled = problem.arm_set.compiled_arms is not None
     _prepare_kernels(args.lcb_method if compiled else "solver")
-    study = run_study(runs=args.runs, horizon=args.horizon, seed=args.seed,
-                      lcb_method=args.lcb_method, problem=args.arm_set,
-                      progress=not args.no_progress, workers=args.workers)
+    study = _study(args, runs=args.runs, horizon=args.horizon, lcb_method=args.lcb_method,
+                   problem=args.arm_set)
     setup, clucb = study.summary["setup"], study.summary["CLUCB"]
     print(f"  SEGE: rho = {study.summary['SEGE']['rho']:.4f} (rho_bar), L = {setup['L']:.4f}, "
           f"exploration {setup['exploration']} with sigma^2 = {setup['sigma2']:.4f}; CLUCB: "
@@ -130,7 +141,7 @@ def _sweep(args: argparse.Namespace) -> int:
     from .experiments.outputs import OutputPathError
     from .experiments.results import markdown_table, report_table
     from .experiments.spec import SpecError
-    from .experiments.sweep import run_sweep
+    from .experiments.sweep import SweepError, run_sweep
 
     spec = args.spec_object
     cells = spec.cells()
@@ -143,6 +154,8 @@ def _sweep(args: argparse.Namespace) -> int:
                             progress=not args.no_progress, command_line=args.command_line)
     except (SpecError, OutputPathError) as exc:  # found before any simulation
         raise _UserError(str(exc)) from None
+    except SweepError as exc:  # after shards ran: they are kept
+        raise _StoppedError(str(exc)) from None
     args.published = True
     table = report_table(results)
     print(markdown_table(table, right=table.attrs["right"]))
@@ -153,6 +166,10 @@ def _sweep(args: argparse.Namespace) -> int:
 
 class _UserError(Exception):
     """A user's mistake found by a command itself: reported as one line, exit status 2."""
+
+
+class _StoppedError(Exception):
+    """A command that stopped after it started: reported as one line, exit status 1."""
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -210,7 +227,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     fmt = argparse.ArgumentDefaultsHelpFormatter
     parser = _Parser(prog="sege-cvx", formatter_class=fmt, description=(
-        "Safe linear stochastic bandits (Khezeli & Bitar, AAAI 2020): SEGE against CLUCB."))
+        "Safe linear stochastic bandits (Khezeli & Bitar, AAAI 2020): SEGE against CLUCB."),
+        epilog=("exit status: 0 done; 2 a user's error, found before any simulation; 1 stopped "
+                "after it started (a sweep's finished shards are kept: the same command "
+                "resumes it); 130 interrupted"))
     parser.add_argument("--version", action="version", version=f"sege-cvx {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,reproduce,run,sweep,report}")
     demo = sub.add_parser("demo", help="LCB arms by closed form and by Clarabel, side by side",
@@ -256,12 +276,14 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--out", required=True,
                        help="results directory: new, empty, or this spec's sweep to resume")
     sweep.add_argument("--overwrite", action="store_true",
-                       help="delete an existing --out that holds anything but this spec's sweep")
+                       help="delete an existing --out that holds anything but this spec's sweep "
+                            "(or this spec's sweep of a problem or software that has changed)")
     sweep.add_argument("--workers", type=positive_int, default=None,
                        help="local worker processes (default: every core)")
     sweep.add_argument("--scheduler", default=None,
                        help="a Dask scheduler's address, e.g. tcp://HOST:8786 (instead of local "
-                            "workers)")
+                            "workers); a Dask cluster runs whatever code is sent to it: connect "
+                            "only to clusters you control")
     sweep.add_argument("--shard-runs", type=positive_int, default=None,
                        help="runs per shard (default 50; results do not depend on it)")
     sweep.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -331,13 +353,35 @@ def _sweep_started(out: str) -> bool:
         return False
 
 
+def _one_line_warnings(message, category, filename, lineno, file=None, line=None) -> None:
+    """``warnings.showwarning`` for the command line: sege_cvx's own warnings as one line."""
+    from .experiments.sweep import SweepWarning
+
+    if issubclass(category, SweepWarning):
+        print(f"sege-cvx: warning: {message}", file=sys.stderr if file is None else file)
+    else:
+        _SHOW_WARNING(message, category, filename, lineno, file, line)
+
+
+_SHOW_WARNING = warnings.showwarning
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sege-cvx`` console script.
 
-    A user's error (a bad option value, an unusable ``--out``, a problem or parameter value of
-    the study that cannot run) ends with one line ``sege-cvx: error: ...`` on stderr and exit
-    status 2, before any simulation starts.
+    Exit status: 0 when the command completed; 2 for a user's error (a bad option value, an
+    unusable ``--out``, a problem or parameter value of the study that cannot run), found before
+    any simulation starts; 1 when a command stopped after it started (a worker process died, a
+    shard failed, a file could not be written: a sweep's finished shards are kept, and the same
+    command resumes it); 130 when interrupted.  Each error is one line ``sege-cvx: error: ...``
+    on stderr.
     """
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line_warnings
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     from .experiments.outputs import OutputPathError
     from .experiments.spec import SpecError
 
@@ -350,6 +394,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))
     try:
         return args.func(args)
+    except _StoppedError as exc:
+        print(f"sege-cvx: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
     except _UserError as exc:
         parser.error(str(exc))
     except SpecError as exc:  # a problem or cell that cannot run, found before any simulation

@@ -176,7 +176,7 @@ def test_compiled_pull_in_is_the_batched_schedule_bit_for_bit(arm_set):
     edge = arm_set.greedy_arm(rng.standard_normal((40, 2)))
     points = np.vstack([edge * (1.0 + 10.0 ** rng.uniform(-16, -6, (40, 1))), edge,
                         center + 0.5 * (edge - center), [[np.nan, 0.5], edge[0] + 1.0]])
-    ours, ok = arm_set.pull_inside(points)
+    ours, ok = arm_set._pull_inside(points)  # the policies' path: NaN rows come back not ok
     batched = np.array(points)
     ok_batched = ArmSet._pull_in(arm_set, batched)
     assert ours.tobytes() == batched.tobytes() and np.array_equal(ok, ok_batched)
@@ -185,12 +185,32 @@ def test_compiled_pull_in_is_the_batched_schedule_bit_for_bit(arm_set):
 
 
 def test_pull_inside_moves_finite_rows_next_to_nan_rows():
-    # A NaN row's limit is NaN: it once stopped every other row's schedule.
+    # A NaN row's limit is NaN: it once stopped every other row's schedule (the policies' path;
+    # the public method refuses NaN, below).
     l15 = sc.ConvexArmSet(2, lambda x: [cp.pnorm(x - 1, 1.5) <= 1])
     just_out = np.array([2.0, 1.0]) + 1e-9
-    points, ok = l15.pull_inside(np.array([[np.nan, np.nan], just_out]))
+    points, ok = l15._pull_inside(np.array([[np.nan, np.nan], just_out]))
     np.testing.assert_array_equal(ok, [False, True])
     assert l15.contains(points[1], tol=0.0) and np.linalg.norm(points[1] - just_out) < 1e-8
+
+
+@pytest.mark.parametrize("points, witnesses, error, match", [
+    ([[np.nan, 0.5]], None, ValueError, "points must be finite"),
+    ([[np.inf, 0.5], [1.0, 1.0]], None, ValueError, "points must be finite"),
+    ([["1", "0.5"]], None, TypeError, "points must be numeric"),
+    ([1.0, 0.5], None, ValueError, r"points must have shape \(n, 2\), got \(2,\)"),
+    ([[1.0, 0.5, 0.0]], None, ValueError, r"points must have shape \(n, 2\)"),
+])
+def test_pull_inside_refuses_points_that_are_not_finite_rows(points, witnesses, error, match):
+    for arm_set in (DISK, SIMPLEX):
+        with pytest.raises(error, match=match):
+            arm_set.pull_inside(points, witnesses)
+
+
+def test_pull_inside_refuses_witnesses_that_are_not_finite():
+    hull = sc.ConvexHull([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0]])
+    with pytest.raises(ValueError, match="witnesses must be finite"):
+        hull.pull_inside([[0.5, 0.5]], [[np.nan, 0.5, 0.25]])
 
 
 def test_single_call_fast_path_reports_like_the_general_path():

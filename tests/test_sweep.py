@@ -120,15 +120,19 @@ def test_resume_skips_finished_shards_and_gives_the_same_files(tmp_path, monkeyp
     first = run_sweep(SPEC, out, workers=1, shard_runs=2, progress=False)
     runs_bytes = (out / "runs.parquet").read_bytes()
     curves_bytes = (out / "curves.parquet").read_bytes()
-    shards = sorted((out / "shards").iterdir())
+    shards = sorted((out / "shards").glob("*.parquet"))
     assert len(shards) == 6 * 3
+    assert len(list((out / "shards").glob("*.sha256"))) == 6 * 3
     stamps = {p.name: p.stat().st_mtime_ns for p in shards}
     shards[4].unlink()
+    shards[4].with_suffix(".sha256").unlink()
     shards[7].write_bytes(shards[7].read_bytes()[:100])  # damaged after it was written
     calls = []
     real = sweep_module.run_shard
     monkeypatch.setattr(sweep_module, "run_shard", lambda task: calls.append(task.name) or real(task))
-    again = run_sweep(SPEC, out, workers=1, progress=False)  # the shard size is the record's
+    with pytest.warns(sweep_module.SweepWarning, match=rf"1 saved shard failed its check and is "
+                      rf"computed again: {shards[7].stem} \(its content does not match its SHA-256\)"):
+        again = run_sweep(SPEC, out, workers=1, progress=False)  # the shard size is the record's
     assert calls == [shards[4].stem, shards[7].stem]
     # The same files: byte for byte, but for the recomputed shard's wall time (a measurement).
     assert (out / "curves.parquet").read_bytes() == curves_bytes
@@ -136,7 +140,7 @@ def test_resume_skips_finished_shards_and_gives_the_same_files(tmp_path, monkeyp
     pd.testing.assert_frame_equal(pd.read_parquet(out / "runs.parquet").drop(columns="wall_seconds"),
                                   pd.read_parquet(io.BytesIO(runs_bytes)).drop(columns="wall_seconds"),
                                   check_exact=True)
-    assert all(p.stat().st_mtime_ns == stamps[p.name] for p in sorted((out / "shards").iterdir())
+    assert all(p.stat().st_mtime_ns == stamps[p.name] for p in sorted((out / "shards").glob("*.parquet"))
                if p.name not in (shards[4].name, shards[7].name))
     assert_same_results(first, again)
 
@@ -155,7 +159,7 @@ def test_an_interrupted_sweep_resumes(tmp_path, monkeypatch, reference):
     monkeypatch.setattr(sweep_module, "run_shard", interrupted)
     with pytest.raises(KeyboardInterrupt):
         run_sweep(SPEC, out, workers=1, shard_runs=2, progress=False)
-    assert sorted(p.stem for p in (out / "shards").iterdir()) == sorted(done)
+    assert sorted(p.stem for p in (out / "shards").glob("*.parquet")) == sorted(done)
     assert not (out / "manifest.json").exists() and not (out / "runs.parquet").exists()
     with pytest.raises(ResultsError, match="rerun its command to resume"):
         load_results(out)
@@ -230,7 +234,7 @@ def test_another_spec_or_shard_size_is_refused(tmp_path):
         run_sweep(small, out, workers=1, shard_runs=2)
     replaced = run_sweep({**small, "seed": 6}, out, workers=1, overwrite=True, progress=False)
     assert replaced.manifest["spec"]["seed"] == 6
-    assert len(list((out / "shards").iterdir())) == 3  # one shard per cell: the default size, 50
+    assert len(list((out / "shards").glob("*.parquet"))) == 3  # one shard per cell: the default size, 50
 
 
 def test_files_are_plain_parquet_and_json(reference):

@@ -389,19 +389,35 @@ def test_a_second_sweep_into_a_running_sweep_s_dir_is_refused(tmp_path, monkeypa
 def test_a_failed_manifest_write_leaves_no_manifest(tmp_path, monkeypatch):
     """``manifest.json`` means a complete sweep: a write cut short (disk full, a kill) must not
     leave a truncated one behind."""
-    import pathlib
+    import os
 
     out = tmp_path / "out"
-    real = pathlib.Path.write_text
+    real = os.fdopen
 
-    def half(self, data, *args, **kwargs):
-        if "manifest" in self.name:
-            real(self, data[:len(data) // 2], *args, **kwargs)
-            raise OSError(28, "No space left on device")
-        return real(self, data, *args, **kwargs)
+    class HalfWritten:
+        """A file that takes half of the manifest, then reports a full disk."""
 
-    monkeypatch.setattr(pathlib.Path, "write_text", half)
-    with pytest.raises(OSError, match="No space left"):
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def write(self, data):
+            if data.startswith(b'{\n  "files"'):
+                self.f.write(data[:len(data) // 2])
+                raise OSError(28, "No space left on device")
+            return self.f.write(data)
+
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+
+    monkeypatch.setattr(os, "fdopen", lambda *args, **kwargs: HalfWritten(real(*args, **kwargs)))
+    with pytest.raises(sweep_module.SweepError, match="No space left on device; 1 of 1 shards are "
+                                                      "saved in .*: make it writable"):
         run_sweep(SMALL, out, workers=1, progress=False)
     monkeypatch.undo()
     assert not (out / "manifest.json").exists()

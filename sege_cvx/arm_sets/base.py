@@ -26,6 +26,7 @@ from .._rowwise import row_dots, row_norms
 from .._validation import (
     _fmt,
     as_batch_of_vectors,
+    as_finite_array,
     as_radius_batch,
     as_scalar,
     as_spd_batch,
@@ -140,6 +141,37 @@ class ArmSet(ABC):
     @abstractmethod
     def constraints(self, x: cp.Variable) -> list:
         """cvxpy constraints describing ``x in X``."""
+
+    def fingerprint_data(self) -> dict:
+        """The data that defines the set, exactly: what a problem's fingerprint records of it
+        (:meth:`sege_cvx.experiments.paper.BanditProblem.fingerprint`), so that a sweep resumed
+        or computed elsewhere is known to play the same set.
+
+        Sets given by numbers return them (an ellipsoid's centre and shape, a polytope's rows);
+        this default canonicalizes :meth:`constraints` into the cone program cvxpy gives
+        Clarabel, ``A x + s = b, s in K``: the same constraints give the same data in every
+        process.
+
+        Returns
+        -------
+        dict
+            Plain data: strings, numbers and numpy arrays.
+        """
+        import cvxpy as cp
+        import scipy.sparse as sp
+
+        x = cp.Variable(self.dim)
+        data, _, _ = cp.Problem(cp.Minimize(0), self.constraints(x)).get_problem_data(cp.CLARABEL)
+        A = sp.csc_matrix(data["A"])
+        A.sort_indices()
+        dims = data["dims"]
+        return {"kind": "cone program", "dim": self.dim, "A_shape": list(A.shape),
+                "A_indptr": A.indptr.astype(np.int64), "A_indices": A.indices.astype(np.int64),
+                "A_data": np.asarray(A.data, dtype=np.float64),
+                "b": np.asarray(data["b"], dtype=np.float64),
+                "cones": {"zero": dims.zero, "nonneg": dims.nonneg, "exp": dims.exp,
+                          "soc": list(dims.soc), "psd": list(dims.psd),
+                          "p3d": [float(p) for p in getattr(dims, "p3d", [])]}}
 
     def contains(self, x: np.ndarray, tol: float = 1e-9) -> bool | np.ndarray:
         """Whether ``x`` (or each row of ``x``) lies in the set, up to ``tol``.
@@ -329,8 +361,25 @@ class ArmSet(ABC):
         ok : ndarray of bool, shape (n,)
             False where no contraction up to :data:`MAX_CONTRACTION` sufficed (or, on a lifted
             set, no witness was found).
+
+        Raises
+        ------
+        ValueError, TypeError
+            Points (or witnesses) of the wrong shape, not numbers, or not finite: NaN or inf
+            has no place in the set to be moved to.
         """
-        points = np.array(points, dtype=np.float64, order="C")
+        points = as_finite_array("points", points)
+        if points.ndim != 2 or points.shape[1] != self.dim:
+            raise ValueError(f"points must have shape (n, {self.dim}), got {points.shape}")
+        if witnesses is not None:
+            witnesses = as_finite_array("witnesses", witnesses)
+        return self._pull_inside(points, witnesses, return_witnesses=return_witnesses)
+
+    def _pull_inside(self, points: np.ndarray, witnesses: np.ndarray | None = None, *,
+                     return_witnesses: bool = False):
+        """:meth:`pull_inside` without checking its input, for the policies' own arrays: a row
+        that is not finite is reported not ``ok`` (the policy then falls back to a safe arm)."""
+        points = np.array(points, dtype=np.float64, order="C")  # a copy: moved in place
         n = points.shape[0]
         if self.witness_dim == 0:
             ws = np.empty((n, 0))

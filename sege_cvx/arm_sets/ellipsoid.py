@@ -64,6 +64,10 @@ class Ellipsoid(ArmSet):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(center={self.center!r}, shape={self.shape!r})"
 
+    def fingerprint_data(self) -> dict:
+        """The centre and shape matrix (see :meth:`ArmSet.fingerprint_data`)."""
+        return {"kind": "ellipsoid", "center": self.center, "shape": self.shape}
+
     def constraints(self, x: cp.Variable) -> list:
         import cvxpy as cp
 

@@ -132,6 +132,10 @@ class FiniteArmSet(ArmSet):
     def __repr__(self) -> str:
         return f"FiniteArmSet({self.n_arms} arms in R^{self.dim})"
 
+    def fingerprint_data(self) -> dict:
+        """The arms (see :meth:`ArmSet.fingerprint_data`)."""
+        return {"kind": "finite", "arms": self.arms}
+
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self.arms.flags.writeable = False  # unpickled arrays come back writeable

@@ -87,6 +87,10 @@ class ConvexHull(ConvexArmSet):
     def __repr__(self) -> str:
         return f"ConvexHull({self.points.shape[0]} points in dimension {self.dim})"
 
+    def fingerprint_data(self) -> dict:
+        """The points (see :meth:`ArmSet.fingerprint_data`)."""
+        return {"kind": "convex hull", "points": self.points}
+
     def constraints(self, x: cp.Variable) -> list:
         import cvxpy as cp
 

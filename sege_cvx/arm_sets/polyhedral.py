@@ -58,6 +58,10 @@ class Box(ArmSet):
     def __repr__(self) -> str:
         return f"Box(lower={_fmt(self.lower)}, upper={_fmt(self.upper)})"
 
+    def fingerprint_data(self) -> dict:
+        """The bounds (see :meth:`ArmSet.fingerprint_data`)."""
+        return {"kind": "box", "lower": self.lower, "upper": self.upper}
+
     def constraints(self, x: cp.Variable) -> list:
         return [x >= self.lower, x <= self.upper]
 
@@ -192,6 +196,10 @@ class Polytope(ArmSet):
 
     def __repr__(self) -> str:
         return f"Polytope(A x <= b: {self.A.shape[0]} inequalities in dimension {self.dim})"
+
+    def fingerprint_data(self) -> dict:
+        """The inequalities as kept, rows scaled to unit norm (see :meth:`ArmSet.fingerprint_data`)."""
+        return {"kind": "polytope", "A": self.A, "b": self.b}
 
     def _chebyshev_ball(self) -> tuple[np.ndarray, float]:
         import cvxpy as cp

@@ -7,6 +7,7 @@ figures drawn in a notebook or a Python session keep the user's backend.
 
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 
@@ -23,10 +24,16 @@ PANEL_LEGEND_OFFSET = -XLABEL_ROOM / PANEL[1]
 
 
 def save_figure(fig, out: Path, name: str) -> list[Path]:
-    """``out/name.png`` (150 dpi) and ``out/name.pdf``; the figure is closed."""
+    """``out/name.png`` (150 dpi) and ``out/name.pdf``, each written whole by a rename (never
+    through a symbolic link: :func:`~sege_cvx.experiments.outputs.write_atomic`); the figure
+    is closed."""
+    from .outputs import write_atomic
+
     paths = [out / f"{name}.png", out / f"{name}.pdf"]
     for p in paths:
-        fig.savefig(p, dpi=150)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format=p.suffix[1:], dpi=150)
+        write_atomic(p, buffer.getvalue())
     plt.close(fig)
     return paths
 

@@ -5,6 +5,11 @@ A study's files are written into a hidden directory beside the target
 place. A failure or an interrupt removes the hidden directory, so the target either holds a
 complete set of results (listed, with sizes and SHA-256, in its manifest) or is left as it was.
 
+Nothing is written or deleted through a symbolic link: a link where a results directory, or a
+file or directory of ours inside it, is to go is refused (:func:`refuse_link`), and single
+files are replaced by renaming a new file onto them (:func:`write_atomic`), which replaces a
+link itself, never the file it points to.
+
 >>> import shutil, tempfile
 >>> from pathlib import Path
 >>> root = Path(tempfile.mkdtemp())
@@ -87,12 +92,13 @@ def check_output_dir(
     Returns
     -------
     Path
-        The absolute target with symlinks resolved (results are renamed onto it).
+        The absolute target, its parent's symlinks resolved (results are renamed onto it).
 
     Raises
     ------
     OutputPathError
-        If ``path`` is an existing file, lies under a file, is the current directory or one of
+        If ``path`` is a symbolic link (results are never written, nor old ones deleted,
+        through one), an existing file, lies under a file, is the current directory or one of
         its ancestors, is a non-empty directory and ``overwrite`` is false, or if its parent
         directory cannot be written.
     """
@@ -108,7 +114,11 @@ def check_output_dir(
 
 
 def _check(path: Path, overwrite: bool, name: str, given: str, overwrite_hint: str) -> Path:
-    target = path.expanduser().resolve()
+    target = path.expanduser().absolute()
+    # Resolve the parent only: the target itself is ours to create, replace or delete, and a
+    # link there would send that to wherever it points.
+    target = target.resolve() if target.name in ("", ".", "..") else target.parent.resolve() / target.name
+    refuse_link(target, f"{name} {given}")
     cwd = Path.cwd().resolve()
     # Publishing renames the target: never move away a root or the directory we stand in.
     where = ("is a filesystem root" if target.parent == target else "is the current directory"
@@ -123,6 +133,42 @@ def _check(path: Path, overwrite: bool, name: str, given: str, overwrite_hint: s
                                   f"choose a new directory or pass {overwrite_hint} to replace it whole")
     check_writable_under(target.parent, f"{name} {given}")
     return target
+
+
+def refuse_link(path: Path, label: str) -> None:
+    """Raise :class:`OutputPathError` if ``path`` is a symbolic link (dangling or not): a file
+    or directory of ours is never written, or deleted, through one.
+
+    ``label`` names ``path`` in the message.
+    """
+    if path.is_symlink():
+        raise OutputPathError(f"{label} is a symbolic link (to {os.readlink(path)!r}); sege-cvx "
+                              "never writes or deletes through one: remove it, or choose "
+                              "another path")
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` as ``path``, whole or not at all.
+
+    A new hidden sibling is created exclusively (it never follows a link), flushed to disk and
+    renamed onto ``path``: an interrupted write leaves ``path`` as it was, and a symbolic link at
+    ``path`` is replaced, not written through.
+    """
+    tmp = path.with_name(f".{path.name}.partial-{secrets.token_hex(4)}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                     0o666)
+    except OSError as exc:  # named by the file meant, not by its hidden temporary
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
 
 
 def check_writable_under(start: Path, label: str) -> None:
@@ -248,12 +294,28 @@ def atomic_output_dir(
         raise
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
+    """The SHA-256 (hex) of the file at ``path``."""
     digest = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+class ChecksumError(ValueError):
+    """A file whose bytes do not match the SHA-256 recorded for it; the message names it."""
+
+
+def read_checked(path: Path, sha256: str) -> bytes:
+    """The bytes of ``path`` if their SHA-256 is ``sha256``; :class:`ChecksumError` (one line
+    naming the file) if not.  Callers parse the returned bytes, never the file again, so that
+    what they use is what was checked."""
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise ChecksumError(f"{str(path)!r} does not match the SHA-256 recorded for it: it was "
+                            "changed or damaged after it was written")
+    return data
 
 
 def write_manifest(directory: str | os.PathLike, provenance: dict, extra: dict | None = None) -> Path:
@@ -274,25 +336,25 @@ def write_manifest(directory: str | os.PathLike, provenance: dict, extra: dict |
     -------
     Path
         The manifest's path.
+
+    Raises
+    ------
+    OutputPathError
+        If the directory holds a symbolic link: its target is not ours to vouch for.
     """
     directory = Path(directory)
     files = []
     for p in sorted(directory.rglob("*")):
-        if p.is_file() and p.relative_to(directory).as_posix() != MANIFEST:
+        relative = p.relative_to(directory).as_posix()
+        refuse_link(p, f"{relative!r} in {str(directory)!r}")
+        if p.is_file() and relative != MANIFEST:
             _fsync(p)
-            files.append({"path": p.relative_to(directory).as_posix(), "bytes": p.stat().st_size,
-                          "sha256": _sha256(p)})
+            files.append({"path": relative, "bytes": p.stat().st_size, "sha256": sha256_file(p)})
     out = directory / MANIFEST
     # Written whole or not at all (a hidden file renamed onto it): a resumable sweep's directory
     # is not published by one rename, and a truncated manifest would claim complete results.
-    tmp = directory / f".{MANIFEST}.partial-{os.getpid()}"
-    try:
-        tmp.write_text(json.dumps({"files": files, **(extra or {}), "provenance": provenance},
-                                  indent=2) + "\n")
-        _fsync(tmp)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_atomic(out, (json.dumps({"files": files, **(extra or {}), "provenance": provenance},
+                                  indent=2) + "\n").encode())
     _fsync(directory)
     return out
 
@@ -302,6 +364,17 @@ def _version(distribution: str) -> str | None:
         return metadata.version(distribution)
     except metadata.PackageNotFoundError:
         return None
+
+
+def runtime_versions() -> dict[str, str | None]:
+    """The versions of sege_cvx (of the imported code: the installed metadata may describe
+    another checkout), Python and the numerical dependencies (``None`` for one not installed):
+    a run's numbers are promised bit for bit only under the same ones."""
+    from .. import __version__
+
+    versions = {"sege_cvx": __version__, "python": platform.python_version()}
+    versions.update({pkg: _version(pkg) for pkg in PROVENANCE_PACKAGES})
+    return versions
 
 
 def provenance(command_line: Sequence[str] | None = None, seed: object = None) -> dict:
@@ -321,14 +394,8 @@ def provenance(command_line: Sequence[str] | None = None, seed: object = None) -
         one not installed), ``platform``, ``machine``, ``command_line``, ``seed`` and
         ``created_utc``.
     """
-    from .. import __version__
-
-    # sege_cvx's own version from the imported code: the installed metadata may describe
-    # another checkout.
-    versions = {"sege_cvx": __version__, "python": platform.python_version()}
-    versions.update({pkg: _version(pkg) for pkg in PROVENANCE_PACKAGES})
     return {
-        "versions": versions,
+        "versions": runtime_versions(),
         "platform": platform.platform(),
         "machine": platform.machine(),
         "command_line": [str(a) for a in (sys.argv if command_line is None else command_line)],

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numba.core.dispatcher import Dispatcher
 
-from .._validation import as_positive_int, as_scalar
+from .._fingerprint import fingerprint
+from .._validation import as_positive_int, as_scalar, as_vector, scaled_norm
 from ..arm_sets import ArmSet, Ball
 from ..policies import CLUCB, ROFUL, SEGE
 from ..policies.sege import EXPLOIT, paper_risk
@@ -53,14 +56,25 @@ class _PaperRisk:
 class BanditProblem:
     """A safe linear bandit instance and the algorithms' constants.
 
-    The baseline reward is the baseline arm's true expected reward ``b0 = <x0, theta*>`` (as in
-    the paper) and the threshold ``b = threshold_fraction * b0``.
+    The baseline reward is, as in the paper's study, the baseline arm's true expected reward
+    ``b0 = <x0, theta*>``, unless a smaller known lower bound ``b0`` is given (the paper's
+    Assumption 3 asks only ``<x0, theta*> >= b0``); the threshold is
+    ``b = threshold_fraction * b0``.
+
+    The paper's assumptions are checked when the problem is made: ``||theta*|| <= S``
+    (Assumption 1, on which every confidence set and SEGE's safety rest) and
+    ``<x0, theta*> >= b0`` (Assumption 3).  A problem that breaks one is refused with a
+    ``ValueError`` naming both numbers, unless ``misspecified=True`` asks for it: a
+    misspecification study, whose results say so (a sweep's spec must then say
+    ``misspecified = true`` for the problem too).
 
     Parameters
     ----------
     arm_set : ArmSet
-    theta_star : tuple of float
-    baseline_arm : tuple of float
+    theta_star : sequence of float
+        The unknown parameter (stored as a tuple of floats).
+    baseline_arm : sequence of float
+        The known safe arm ``x0`` (stored as a tuple of floats).
     threshold_fraction : float
     S, noise_sd, c, lam, delta_bar : float
         ``||theta*|| <= S``, noise sd, SEGE's ``c`` and ``lambda``, and the overall risk
@@ -68,6 +82,24 @@ class BanditProblem:
     clucb_arms : int, optional
         CLUCB's number of discrete arms (default: the smallest meeting a 3e-3 error).
     name, description : str
+    b0 : float, optional
+        The learner's known lower bound on the baseline arm's reward (default: its true
+        reward ``<x0, theta*>``).
+    misspecified : bool
+        Allow a problem that breaks the paper's assumptions (see above).
+
+    Examples
+    --------
+    >>> from sege_cvx import Ball
+    >>> BanditProblem(Ball((1.0, 1.0), 1.0), theta_star=(3.0, 4.0),
+    ...               baseline_arm=(1.2, 1.9))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: ||theta*|| = 5 exceeds S = 1 (the paper's Assumption 1); pass misspecified=True...
+    >>> problem = BanditProblem(Ball((1.0, 1.0), 1.0), theta_star=(3.0, 4.0),
+    ...                         baseline_arm=(1.2, 1.9), misspecified=True)
+    >>> problem.assumption_violations()
+    ["||theta*|| = 5 exceeds S = 1 (the paper's Assumption 1)"]
     """
 
     arm_set: ArmSet
@@ -82,14 +114,76 @@ class BanditProblem:
     clucb_arms: int | None = None
     name: str = ""
     description: str = ""
+    b0: float | None = None
+    misspecified: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.arm_set, ArmSet):
+            raise TypeError(f"arm_set must be a sege_cvx arm set, got {type(self.arm_set).__name__}")
+        d = self.arm_set.dim
+        for name in ("theta_star", "baseline_arm"):
+            vector = as_vector(name, getattr(self, name), d)
+            object.__setattr__(self, name, tuple(float(v) for v in vector))
+        object.__setattr__(self, "S", as_scalar("S", self.S, low=0.0, low_open=True))
+        object.__setattr__(self, "noise_sd", as_scalar("noise_sd", self.noise_sd, low=0.0))
+        object.__setattr__(self, "threshold_fraction",
+                           as_scalar("threshold_fraction", self.threshold_fraction))
+        if self.b0 is not None:
+            object.__setattr__(self, "b0", as_scalar("b0", self.b0))
+        if not isinstance(self.misspecified, bool | np.bool_):
+            raise TypeError(f"misspecified must be True or False, got {self.misspecified!r}")
+        object.__setattr__(self, "misspecified", bool(self.misspecified))
+        broken = self.assumption_violations()
+        if broken and not self.misspecified:
+            raise ValueError(f"{'; '.join(broken)}; pass misspecified=True to study a "
+                             "misspecified problem")
 
     @property
     def baseline_reward(self) -> float:
-        return float(np.dot(self.baseline_arm, self.theta_star))
+        """``b0``: the given bound, or the baseline arm's true reward ``<x0, theta*>``."""
+        if self.b0 is not None:
+            return self.b0
+        # Summed left to right in Python floats, not by np.dot: BLAS kernels (which one a CPU
+        # gets) round differently, and b0 must be the same bits on every machine of a sweep.
+        return float(sum(x * t for x, t in zip(self.baseline_arm, self.theta_star, strict=True)))
 
     @property
     def threshold(self) -> float:
         return self.threshold_fraction * self.baseline_reward
+
+    def assumption_violations(self) -> list[str]:
+        """The paper's assumptions this problem breaks, one sentence each (empty if none).
+
+        ``||theta*|| <= S`` and ``<x0, theta*> >= b0``, each up to the rounding of computing
+        its left side (a few ulps), so that a parameter on the sphere ``||theta|| = S`` passes.
+        """
+        theta, x0 = np.array(self.theta_star), np.array(self.baseline_arm)
+        eps, d = np.finfo(np.float64).eps, len(theta)
+        broken = []
+        norm = float(scaled_norm(theta))
+        if norm > self.S * (1 + 2 * (d + 1) * eps):
+            broken.append(f"||theta*|| = {norm:.6g} exceeds S = {self.S:.6g} (the paper's "
+                          "Assumption 1)")
+        if self.b0 is not None:
+            reward = math.fsum(x0 * theta)
+            if reward < self.b0 - 2 * (d + 1) * eps * math.fsum(np.abs(x0 * theta)):
+                broken.append(f"the baseline arm's reward <x0, theta*> = {reward:.6g} is below "
+                              f"b0 = {self.b0:.6g} (the paper's Assumption 3)")
+        return broken
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """SHA-256 of everything a policy reads of this problem: the arm set's data
+        (:meth:`~sege_cvx.arm_sets.ArmSet.fingerprint_data`), ``theta*``, the baseline arm and
+        reward, the threshold, ``S``, the noise and the algorithms' constants, each to the last
+        bit.  A sweep refuses to mix runs of problems whose fingerprints differ."""
+        return fingerprint({
+            "arm_set": {"class": type(self.arm_set).__name__, **self.arm_set.fingerprint_data()},
+            "theta_star": self.theta_star, "baseline_arm": self.baseline_arm,
+            "baseline_reward": self.baseline_reward, "threshold": self.threshold,
+            "threshold_fraction": self.threshold_fraction, "S": self.S,
+            "noise_sd": self.noise_sd, "c": self.c, "lam": self.lam, "delta_bar": self.delta_bar,
+            "clucb_arms": self.clucb_arms, "misspecified": self.misspecified})
 
     def sege(self, n_runs: int, seed, lcb_method: str = "auto", *, c: float | None = None,
              lam: float | None = None, rho: float | None = None, L: float | None = None,
@@ -142,7 +236,9 @@ class BanditProblem:
                 "arm_set": repr(self.arm_set), "theta_star": list(self.theta_star),
                 "baseline_arm": list(self.baseline_arm), "baseline_reward": self.baseline_reward,
                 "threshold": self.threshold, "S": self.S, "noise_sd": self.noise_sd, "c": self.c,
-                "lam": self.lam, "delta_bar": self.delta_bar}
+                "lam": self.lam, "delta_bar": self.delta_bar,
+                "misspecified": self.misspecified,
+                "assumption_violations": self.assumption_violations()}
 
 
 def paper_problem(**overrides) -> BanditProblem:
@@ -296,19 +392,33 @@ def run_study(
     Returns
     -------
     StudyResult
+
+    Raises
+    ------
+    SweepError
+        A worker process died or a shard failed (:class:`~sege_cvx.experiments.sweep.SweepError`).
     """
+    import pyarrow as pa
+
     from .shards import build_problem, run_seed, shard_statistics
-    from .sweep import plan_shards, read_cell, run_sweep
+    from .sweep import SweepError, plan_shards, read_cell, run_sweep
 
     runs, horizon = as_positive_int("runs", runs), as_positive_int("horizon", horizon)
     spec = study_spec(problem, runs, horizon, seed, lcb_method)
     setup = build_problem(spec.problems[0])
     shard_runs = runs if workers == 1 else None
     with tempfile.TemporaryDirectory(prefix="sege-cvx-study-") as tmp:
-        results = run_sweep(spec, Path(tmp) / "sweep", workers=workers, shard_runs=shard_runs,
-                            progress=progress)
-        tasks = plan_shards(spec, results.manifest["shard_runs"])
-        tables = [read_cell(results.path, [t for t in tasks if t.cell == cell]) for cell in (0, 1)]
+        try:
+            results = run_sweep(spec, Path(tmp) / "sweep", workers=workers,
+                                shard_runs=shard_runs, progress=progress)
+        except SweepError as exc:  # its shards go with the temporary directory: no resume
+            raise SweepError(f"the study stopped: {exc.reason}") from exc
+        manifest = results.manifest
+        tasks = plan_shards(spec, manifest["shard_runs"], None,
+                            {label: p["fingerprint"] for label, p in manifest["problems"].items()},
+                            manifest["versions"])
+        tables = [pa.concat_tables(read_cell(results.path, [t for t in tasks if t.cell == cell]))
+                  for cell in (0, 1)]
     optimal = results.manifest["problems"][spec.problems[0].label]["optimal_reward"]
     sege_result, clucb_result = (
         SimulationResult(shard_statistics(table), optimal, setup.threshold,

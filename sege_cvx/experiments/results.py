@@ -6,6 +6,7 @@ matplotlib loads only when a figure is drawn, so reading results and their table
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -16,13 +17,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .outputs import MANIFEST, OutputPathError, check_writable_under
+from .outputs import (
+    MANIFEST,
+    ChecksumError,
+    OutputPathError,
+    check_writable_under,
+    read_checked,
+    refuse_link,
+    write_atomic,
+)
 from .spec import GRID_PARAMETERS
 
 #: Columns that identify a cell besides the grid parameters.
 CELL_COLUMNS = ("problem", "algorithm")
 #: Files a finished sweep holds.
 RESULT_FILES = ("runs.parquet", "curves.parquet")
+#: Files :func:`write_report` writes.
+REPORT_FILES = ("table.md", "table.csv", "regret.png", "regret.pdf", "reward.png", "reward.pdf")
 #: The figures' bands: 5 % to 95 % quantiles over runs, mean +- 1.96 standard errors, or none.
 BANDS = ("quantile", "ci", None)
 _BAND_NAMES = {"quantile": "band: 5-95 % of runs", "ci": "band: 95 % confidence interval of the mean",
@@ -355,13 +366,17 @@ class _Styles:
         return self.given[label]
 
 
-def load_results(path: str | os.PathLike) -> SweepResults:
+def load_results(path: str | os.PathLike, *, verify: bool = True) -> SweepResults:
     """Read a finished sweep's directory (``runs.parquet``, ``curves.parquet``, ``manifest.json``).
 
     Parameters
     ----------
     path : str or path-like
-        The ``out`` directory of :func:`~sege_cvx.experiments.sweep.run_sweep`.
+        The ``out`` directory of :func:`~sege_cvx.experiments.sweep.run_sweep` (or of
+        ``sege-cvx reproduce`` and ``run``).
+    verify : bool, default True
+        Check each table's SHA-256 against the manifest before reading it (the bytes checked
+        are the bytes read): a table changed or damaged after it was written is refused.
 
     Returns
     -------
@@ -371,8 +386,9 @@ def load_results(path: str | os.PathLike) -> SweepResults:
     ------
     ResultsError
         If ``path`` holds no finished sweep (no ``manifest.json``: still running, killed, or
-        not a sweep; rerunning the sweep's command resumes it), or its manifest lists no sweep
-        files (e.g. the results of ``sege-cvx run``) or cannot be read.
+        not a sweep; rerunning the sweep's command resumes it), its manifest lists no sweep
+        files (e.g. the results of an old release) or cannot be read, or (with ``verify``) a
+        table does not match the SHA-256 its manifest records; the message names the file.
     """
     path = Path(path)
     manifest_path = path / MANIFEST
@@ -386,13 +402,32 @@ def load_results(path: str | os.PathLike) -> SweepResults:
                            f"{'is' if len(missing) == 1 else 'are'} missing")
     try:
         manifest = json.loads(manifest_path.read_text())
+        if not isinstance(manifest, dict):
+            raise ValueError("not a JSON object")
     except ValueError as exc:  # damaged after it was written (it is written whole)
         raise ResultsError(f"{str(path)!r} holds an unreadable {MANIFEST} ({exc})") from None
-    runs = pd.read_parquet(path / "runs.parquet")
+    runs, curves = (pd.read_parquet(io.BytesIO(_table_bytes(path, name, manifest, verify)))
+                    for name in RESULT_FILES)
     # Stages are integers; a run without a violation has none (<NA>, not a float NaN).
     runs["first_violation"] = runs["first_violation"].astype("Int64")
-    curves = pd.read_parquet(path / "curves.parquet")
     return SweepResults(runs, curves, manifest, path)
+
+
+def _table_bytes(path: Path, name: str, manifest: dict, verify: bool) -> bytes:
+    """The bytes of ``path/name``, checked against the manifest's SHA-256 with ``verify``."""
+    if not verify:
+        return (path / name).read_bytes()
+    files = manifest.get("files")
+    listed = [f.get("sha256") for f in files if isinstance(f, dict) and f.get("path") == name] \
+        if isinstance(files, list) else []
+    if len(listed) != 1 or not isinstance(listed[0], str):
+        raise ResultsError(f"{str(path)!r}: {MANIFEST} records no SHA-256 for {name}, so it "
+                           "cannot be verified (load_results(..., verify=False) reads it anyway)")
+    try:
+        return read_checked(path / name, listed[0])
+    except ChecksumError:
+        raise ResultsError(f"{str(path / name)!r} does not match the SHA-256 in {MANIFEST}: it "
+                           "was changed or damaged after the results were written") from None
 
 
 # --- the report: a table as Markdown and CSV, the figures as PNG and PDF ----------------------
@@ -496,6 +531,8 @@ def report_table(results: SweepResults, stages: Sequence[int] | None = None) -> 
                             "default" if c in GRID_PARAMETERS.get(a, ()) else "-"
                             for v, a in zip(table[c], table["algorithm"], strict=True)]
                         for c in results.cell_columns})
+    misspecified = _misspecified(results)
+    out["problem"] = [f"{p} (misspecified)" if p in misspecified else p for p in out["problem"]]
     out["runs"] = table["runs"].astype(str)
     columns = []
     cells = results.cell_columns
@@ -516,6 +553,12 @@ def report_table(results: SweepResults, stages: Sequence[int] | None = None) -> 
     out.attrs["right"] = ["runs", *columns, "violating runs", "violating pairs",
                           "first violation", "fallbacks"]
     return out
+
+
+def _misspecified(results: SweepResults) -> set[str]:
+    """The problems built with ``misspecified=True`` (a misspecification study)."""
+    return {name for name, p in results.manifest.get("problems", {}).items()
+            if isinstance(p, dict) and p.get("misspecified")}
 
 
 def report_markdown(results: SweepResults, stages: Sequence[int] | None = None) -> str:
@@ -552,16 +595,22 @@ def report_markdown(results: SweepResults, stages: Sequence[int] | None = None) 
         rows = pd.DataFrame([{"problem": name, "dim": p.get("dim", "-"),
                               "b0": number(p, "baseline_reward"), "b": number(p, "threshold"),
                               "optimal reward": number(p, "optimal_reward"),
+                              "assumptions": ("misspecified: " + "; ".join(
+                                  p.get("assumption_violations") or ["by its factory"])
+                                  if p.get("misspecified") else "met"),
                               "description": p.get("description", "")}
                              for name, p in problems.items()])
-        lines += ["Problems: baseline reward b0, safety threshold b, optimal reward.", "",
-                  markdown_table(rows, right=["dim", "b0", "b", "optimal reward"]), ""]
+        lines += ["Problems: baseline reward b0, safety threshold b, optimal reward, and whether "
+                  "the paper's assumptions (||theta*|| <= S, <x0, theta*> >= b0) hold; a "
+                  "misspecified problem breaks them on purpose, and its runs carry no guarantee.",
+                  "", markdown_table(rows, right=["dim", "b0", "b", "optimal reward"]), ""]
     return "\n".join(lines)
 
 
 def check_report_dir(out: Path) -> Path:
     """Check, leaving nothing behind, that ``out`` can receive a report: an existing directory
-    or a new one that can be made, and that can be written (a probe file is made and removed).
+    or a new one that can be made, and that can be written (a probe file is made and removed),
+    with no symbolic link at ``out`` or at a report file in it (nothing is written through one).
 
     Parameters
     ----------
@@ -577,9 +626,13 @@ def check_report_dir(out: Path) -> Path:
     OutputPathError
         A ``ValueError`` naming ``out`` and what is wrong.
     """
+    label = f"report directory {str(out)!r}"
+    refuse_link(out, label)
     if out.exists() and not out.is_dir():
-        raise OutputPathError(f"report directory {str(out)!r} is an existing file, not a directory")
-    check_writable_under(out, f"report directory {str(out)!r}")
+        raise OutputPathError(f"{label} is an existing file, not a directory")
+    for name in REPORT_FILES:
+        refuse_link(out / name, f"{label}: {name}")
+    check_writable_under(out, label)
     return out
 
 
@@ -617,9 +670,10 @@ def write_report(results: SweepResults, out_dir: str | os.PathLike, by="problem"
     check_stages(results, stages)
     out = check_report_dir(Path(out_dir))
     out.mkdir(parents=True, exist_ok=True)
+    refuse_link(out, f"report directory {str(out)!r}")  # again: made, or replaced, meanwhile
     paths = [out / "table.md", out / "table.csv"]
-    paths[0].write_text(report_markdown(results, stages), encoding="utf-8")
-    results.table().reset_index().to_csv(paths[1], index=False)
+    write_atomic(paths[0], report_markdown(results, stages).encode("utf-8"))
+    write_atomic(paths[1], results.table().reset_index().to_csv(index=False).encode("utf-8"))
     paths += save_figure(results.plot_regret(by=by, band=band), out, "regret")
     paths += save_figure(results.plot_reward(by=by, band=band), out, "reward")
     return paths

@@ -8,8 +8,11 @@ the runs were split into shards.
 
 The table has one row per run: the run's final figures (``regret``, ``violations``, ...) and its
 values at every checkpoint as fixed-size list columns (``curve_regret``, ...).  Its schema
-metadata holds the checkpoints, the SEGE fallbacks by reason and the shard's wall time.
-:func:`shard_statistics` turns tables back into :class:`~sege_cvx.simulation.statistics.RunStatistics`.
+metadata holds the checkpoints, the SEGE fallbacks by reason, the shard's wall time, and the
+fingerprint of the problem and the software versions it was computed with.
+:func:`check_shard_table` checks a table against its task (what a sweep does before it uses
+one); :func:`shard_statistics` turns tables back into
+:class:`~sege_cvx.simulation.statistics.RunStatistics`.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import pyarrow as pa
 from .._random import run_seeds
 from ..simulation import LinearBandit, simulate
 from ..simulation.statistics import N_DECISIONS, RunStatistics, checkpoint_grid
+from .outputs import runtime_versions
 from .spec import ProblemSpec, SpecError, StudySpec
 
 #: Per-run decision counts, by decision code (named after SEGE's): SEGE's exploit / explore with
@@ -79,6 +83,13 @@ class ShardTask:
         The runs ``start .. stop - 1`` of that cell.
     threads : int or None
         numba threads for the compiled loops (None: leave the process's setting).
+    fingerprint : str or None
+        The fingerprint of the cell's problem as the sweep built it
+        (:attr:`~sege_cvx.experiments.paper.BanditProblem.fingerprint`): the worker refuses to
+        compute the shard on a problem that differs (None: not checked).
+    versions : tuple of (name, version) pairs, or None
+        The sweep's :func:`~sege_cvx.experiments.outputs.runtime_versions`: the worker refuses
+        to compute under others (None: not checked).
     """
 
     spec: StudySpec
@@ -86,6 +97,8 @@ class ShardTask:
     start: int
     stop: int
     threads: int | None = None
+    fingerprint: str | None = None
+    versions: tuple[tuple[str, str | None], ...] | None = None
 
     @property
     def name(self) -> str:
@@ -97,29 +110,52 @@ class ShardTask:
 def build_problem(problem: ProblemSpec):
     """The :class:`~sege_cvx.experiments.paper.BanditProblem` of ``problem``, built once per
     process (arm sets may compile conic programs)."""
-    from .paper import BanditProblem
-
     if problem.name is not None:
         from .examples import EXAMPLES
 
-        return EXAMPLES[problem.name]()
+        return _declared(problem, EXAMPLES[problem.name]())
+    return _declared(problem, _from_factory(problem.factory))
+
+
+def _declared(spec: ProblemSpec, problem):
+    """``problem``, if it is misspecified exactly when its spec says so (SpecError if not)."""
+    if problem.misspecified and not spec.misspecified:
+        raise SpecError(f"problem {spec.label!r} is built misspecified "
+                        f"({'; '.join(problem.assumption_violations()) or 'misspecified=True'}); "
+                        "add misspecified = true to its [[problems]] entry to run a "
+                        "misspecification study")
+    if spec.misspecified and not problem.misspecified:
+        raise SpecError(f"problem {spec.label!r} is declared misspecified = true, but it was not "
+                        "built with misspecified=True; remove the key, or build it so")
+    return problem
+
+
+def _from_factory(factory_path: str):
+    """The :class:`~sege_cvx.experiments.paper.BanditProblem` a ``"module:callable"`` makes."""
     import importlib
 
-    module_name, attribute = problem.factory.split(":")
+    from .paper import BanditProblem
+
+    module_name, attribute = factory_path.split(":")
     try:
         factory = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as exc:
-        raise SpecError(f"problem factory {problem.factory!r} cannot be loaded: {exc}") from None
+        raise SpecError(f"problem factory {factory_path!r} cannot be loaded: {exc}") from None
+    except SystemExit as exc:
+        raise SpecError(f"problem factory {factory_path!r} cannot be loaded: importing "
+                        f"{module_name!r} called sys.exit({exc.code!r})") from None
     except Exception as exc:  # the module's own code failed on import
-        raise SpecError(f"problem factory {problem.factory!r} cannot be loaded: importing "
+        raise SpecError(f"problem factory {factory_path!r} cannot be loaded: importing "
                         f"{module_name!r} raised {type(exc).__name__}: {exc}") from exc
     try:
         made = factory()
+    except SystemExit as exc:  # would end the sweep, maybe with status 0, and say nothing
+        raise SpecError(f"problem factory {factory_path!r} called sys.exit({exc.code!r})") from None
     except Exception as exc:  # the user's code: named, with its traceback as the cause
-        raise SpecError(f"problem factory {problem.factory!r} raised {type(exc).__name__}: "
+        raise SpecError(f"problem factory {factory_path!r} raised {type(exc).__name__}: "
                         f"{exc}") from exc
     if not isinstance(made, BanditProblem):
-        raise SpecError(f"problem factory {problem.factory!r} returned "
+        raise SpecError(f"problem factory {factory_path!r} returned "
                         f"{type(made).__name__}, not a sege_cvx.BanditProblem")
     return made
 
@@ -136,8 +172,16 @@ def run_shard(task: ShardTask) -> pa.Table:
     spec = task.spec
     problem_spec, algorithm, settings = spec.cells()[task.cell]
     problem = build_problem(problem_spec)
+    versions = runtime_versions()
+    if task.fingerprint is not None and problem.fingerprint != task.fingerprint:
+        raise SpecError(f"problem {problem_spec.label!r} built here differs from the one the sweep "
+                        f"checked (fingerprint {problem.fingerprint[:12]}, not "
+                        f"{task.fingerprint[:12]}): this process's code, data or environment "
+                        "differs from the sweep's")
+    if task.versions is not None and (differ := _differences(dict(task.versions), versions)):
+        raise SpecError(f"this process runs other versions than the sweep: {differ}")
     runs = np.arange(task.start, task.stop)
-    seeds = [run_seed(spec.seed, problem_spec.label, int(i)) for i in runs]
+    seeds = task_seeds(task)
     policy_seeds, noise_seeds = run_seeds([np.random.SeedSequence(s) for s in seeds], len(seeds))
     policy = problem.policy(algorithm.name, len(seeds), policy_seeds, **settings)
     bandit = LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds)
@@ -148,7 +192,61 @@ def run_shard(task: ShardTask) -> pa.Table:
         wall = time.perf_counter() - start
     fallbacks = getattr(policy, "solver_fallbacks", np.zeros(len(seeds), dtype=np.int64))
     reasons = dict(getattr(policy, "fallback_reasons", Counter()))
-    return shard_table(result.stats, runs, seeds, fallbacks, reasons, wall)
+    return shard_table(result.stats, runs, seeds, fallbacks, reasons, wall,
+                       cell=cell_key(task), fingerprint=problem.fingerprint, versions=versions)
+
+
+def _differences(expected: dict, found: dict) -> str:
+    """``"numpy 2.4.6, not 2.5.0; ..."`` for each package whose version differs ('' if none)."""
+    return "; ".join(f"{name} {found.get(name)}, not {expected.get(name)}"
+                     for name in sorted(set(expected) | set(found))
+                     if expected.get(name) != found.get(name))
+
+
+def cell_key(task: ShardTask) -> dict:
+    """What identifies ``task``'s cell: problem label, algorithm and its settings (JSON-ready)."""
+    problem, algorithm, settings = task.spec.cells()[task.cell]
+    return {"problem": problem.label, "algorithm": algorithm.name, "settings": settings}
+
+
+def task_seeds(task: ShardTask) -> list[int]:
+    """The seeds of ``task``'s runs (:func:`run_seed`)."""
+    label = task.spec.cells()[task.cell][0].label
+    return [run_seed(task.spec.seed, label, i) for i in range(task.start, task.stop)]
+
+
+def check_shard_table(table: pa.Table, task: ShardTask) -> None:
+    """Check that ``table`` is ``task``'s shard: its cell, its runs, their seeds, the spec's
+    checkpoints, and, where the task names them, the problem's fingerprint and the versions it
+    was computed with.  ``ValueError`` naming what differs if not.
+
+    A shard that passes holds the runs its task asks for, of the problem the sweep built, under
+    the sweep's software; its checksum (kept beside it) says its bytes are those written.
+    """
+    n = task.stop - task.start
+    if table.num_rows != n:
+        raise ValueError(f"it holds {table.num_rows} runs, not {n}")
+    try:
+        meta = shard_metadata(table)
+        runs = table.column("run").to_numpy()
+        seeds = table.column("seed").to_numpy()
+    except (KeyError, TypeError, ValueError, pa.ArrowException) as exc:
+        raise ValueError(f"it is not a shard table ({type(exc).__name__}: {exc})") from None
+    if meta.get("cell") != cell_key(task):
+        raise ValueError(f"it holds runs of another cell ({meta.get('cell')}, not "
+                         f"{cell_key(task)})")
+    if not np.array_equal(runs, np.arange(task.start, task.stop)):
+        raise ValueError(f"it holds other runs than {task.start} to {task.stop - 1}")
+    if not np.array_equal(seeds, np.array(task_seeds(task), dtype=np.int64)):
+        raise ValueError("its runs' seeds are not those of this study's runs")
+    if meta.get("checkpoints") != checkpoints_of(task.spec).tolist():
+        raise ValueError("its checkpoints are not the spec's")
+    if task.fingerprint is not None and meta.get("fingerprint") != task.fingerprint:
+        raise ValueError(f"it was computed on another problem (fingerprint "
+                         f"{str(meta.get('fingerprint'))[:12]}, not {task.fingerprint[:12]})")
+    if task.versions is not None and (differ := _differences(dict(task.versions),
+                                                             meta.get("versions") or {})):
+        raise ValueError(f"it was computed with other versions: {differ}")
 
 
 @contextlib.contextmanager
@@ -168,10 +266,14 @@ def _numba_threads(threads: int | None) -> Iterator[None]:
 
 
 def shard_table(stats: RunStatistics, runs: np.ndarray, seeds: Sequence[int],
-                fallbacks: np.ndarray, reasons: dict, wall_seconds: float) -> pa.Table:
+                fallbacks: np.ndarray, reasons: dict, wall_seconds: float, *,
+                cell: dict | None = None, fingerprint: str | None = None,
+                versions: dict | None = None) -> pa.Table:
     """A shard's Arrow table from its runs' statistics (the inverse of :func:`shard_statistics`).
 
     ``wall_seconds`` is the shard's simulation time; each run's row gets an equal share.
+    ``cell`` (:func:`cell_key`), ``fingerprint`` and ``versions`` (the problem's and the
+    software's) go into the metadata.
     """
     n, C = len(runs), len(stats.checkpoints)
     first = stats.first_violation
@@ -195,7 +297,8 @@ def shard_table(stats: RunStatistics, runs: np.ndarray, seeds: Sequence[int],
         columns[f"curve_{name}"] = pa.FixedSizeListArray.from_arrays(
             pa.array(per_run.ravel()), width)
     meta = {"checkpoints": stats.checkpoints.tolist(), "fallback_reasons": reasons,
-            "wall_seconds": wall_seconds, "decisions": N_DECISIONS, "C": C}
+            "wall_seconds": wall_seconds, "decisions": N_DECISIONS, "C": C,
+            "cell": cell, "fingerprint": fingerprint, "versions": versions}
     return pa.table(columns).replace_schema_metadata({METADATA_KEY: json.dumps(meta)})
 
 

@@ -12,6 +12,7 @@
 
     [[problems]]
     factory = "mypkg.problems:make"  # any importable callable returning a BanditProblem
+    # misspecified = true            # required if it breaks the paper's assumptions on purpose
 
     [[algorithms]]
     name = "SEGE"
@@ -32,6 +33,8 @@ algorithm's constructor.
 from __future__ import annotations
 
 import itertools
+import os
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,8 +51,11 @@ GRID_PARAMETERS = {
     "ROFUL": ("lam", "delta", "n_directions", "radius"),
 }
 
+#: Largest spec file read: a spec lists problems, algorithms and grids, a few kilobytes.
+MAX_SPEC_BYTES = 1 << 20
+
 _TOP_KEYS = {"seed", "runs", "horizon", "checkpoints", "problems", "algorithms"}
-_PROBLEM_KEYS = {"name", "factory"}
+_PROBLEM_KEYS = {"name", "factory", "misspecified"}
 _ALGORITHM_KEYS = {"name", "grid"}
 
 
@@ -60,10 +66,14 @@ class SpecError(ValueError):
 @dataclass(frozen=True)
 class ProblemSpec:
     """One problem of a study: a built-in example by ``name``, or a ``factory``
-    (``"module:callable"``) returning a :class:`~sege_cvx.experiments.paper.BanditProblem`."""
+    (``"module:callable"``) returning a :class:`~sege_cvx.experiments.paper.BanditProblem`.
+
+    ``misspecified`` declares a misspecification study: the problem must then be built with
+    ``misspecified=True`` (it may break the paper's assumptions), and only then."""
 
     name: str | None = None
     factory: str | None = None
+    misspecified: bool = False
 
     @property
     def label(self) -> str:
@@ -108,10 +118,10 @@ class StudySpec:
 
     @classmethod
     def from_toml(cls, path: str | Path) -> StudySpec:
-        """Read and check a TOML spec file."""
+        """Read and check a TOML spec file: a regular file of at most :data:`MAX_SPEC_BYTES`."""
         path = Path(path)
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = tomllib.loads(_read_spec_text(path))
         except OSError as exc:
             raise SpecError(f"cannot read the spec {path}: {exc.strerror or exc}") from None
         except UnicodeDecodeError as exc:  # TOML is UTF-8
@@ -160,7 +170,8 @@ class StudySpec:
         out = {"seed": self.seed, "runs": self.runs, "horizon": self.horizon}
         if self.checkpoints is not None:
             out["checkpoints"] = list(self.checkpoints)
-        out["problems"] = [{"name": p.name} if p.name is not None else {"factory": p.factory}
+        out["problems"] = [{**({"name": p.name} if p.name is not None else {"factory": p.factory}),
+                            **({"misspecified": True} if p.misspecified else {})}
                            for p in self.problems]
         out["algorithms"] = [{"name": a.name, "grid": {k: list(v) for k, v in a.grid.items()}}
                              if a.grid else {"name": a.name} for a in self.algorithms]
@@ -169,6 +180,22 @@ class StudySpec:
     def cells(self) -> list[tuple[ProblemSpec, AlgorithmSpec, dict]]:
         """Every ``(problem, algorithm, settings)`` of the study, in the spec's order."""
         return [(p, a, s) for p in self.problems for a in self.algorithms for s in a.settings()]
+
+
+def _read_spec_text(path: Path) -> str:
+    """The text of a spec file, refusing what is not a regular file (a device such as
+    ``/dev/zero`` or a FIFO would be read without end) or is larger than :data:`MAX_SPEC_BYTES`."""
+    # Non-blocking: opening a FIFO for reading would otherwise wait for a writer.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise SpecError(f"the spec {path} is not a regular file")
+        data = f.read(MAX_SPEC_BYTES + 1)  # a file still growing is cut off here, not read on
+    if len(data) > MAX_SPEC_BYTES:
+        raise SpecError(f"the spec {path} is too large: {max(info.st_size, len(data)):,} bytes, "
+                        f"more than the {MAX_SPEC_BYTES:,} a spec may have")
+    return data.decode("utf-8")
 
 
 def _no_unknown(where: str, table: dict, allowed: set[str]) -> None:
@@ -198,9 +225,13 @@ def _problem(i: int, table) -> ProblemSpec:
     if not isinstance(table, dict):
         raise SpecError(f"{where} must be a table, got {table!r}")
     _no_unknown(where, table, _PROBLEM_KEYS)
-    if len(table) != 1:
+    misspecified = table.get("misspecified", False)
+    if not isinstance(misspecified, bool):
+        raise SpecError(f"{where}: misspecified must be true or false, got {misspecified!r}")
+    given = sorted(set(table) & {"name", "factory"})
+    if len(given) != 1:
         raise SpecError(f"{where} needs exactly one of 'name' (a built-in example) or 'factory' "
-                        f"('module:callable'), got {sorted(table)}")
+                        f"('module:callable'), got {given}")
     if "name" in table:
         from .examples import EXAMPLES  # the problems themselves load their arm sets lazily
 
@@ -210,11 +241,11 @@ def _problem(i: int, table) -> ProblemSpec:
         if table["name"] not in EXAMPLES:
             raise SpecError(f"{where}: unknown problem name {table['name']!r} (built-in: "
                             f"{', '.join(sorted(EXAMPLES))})")
-        return ProblemSpec(name=table["name"])
+        return ProblemSpec(name=table["name"], misspecified=misspecified)
     factory = table["factory"]
     if not isinstance(factory, str) or factory.count(":") != 1 or not all(factory.split(":")):
         raise SpecError(f"{where}: factory must be 'module:callable', got {factory!r}")
-    return ProblemSpec(factory=factory)
+    return ProblemSpec(factory=factory, misspecified=misspecified)
 
 
 def _algorithm(i: int, table) -> AlgorithmSpec:

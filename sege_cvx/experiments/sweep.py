@@ -3,10 +3,17 @@
 Work is split into shards, blocks of runs of one cell (:mod:`.shards`).  Shards go to a
 ``concurrent.futures`` executor: this process (one worker), a pool of local worker processes,
 or a ``dask.distributed`` client's executor; the scheduling is theirs.  This process writes
-each finished shard atomically under ``DIR/shards/`` and, once all are there, merges them into
+each finished shard atomically under ``DIR/shards/`` with its SHA-256 beside it
+(``NAME.sha256``, in ``sha256sum`` format) and, once all are there, merges them into
 ``DIR/runs.parquet`` (one row per cell x run), ``DIR/curves.parquet`` (one row per cell x
-checkpoint) and, last, ``DIR/manifest.json``.  Rerunning the same sweep into the same directory
-skips the shards already written, so a killed sweep resumes where it stopped.
+checkpoint) and, last, ``DIR/manifest.json``.
+
+Rerunning the same sweep into the same directory resumes it: a shard is reused only if its
+bytes match their checksum and it holds its task's runs, seeds and checkpoints, computed on the
+problem the sweep builds now (its fingerprint) under the same software versions; any other is
+computed again (a :class:`SweepWarning` says which).  So a resumed sweep gives the same files
+as an uninterrupted one, bit for bit, whatever was damaged, and a sweep whose problems or
+software changed since it started is refused (or, with ``overwrite``, restarted).
 """
 
 from __future__ import annotations
@@ -14,12 +21,19 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import gc
+import hashlib
+import importlib
+import importlib.util
 import json
 import math
 import multiprocessing
 import os
 import shutil
-from collections.abc import Callable, Iterator, Sequence
+import signal
+import threading
+import time
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -29,16 +43,22 @@ from tqdm.auto import tqdm
 
 from .outputs import (
     MANIFEST,
+    ChecksumError,
     OutputPathError,
     check_output_dir,
     check_writable_under,
     provenance,
+    read_checked,
+    refuse_link,
+    runtime_versions,
+    write_atomic,
     write_manifest,
 )
 from .shards import (
     DECISION_COLUMNS,
     ShardTask,
     build_problem,
+    check_shard_table,
     run_shard,
     shard_metadata,
     shard_statistics,
@@ -50,11 +70,27 @@ class SchedulerError(ConnectionError):
     """The Dask scheduler given by address cannot be reached; nothing was written."""
 
 
+class SweepError(RuntimeError):
+    """A sweep stopped after it started: a worker died, a shard failed, a file could not be
+    written.  The message is one line: ``reason``, then what is saved and how to resume (the
+    finished shards are kept; rerunning the same sweep resumes it)."""
+
+    def __init__(self, reason: str, resume: str = ""):
+        super().__init__(f"{reason}; {resume}" if resume else reason)
+        self.reason = reason
+
+
+class SweepWarning(UserWarning):
+    """Something a sweep did that its user should know (a damaged shard computed again)."""
+
+
 #: The sweep's record of what it runs, written first; a rerun must match it to resume.
 SWEEP_RECORD = "sweep.json"
 #: Runs per shard unless given: small enough to spread a cell over workers and to lose little
 #: work when a sweep is killed, large enough for the compiled loops to amortize a call.
 DEFAULT_SHARD_RUNS = 50
+#: A shard's checksum file beside it: ``<sha256>  <name>.parquet`` (``sha256sum -c`` reads it).
+CHECKSUM_SUFFIX = ".sha256"
 
 
 def run_sweep(
@@ -76,21 +112,25 @@ def run_sweep(
     spec : StudySpec, dict or path
         The study (a path is read as TOML, see :class:`~sege_cvx.experiments.spec.StudySpec`).
     out : str or path-like
-        The results directory: new, empty, or a sweep of the same spec to resume.
+        The results directory: new, empty, or a sweep of the same spec to resume.  Not a
+        symbolic link: nothing is written or deleted through one.
     workers : int, optional
         Local worker processes (default: every core).  ``1`` runs the shards in this process,
         whose compiled loops spread runs over all cores themselves.  Ignored with a Dask
-        ``client`` or ``scheduler``.
+        ``client`` or ``scheduler``.  Workers exit when this process dies.
     client : dask.distributed.Client, optional
-        Run the shards on this Dask cluster (its workers must be able to import sege_cvx and
-        any problem factory of the spec).
+        Run the shards on this Dask cluster.  Its workers must be able to import sege_cvx;
+        a factory's module that they cannot import is uploaded to them if it is a single
+        file (``Client.upload_file``).  A Dask cluster runs whatever code is sent to it:
+        connect only to clusters you control.
     scheduler : str, optional
         A Dask scheduler's address (``"tcp://HOST:8786"``): a client is made for the sweep.
     shard_runs : int, optional
         Runs per shard (default 50, or the value a resumed sweep was started with).  Results
         are the same bit for bit whatever it is.
     overwrite : bool
-        Delete an existing ``out`` that holds something else (another spec's sweep, other files).
+        Delete an existing ``out`` that holds something else (another spec's sweep, other
+        files, or this spec's sweep of a problem or software that has changed since).
     progress : bool
         One progress bar over shards on stderr.
     command_line : sequence of str, optional
@@ -104,11 +144,21 @@ def run_sweep(
     Raises
     ------
     SpecError
-        A spec, problem or parameter value that cannot run: raised before any simulation.
+        A spec, problem or parameter value that cannot run, or a factory the Dask workers
+        cannot import: raised before any simulation.
     OutputPathError
-        ``out`` cannot hold the sweep.
+        ``out`` cannot hold the sweep, or holds this spec's sweep of another problem or under
+        other versions (without ``overwrite``): raised before any simulation.
     SchedulerError
         ``scheduler`` cannot be reached (raised before anything is written to ``out``).
+    SweepError
+        The sweep stopped after it started (a worker died, a shard failed, a file could not be
+        written); the finished shards are kept: rerun to resume.
+
+    Warns
+    -----
+    SweepWarning
+        Shards of a resumed sweep that failed their checks, computed again.
 
     Notes
     -----
@@ -121,31 +171,66 @@ def run_sweep(
 
     spec = _as_spec(spec)
     workers = _worker_count(workers)
-    out, record, resume = _check_dir(out, spec, overwrite, shard_runs)
+    out, previous = _check_dir(out, spec, overwrite, shard_runs)
     problems = check_cells(spec)
+    record = {"spec": spec.to_dict(),
+              "shard_runs": int(shard_runs or (previous or {}).get("shard_runs")
+                                or DEFAULT_SHARD_RUNS),
+              "problems": {label: p["fingerprint"] for label, p in problems.items()},
+              "versions": runtime_versions()}
+    resume = previous is not None and _same_sweep(previous, record, out, overwrite)
     lock = None  # held from the start of the sweep in out to its manifest
+    saved = _Progress(out)
     try:
-        with _executor(workers, client, scheduler) as (executor, threads):
-            # Once a scheduler answered: nothing is written otherwise.
+        with _executor(workers, client, scheduler) as (executor, threads, dask_client):
+            if dask_client is not None:
+                _ship_factories(dask_client, spec)
+            # Once a scheduler answered and its workers can import the factories: nothing is
+            # written otherwise.
             lock = _start_dir(out, record, resume, overwrite)
-            shard_runs = record["shard_runs"]
-            tasks = plan_shards(spec, shard_runs, threads)
+            tasks = plan_shards(spec, record["shard_runs"], threads, record["problems"],
+                                record["versions"])
             shard_dir = out / "shards"
-            todo = [t for t in tasks if not _shard_done(shard_dir / f"{t.name}.parquet", t)]
-            with tqdm(total=len(tasks), initial=len(tasks) - len(todo), unit="shard",
-                      desc="sweep", disable=not progress, smoothing=0.1) as bar:
-                for task, table in _finished(executor, todo):
-                    _write_atomic(shard_dir / f"{task.name}.parquet",
-                                  lambda path, table=table: pq.write_table(table, path))
+            todo = _unfinished(shard_dir, tasks)
+            saved.total, saved.done = len(tasks), len(tasks) - len(todo)
+            with tqdm(total=len(tasks), initial=saved.done, unit="shard", desc="sweep",
+                      disable=not progress, smoothing=0.1) as bar:
+                for task, table in _finished(executor, todo, saved):
+                    try:
+                        write_shard(shard_dir, task, table)
+                    except ShardError as exc:
+                        raise SweepError(f"shard {task.name} came back from its worker "
+                                         f"unusable: {exc}",
+                                         f"{saved}: rerun the same command to resume") from None
+                    saved.done += 1
                     bar.update(1)
-        merge_shards(spec, tasks, out, problems)
-        record = {"sweep": _shard_status(tasks, out), "spec": spec.to_dict(),
-                  "problems": problems, "shard_runs": shard_runs}
-        write_manifest(out, provenance(command_line, spec.seed), extra=record)
+        status = merge_shards(spec, tasks, out)
+        write_manifest(out, provenance(command_line, spec.seed),
+                       extra={"sweep": status, "spec": spec.to_dict(), "problems": problems,
+                              "shard_runs": record["shard_runs"], "versions": record["versions"]})
+    except OSError as exc:
+        if isinstance(exc, SchedulerError):
+            raise
+        raise SweepError(f"cannot write {exc.filename or out!s}: {exc.strerror or exc}",
+                         f"{saved}: make it writable (or free space) and rerun the same command "
+                         "to resume") from exc
     finally:
         if lock is not None:
             lock.close()
     return load_results(out)
+
+
+class _Progress:
+    """How many of a sweep's shards are saved, for messages (``"3 of 12 shards are saved in
+    OUT"``)."""
+
+    def __init__(self, out: Path):
+        self.out, self.total, self.done = out, None, 0
+
+    def __str__(self) -> str:
+        if self.total is None:
+            return f"no shard was computed in {self.out}"
+        return f"{self.done} of {self.total} shards are saved in {self.out}"
 
 
 def _as_spec(spec) -> StudySpec:
@@ -167,25 +252,27 @@ def _worker_count(workers) -> int:
 
 
 def _check_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None, *,
-               name: str = "out", overwrite_hint: str = "overwrite") -> tuple[Path, dict, bool]:
-    """Check ``out`` without writing: ``(target, record, resume)``.
+               name: str = "out", overwrite_hint: str = "overwrite") -> tuple[Path, dict | None]:
+    """Check ``out`` without writing: ``(target, previous)``, ``previous`` the record of this
+    spec's sweep found there (to resume) or None.
 
-    ``out`` may be new or empty, hold this spec's sweep (its ``sweep.json``: resumed), or, with
-    ``overwrite``, anything (deleted when the sweep starts).  ``name`` and ``overwrite_hint``
-    are how messages name ``out`` and the way to allow deleting it (the command line's
-    ``--out`` and ``--overwrite``).
+    ``out`` may be new or empty, hold this spec's sweep (its ``sweep.json``), or, with
+    ``overwrite``, anything (deleted when the sweep starts).  Symbolic links at ``out``, at
+    ``out/shards`` or at a file of the sweep are refused.  ``name`` and ``overwrite_hint`` are
+    how messages name ``out`` and the way to allow deleting it (the command line's ``--out``
+    and ``--overwrite``).
     """
     if shard_runs is not None and (isinstance(shard_runs, bool) or not isinstance(
             shard_runs, int | np.integer) or shard_runs < 1):
         raise ValueError(f"shard_runs must be a positive int, got {shard_runs!r}")
     target = check_output_dir(out, overwrite=True, name=name)
     given = f"{name} {str(out)!r}"
+    _refuse_links(target, given)
     # check_output_dir probed the parent (where a new directory goes); a sweep also writes in
     # an existing out (resumed, or started in an empty one) and its shards/.
     for directory in (target, target / "shards"):
         if directory.is_dir():
             check_writable_under(directory, given)
-    record = {"spec": spec.to_dict(), "shard_runs": int(shard_runs or DEFAULT_SHARD_RUNS)}
     record_path = target / SWEEP_RECORD
     if record_path.exists():
         # This spec's sweep is resumed, with or without overwrite (which deletes only what is
@@ -197,10 +284,10 @@ def _check_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None, *,
                 raise OutputPathError(f"{given} holds an unreadable {SWEEP_RECORD} ({exc}); "
                                       f"choose a new directory or pass {overwrite_hint}") from None
             previous = {}
-        same_spec = previous.get("spec") == record["spec"]
+        same_spec = previous.get("spec") == spec.to_dict()
         same_shards = shard_runs is None or shard_runs == previous.get("shard_runs")
         if same_spec and same_shards:
-            return target, previous, True
+            return target, previous
         if not overwrite and not same_spec:
             raise OutputPathError(f"{given} holds a sweep of another spec; choose a new "
                                   f"directory, or pass {overwrite_hint} to delete it")
@@ -211,7 +298,18 @@ def _check_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None, *,
     if target.exists() and any(target.iterdir()) and not overwrite:
         raise OutputPathError(f"{given} already exists and holds no sweep of this spec; choose "
                               f"a new directory, or pass {overwrite_hint} to delete it")
-    return target, record, False
+    return target, None
+
+
+def _refuse_links(target: Path, given: str) -> None:
+    """Refuse symbolic links where the sweep writes: ``shards/``, its record, its tables, its
+    manifest and the files under ``shards/`` (OutputPathError naming the first)."""
+    places = [target / n for n in ("shards", SWEEP_RECORD, MANIFEST, "runs.parquet",
+                                   "curves.parquet")]
+    if (target / "shards").is_dir() and not (target / "shards").is_symlink():
+        places += sorted((target / "shards").iterdir())
+    for place in places:
+        refuse_link(place, f"{given}: {place.relative_to(target).as_posix()}")
 
 
 def _read_record(path: Path) -> dict:
@@ -223,6 +321,30 @@ def _read_record(path: Path) -> dict:
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ValueError(f"shard_runs {size!r} is not a positive int")
     return record
+
+
+def _same_sweep(previous: dict, record: dict, out: Path, overwrite: bool) -> bool:
+    """Whether the sweep recorded in ``out`` (``previous``, of the same spec) is resumed: it is
+    if its problems have the fingerprints they have now and the versions are the same.  If
+    not, it is restarted with ``overwrite`` (False) and refused without (OutputPathError)."""
+    then, now = previous.get("problems"), record["problems"]
+    if not isinstance(then, dict):
+        change = "it was started by a sege_cvx that recorded no problem fingerprints"
+    elif changed := [label for label in now if then.get(label) != now[label]]:
+        change = (f"problem {changed[0]!r} is not the one it was started with (fingerprint "
+                  f"{str(then.get(changed[0]))[:12]} then, {now[changed[0]][:12]} now: its "
+                  "factory's code, data or environment changed)")
+    elif differ := [f"{k} {previous.get('versions', {}).get(k)} then, {v} now"
+                    for k, v in record["versions"].items()
+                    if previous.get("versions", {}).get(k) != v]:
+        change = f"it was started under other versions ({'; '.join(differ)})"
+    else:
+        return True
+    if overwrite:
+        return False
+    raise OutputPathError(f"out {str(out)!r} holds this spec's sweep, but {change}: its runs "
+                          "would mix with new ones; pass overwrite (--overwrite) to restart it, "
+                          "or choose a new directory")
 
 
 def _start_dir(target: Path, record: dict, resume: bool, overwrite: bool):
@@ -239,6 +361,7 @@ def _start_dir(target: Path, record: dict, resume: bool, overwrite: bool):
     neither deletes its partial files nor its directory.
     """
     record_path = target / SWEEP_RECORD
+    _refuse_links(target, f"out {str(target)!r}")  # again: links may have appeared meanwhile
     if resume:
         lock = _lock(record_path, target)
         (target / "shards").mkdir(exist_ok=True)  # e.g. deleted to save space after the merge
@@ -253,9 +376,7 @@ def _start_dir(target: Path, record: dict, resume: bool, overwrite: bool):
     (target / "shards").mkdir(parents=True, exist_ok=True)
     claim = target / f".{SWEEP_RECORD}.partial-{os.getpid()}"
     try:
-        claim.write_text(json.dumps(record, indent=2) + "\n")
-        with claim.open("rb") as f:
-            os.fsync(f.fileno())
+        write_atomic(claim, (json.dumps(record, indent=2) + "\n").encode())
         os.link(claim, record_path)  # fails if another sweep claimed the directory meanwhile
     except FileExistsError:
         raise OutputPathError(f"out {str(target)!r}: another sweep started there while this one "
@@ -297,7 +418,8 @@ def check_cells(spec: StudySpec) -> dict[str, dict]:
     -------
     dict
         Per problem label: what figures and tables need (dimension, ``b0``, ``b``, the optimal
-        reward, description).
+        reward, description), its ``fingerprint``, whether it is ``misspecified`` and the
+        paper's assumptions it breaks.
     """
     from ..simulation import LinearBandit, run_seeds, simulate
 
@@ -320,49 +442,234 @@ def check_cells(spec: StudySpec) -> dict[str, dict]:
             "dim": int(problem.arm_set.dim), "baseline_reward": float(problem.baseline_reward),
             "threshold": float(problem.threshold),
             "optimal_reward": float(problem.arm_set.support(np.asarray(problem.theta_star))),
-            "description": str(problem.description)})
+            "description": str(problem.description), "fingerprint": problem.fingerprint,
+            "misspecified": problem.misspecified,
+            "assumption_violations": problem.assumption_violations()})
     return problems
 
 
-def _shard_done(path: Path, task: ShardTask) -> bool:
-    """Whether ``path`` holds ``task``'s finished shard: a readable parquet file with its runs
-    (writes are atomic, so anything else was damaged afterwards and is computed again)."""
-    if not path.exists():
-        return False
+def plan_shards(spec: StudySpec, shard_runs: int, threads: int | None = None,
+                fingerprints: dict[str, str] | None = None,
+                versions: dict[str, str | None] | None = None) -> list[ShardTask]:
+    """Every cell's runs in blocks of ``shard_runs``, cell by cell.  With the problems'
+    ``fingerprints`` (by label) and the sweep's ``versions``, each task carries those of its
+    cell, which workers and :func:`read_shard` check."""
+    pinned = tuple(sorted(versions.items())) if versions is not None else None
+    return [ShardTask(spec, cell, start, min(start + shard_runs, spec.runs), threads,
+                      None if fingerprints is None else fingerprints[problem.label], pinned)
+            for cell, (problem, _, _) in enumerate(spec.cells())
+            for start in range(0, spec.runs, shard_runs)]
+
+
+# --- shards on disk: written with their checksum, used only once checked -------------------------
+
+
+class ShardError(ValueError):
+    """A shard file that cannot be used: missing, damaged, or not its task's."""
+
+
+def _shard_path(shard_dir: Path, task: ShardTask) -> Path:
+    return shard_dir / f"{task.name}.parquet"
+
+
+def write_shard(shard_dir: Path, task: ShardTask, table: pa.Table) -> None:
+    """Check ``table`` against ``task`` (:func:`~.shards.check_shard_table`; ShardError if it
+    fails), then write it as ``NAME.parquet`` and its SHA-256 as ``NAME.sha256``, each
+    atomically, the data first: a shard without its checksum is computed again on resume."""
     try:
-        if pq.ParquetFile(path).metadata.num_rows == task.stop - task.start:
-            return True
-    except (OSError, pa.ArrowException):
-        pass
-    path.unlink()
-    return False
+        check_shard_table(table, task)
+    except ValueError as exc:
+        raise ShardError(str(exc)) from None
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    data = sink.getvalue().to_pybytes()
+    path = _shard_path(shard_dir, task)
+    write_atomic(path, data)
+    write_atomic(path.with_suffix(CHECKSUM_SUFFIX),
+                 f"{hashlib.sha256(data).hexdigest()}  {path.name}\n".encode())
 
 
-def plan_shards(spec: StudySpec, shard_runs: int, threads: int | None = None) -> list[ShardTask]:
-    """Every cell's runs in blocks of ``shard_runs``, cell by cell."""
-    return [ShardTask(spec, cell, start, min(start + shard_runs, spec.runs), threads)
-            for cell in range(len(spec.cells())) for start in range(0, spec.runs, shard_runs)]
+def read_shard(shard_dir: Path, task: ShardTask) -> pa.Table:
+    """``task``'s shard table, once its bytes match its checksum and its content its task.
+
+    Raises
+    ------
+    ShardError
+        Saying why the shard cannot be used (``FileNotFoundError`` if it was never written).
+    """
+    path = _shard_path(shard_dir, task)
+    checksum = path.with_suffix(CHECKSUM_SUFFIX)
+    if not path.exists() and not checksum.exists():
+        raise FileNotFoundError(path)
+    if not checksum.exists():
+        raise ShardError("it has no checksum: its write was interrupted")
+    try:
+        data = read_checked(path, checksum.read_text(encoding="ascii").split()[0])
+        table = pq.read_table(pa.BufferReader(data))
+    except ChecksumError:
+        raise ShardError("its content does not match its SHA-256") from None
+    except FileNotFoundError:
+        raise ShardError("its data file is missing") from None
+    except (OSError, IndexError, UnicodeDecodeError, pa.ArrowException) as exc:
+        raise ShardError(f"it cannot be read ({type(exc).__name__}: {exc})") from None
+    try:
+        check_shard_table(table, task)
+    except ValueError as exc:
+        raise ShardError(str(exc)) from None
+    return table
 
 
-def _finished(executor: cf.Executor | None, tasks: list[ShardTask]) -> Iterator[tuple[ShardTask, pa.Table]]:
+def _unfinished(shard_dir: Path, tasks: list[ShardTask]) -> list[ShardTask]:
+    """The tasks whose shard is not on disk, checked; one :class:`SweepWarning` lists those
+    that were there but failed their checks (computed again)."""
+    todo, damaged = [], []
+    for task in tasks:
+        try:
+            read_shard(shard_dir, task)
+        except FileNotFoundError:
+            todo.append(task)
+        except ShardError as exc:
+            todo.append(task)
+            damaged.append(f"{task.name} ({exc})")
+    if damaged:
+        listed = "; ".join(damaged[:3]) + (f"; and {len(damaged) - 3} more" if len(damaged) > 3
+                                           else "")
+        warnings.warn(f"{len(damaged)} saved shard{'s' if len(damaged) > 1 else ''} failed "
+                      f"{'their' if len(damaged) > 1 else 'its'} check and "
+                      f"{'are' if len(damaged) > 1 else 'is'} computed again: {listed}",
+                      SweepWarning, stacklevel=3)
+    return todo
+
+
+def read_cell(out: Path, tasks: list[ShardTask]) -> list[pa.Table]:
+    """The checked shard tables of ``tasks`` (one cell's, in run order); a shard that fails its
+    check now (changed since it was written) is a :class:`SweepError`."""
+    tables = []
+    for task in tasks:
+        try:
+            tables.append(read_shard(out / "shards", task))
+        except (ShardError, FileNotFoundError) as exc:
+            reason = str(exc) if isinstance(exc, ShardError) else "it is missing"
+            raise SweepError(f"shard {task.name} in {out} changed after it was checked: {reason}",
+                             "rerun the same command to compute it again") from None
+    return tables
+
+
+# --- running shards: in this process, on local worker processes, or on Dask ---------------------
+
+#: In a local worker process: where it reports the shards it starts (set by _init_worker).
+_STARTED = None
+
+
+def _init_worker(started, parent: int) -> None:
+    """Set up a local worker process: report started shards on ``started``, and exit when the
+    sweep's process (pid ``parent``) dies, even by SIGKILL, rather than live on as an orphan."""
+    global _STARTED
+    _STARTED = started
+    threading.Thread(target=_exit_with_parent, args=(parent,), name="sege-cvx-parent-watch",
+                     daemon=True).start()
+
+
+def _exit_with_parent(parent: int) -> None:
+    # Polling the parent pid works on every POSIX platform (prctl's death signal is Linux's
+    # alone, and fires when the forking *thread* ends).  The check runs whenever the worker's
+    # main thread leaves compiled code, at least every few stages.
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
+
+
+def _run_in_worker(task: ShardTask):
+    """:func:`run_shard` in a local worker process, having said which shard it starts."""
+    _STARTED.put((os.getpid(), task.name))
+    return run_shard(task)
+
+
+def _finished(executor, tasks: list[ShardTask], saved: _Progress):
     """Each task with its shard table, as they finish (in order, in this process, without an
-    executor); pending tasks are cancelled if the caller stops early or fails."""
+    executor); pending tasks are cancelled if the caller stops early or fails.
+
+    A shard that raises, or a local worker process that dies, ends the sweep with a one-line
+    :class:`SweepError` naming the shard (``KeyboardInterrupt`` is left to the caller).
+    """
     if executor is None:
         for task in tasks:
-            yield task, run_shard(task)
+            try:
+                table = run_shard(task)
+            except Exception as exc:
+                raise _shard_failed(task.name, exc, saved) from exc
+            yield task, table
         return
-    futures = {executor.submit(run_shard, task): task for task in tasks}
+    local = isinstance(executor, _LocalPool)
+    submit = executor.submit
+    futures = {submit(_run_in_worker if local else run_shard, task): task for task in tasks}
     try:
         for future in cf.as_completed(futures):
-            yield futures[future], future.result()
+            task = futures[future]
+            try:
+                table = future.result()
+            except cf.process.BrokenProcessPool:
+                raise SweepError(executor.death_report(futures),
+                                 f"{saved}: rerun the same command to resume") from None
+            except Exception as exc:
+                raise _shard_failed(task.name, exc, saved) from exc
+            yield task, table
     finally:
         for future in futures:
             future.cancel()
 
 
+def _shard_failed(name: str, exc: BaseException, saved: _Progress) -> SweepError:
+    what = str(exc) if isinstance(exc, SpecError) else f"{type(exc).__name__}: {exc}"
+    return SweepError(f"shard {name} failed: {' '.join(what.split())}",
+                      f"{saved}: fix the cause and rerun the same command to resume")
+
+
+class _LocalPool(cf.ProcessPoolExecutor):
+    """Local worker processes (``spawn``) that report the shards they start and exit with the
+    sweep's process, so that a dead worker is named with its shard."""
+
+    def __init__(self, workers: int):
+        context = multiprocessing.get_context("spawn")
+        self.started = context.SimpleQueue()
+        super().__init__(workers, mp_context=context, initializer=_init_worker,
+                         initargs=(self.started, os.getpid()))
+        self.seen: dict[int, multiprocessing.Process] = {}
+
+    def submit(self, fn, /, *args, **kwargs):
+        future = super().submit(fn, *args, **kwargs)
+        # The pool's processes, kept to read their exit codes once the pool is broken (it
+        # forgets them); spawned pools start all of them at the first submit.
+        self.seen.update(getattr(self, "_processes", None) or {})
+        return future
+
+    def death_report(self, futures: dict) -> str:
+        """``"worker process 123 was killed by SIGKILL while computing shard NAME"``."""
+        last = {}
+        while not self.started.empty():
+            pid, name = self.started.get()
+            last[pid] = name
+        done = {task.name for future, task in futures.items()
+                if future.done() and not future.cancelled() and future.exception() is None}
+        for process in self.seen.values():
+            process.join(timeout=5)
+        died = [(pid, p.exitcode) for pid, p in self.seen.items()
+                if p.exitcode not in (None, 0, -signal.SIGTERM)]
+        if not died:
+            return "a worker process died"
+        pid, code = died[0]
+        how = (f"was killed by {signal.Signals(-code).name}" if code < 0 else
+               f"exited with status {code}")
+        shard = last.get(pid)
+        where = (f" while computing shard {shard}" if shard and shard not in done
+                 else " between shards")
+        return f"worker process {pid} {how}{where}"
+
+
 @contextlib.contextmanager
-def _executor(workers: int, client, scheduler: str | None) -> Iterator[tuple[cf.Executor | None, int | None]]:
-    """The executor for the shards (None: this process), and the numba threads per shard."""
+def _executor(workers: int, client, scheduler: str | None) -> Iterator[tuple]:
+    """The executor for the shards (None: this process), the numba threads per shard, and the
+    Dask client (None for local work)."""
     if client is not None or scheduler is not None:
         owned = None
         if client is None:
@@ -381,34 +688,63 @@ def _executor(workers: int, client, scheduler: str | None) -> Iterator[tuple[cf.
                 gc.collect()
                 raise SchedulerError(failure)
         try:
-            yield client.get_executor(), None
+            yield client.get_executor(), None, client
         finally:
             if owned is not None:
                 owned.close()
         return
     if workers == 1:
-        yield None, None
+        yield None, None, None
         return
     threads = max(1, (os.cpu_count() or 1) // workers)
     # spawn, not fork: the parent's OpenMP and noise-drawing threads do not survive a fork.
     # Each shard sets its numba threads itself (ShardTask.threads).
-    pool = cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    pool = _LocalPool(workers)
     try:
-        yield pool, threads
+        yield pool, threads, None
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _write_atomic(path: Path, write: Callable[[Path], object]) -> None:
-    """``write`` a hidden sibling of ``path``, flush it to disk, then rename it onto ``path``."""
-    tmp = path.with_name(f".{path.name}.partial-{os.getpid()}")
+def _ship_factories(client, spec: StudySpec) -> None:
+    """Make sure the Dask workers can import each problem factory's module, before any shard
+    runs: a module they cannot import is uploaded to them (``Client.upload_file``) if it is a
+    single file this process imports it from; otherwise a :class:`SpecError` says how."""
+    for module in sorted({p.factory.split(":")[0] for p in spec.problems if p.factory}):
+        failures = _import_failures(client, module)
+        origin = getattr(importlib.util.find_spec(module), "origin", None)
+        single_file = origin is not None and origin.endswith(".py") and not origin.endswith(
+            "__init__.py")
+        if failures and single_file:
+            client.upload_file(origin)
+            failures = _import_failures(client, module)
+        if failures:
+            worker, error = next(iter(sorted(failures.items())))
+            hint = ("" if single_file else "; it is a package, which cannot be uploaded: ")
+            raise SpecError(f"the Dask workers cannot import {module!r}, the module of a problem "
+                            f"factory ({worker}: {error}){hint or '; '}install it where the "
+                            "workers run, or put it on their PYTHONPATH")
+
+
+def _import_failures(client, module: str) -> dict[str, str]:
+    """Per Dask worker that cannot import ``module``: why."""
     try:
-        write(tmp)
-        with tmp.open("rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+        results = client.run(_try_import, module)
+    except Exception as exc:  # e.g. workers that cannot import sege_cvx itself
+        return {"workers": f"{type(exc).__name__}: {exc}"}
+    return {worker: error for worker, error in results.items() if error is not None}
+
+
+def _try_import(module: str) -> str | None:
+    """On a worker: None if ``module`` imports, else the error."""
+    try:
+        importlib.import_module(module)
+    except BaseException as exc:  # noqa: BLE001 - reported, whatever it is
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+# --- merging shards into the sweep's tables ----------------------------------------------------
 
 
 def grid_columns(spec: StudySpec) -> list[str]:
@@ -425,28 +761,29 @@ def _cell_columns(spec: StudySpec, n: int, index: int, names: list[str]) -> dict
             **{k: [settings.get(k)] * n for k in names}}
 
 
-def read_cell(out: Path, tasks: list[ShardTask]) -> pa.Table:
-    """The shards of ``tasks`` (one cell's, in run order) as one table."""
-    return pa.concat_tables([pq.read_table(out / "shards" / f"{t.name}.parquet") for t in tasks])
-
-
-def merge_shards(spec: StudySpec, tasks: list[ShardTask], out: Path, problems: dict) -> None:
-    """Write ``runs.parquet`` and ``curves.parquet`` from the shards, one cell at a time."""
+def merge_shards(spec: StudySpec, tasks: list[ShardTask], out: Path) -> list[dict]:
+    """Write ``runs.parquet`` and ``curves.parquet`` from the checked shards, one cell at a
+    time; return each shard's status for the manifest."""
     names = grid_columns(spec)
-    runs_parts, curve_parts = [], []
+    runs_parts, curve_parts, status = [], [], []
     by_cell: dict[int, list[ShardTask]] = {}
     for task in tasks:
         by_cell.setdefault(task.cell, []).append(task)
     for cell, cell_tasks in by_cell.items():
-        table = read_cell(out, cell_tasks)
+        tables = read_cell(out, cell_tasks)
+        status += [_shard_status(task, shard) for task, shard in zip(cell_tasks, tables, strict=True)]
+        table = pa.concat_tables(tables)
         stats = shard_statistics(table)
         n = table.num_rows
         run_columns = [c for c in table.column_names if not c.startswith("curve_")]
         runs_parts.append({**_cell_columns(spec, n, cell, names),
                            **{c: table.column(c) for c in run_columns}})
         curve_parts.append(_curve_columns(spec, cell, names, stats))
-    _write_atomic(out / "runs.parquet", lambda p: pq.write_table(_stack(runs_parts, names), p))
-    _write_atomic(out / "curves.parquet", lambda p: pq.write_table(_stack(curve_parts, names), p))
+    for name, parts in (("runs", runs_parts), ("curves", curve_parts)):
+        sink = pa.BufferOutputStream()
+        pq.write_table(_stack(parts, names), sink)
+        write_atomic(out / f"{name}.parquet", sink.getvalue().to_pybytes())
+    return status
 
 
 def _curve_columns(spec: StudySpec, cell: int, names: list[str], stats) -> dict:
@@ -487,13 +824,10 @@ def _stack(parts: list[dict], names: list[str]) -> pa.Table:
     return pa.table(columns)
 
 
-def _shard_status(tasks: list[ShardTask], out: Path) -> list[dict]:
-    status = []
-    for task in tasks:
-        path = out / "shards" / f"{task.name}.parquet"
-        meta = shard_metadata(pq.read_schema(path))
-        status.append({"file": f"shards/{path.name}", "cell": task.cell,
-                       "runs": [task.start, task.stop], "status": "done",
-                       "wall_seconds": round(meta["wall_seconds"], 4),
-                       "fallback_reasons": meta["fallback_reasons"]})
-    return status
+def _shard_status(task: ShardTask, table: pa.Table) -> dict:
+    """A shard's entry in the manifest."""
+    meta = shard_metadata(table)
+    return {"file": f"shards/{task.name}.parquet", "cell": task.cell,
+            "runs": [task.start, task.stop], "status": "done",
+            "wall_seconds": round(meta["wall_seconds"], 4),
+            "fallback_reasons": meta["fallback_reasons"]}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._random import MAX_RUNS
-from .._validation import _fmt, as_positive_int, as_scalar, as_vector
+from .._validation import _fmt, as_finite_array, as_positive_int, as_scalar, as_vector
 from ..arm_sets.base import ArmSet
 
 
@@ -137,19 +137,18 @@ class BatchPolicy:
         """Validate ``(x, y)`` against the pending arms; returns ``(n_runs, d)`` and ``(n_runs,)``."""
         if self._pending is None:
             raise RuntimeError("observe() called before select()")
-        xs = np.asarray(x, dtype=np.float64)
+        xs = as_finite_array("x", x)
         if xs.size != self._pending.size:
             raise ValueError(f"x must hold {self.n_runs} arm(s) of dimension "
                              f"{self._pending.shape[1]}, got shape {xs.shape}")
         xs = xs.reshape(self._pending.shape)
         if not np.array_equal(xs, self._pending):
             raise ValueError("observe() must receive the arms returned by the last select()")
-        ys = np.asarray(y, dtype=np.float64)
+        # Real numbers only: a string such as "1e3" is refused, not parsed (as_finite_array).
+        ys = as_finite_array("observed rewards y", y)
         if ys.size != self.n_runs:
             raise ValueError(f"y must hold {self.n_runs} reward(s), got shape {ys.shape}")
         ys = ys.reshape(self.n_runs)
-        if not np.all(np.isfinite(ys)):
-            raise ValueError(f"observed rewards must be finite, got {ys}")
         self._pending = None
         self.t += 1
         return xs, ys

@@ -351,7 +351,7 @@ class ROFUL(BatchPolicy):
         if self.arm_set.witness_dim:  # the same convex combination of the witnesses
             witnesses = ((1.0 - tau)[:, None] * self.baseline_witness
                          + tau[:, None] * self._point_witnesses[j])
-        arms, inside = self.arm_set.pull_inside(arms, witnesses)
+        arms, inside = self.arm_set._pull_inside(arms, witnesses)
         if not inside.all():
             self.solver_fallbacks += ~inside
             arms[~inside] = self.baseline_arm

@@ -326,7 +326,7 @@ class SEGE(BatchPolicy):
                 safe_w = np.where(use_lcb[:, None], lcb_arm.witnesses, self.baseline_witness)
                 witnesses = (1.0 - self.rho) * safe_w + self.rho * self.exploration.witness_points(draws)
             # Rounding can leave the mix an ulp outside; the baseline if it cannot be moved in.
-            explore, inside = self.arm_set.pull_inside(mixed, witnesses)
+            explore, inside = self.arm_set._pull_inside(mixed, witnesses)
             if not inside.all():
                 self._fallbacks[idx] += ~inside
                 self._fallback_reasons["NotMember"] += int((~inside).sum())
