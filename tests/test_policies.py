@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from _decisions import sege_decision_margins
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -162,6 +163,13 @@ def test_closed_form_and_solver_paths_make_the_same_decisions():
         results[method] = sc.simulate(policy, sc.LinearBandit(THETA, 0.3, noise_seeds), horizon,
                                       traces=True)
         assert policy.solver_fallbacks.sum() == 0
+        # Two arithmetic paths, compared exactly on their decisions: sound because no decision
+        # is a near-tie (every test statistic >= 1e-9 relative from its threshold; 2.2e-3 at
+        # least, measured), far beyond what any rounding could move.  (Both paths are also
+        # CPU-independent here: no BLAS or LAPACK on the paper's disk.)
+        margins = sege_decision_margins(setup.sege(runs, policy_seeds, method),
+                                        sc.LinearBandit(THETA, 0.3, noise_seeds), horizon)
+        assert min(margins.values()) >= 1e-9, margins
     a, b = results["closed_form"], results["solver"]
     np.testing.assert_array_equal(a.decisions, b.decisions)
     assert (a.decisions == EXPLORE_LCB).sum() > 700  # the LCB arm was actually played
