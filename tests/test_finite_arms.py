@@ -4,8 +4,10 @@ import pickle
 
 import numpy as np
 import pytest
+from _ulps import assert_close_ulps
 
 import sege_cvx as sc
+from sege_cvx._validation import as_spd_batch
 from sege_cvx.confidence.cholesky import lcb_values
 from sege_cvx.experiments import BanditProblem
 
@@ -30,6 +32,14 @@ B0 = float(BASELINE @ THETA)
 def is_row(x: np.ndarray, arms: np.ndarray) -> np.ndarray:
     """Per row of ``x``: equal to some row of ``arms`` bit for bit (no tolerance)."""
     return (x[:, None, :] == arms[None]).all(axis=2).any(axis=1)
+
+
+def index_order_values(thetas: np.ndarray, arms: np.ndarray) -> np.ndarray:
+    """``<theta_i, a_k>`` for every pair, summed in index order with elementwise numpy: the very
+    IEEE operations (each correctly rounded, no FMA) of FiniteArmSet's compiled scan, so the
+    same bits on every CPU.  (``thetas @ arms.T`` goes through BLAS, whose kernel, and so the
+    last bit of a value and the winner of a near-tie, depends on the CPU.)"""
+    return sum(thetas[:, None, j] * arms[None, :, j] for j in range(arms.shape[1]))
 
 
 # ------------------------------------------------------------------ validation
@@ -67,10 +77,12 @@ def test_greedy_arm_is_the_exact_best_row_first_of_ties():
     thetas = np.random.default_rng(0).normal(size=(200, 3))
     arms = arm_set.greedy_arm(thetas)
     assert is_row(arms, ARMS).all()
-    best = np.argmax(thetas @ ARMS.T, axis=1)
+    # The reference sums in the scan's order: the argmax (first of ties) and the support value
+    # are then the library's bit for bit on any CPU, near-ties included.
+    values = index_order_values(thetas, ARMS)
+    best = np.argmax(values, axis=1)
     np.testing.assert_array_equal(arms, ARMS[best])
-    np.testing.assert_allclose(arm_set.support(thetas), np.einsum("ij,ij->i", arms, thetas),
-                               rtol=1e-15)
+    np.testing.assert_array_equal(arm_set.support(thetas), values[np.arange(len(thetas)), best])
     # Ties: the first of the rows with the largest value.
     tied = sc.FiniteArmSet([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 0.0 + 1.0]])
     np.testing.assert_array_equal(tied.greedy_arm([1.0, -1.0]), [1.0, 0.0])
@@ -82,7 +94,10 @@ def test_greedy_arm_is_the_exact_best_row_first_of_ties():
 def test_a_single_arm_is_a_set():
     one = sc.FiniteArmSet([[0.3, -0.4]])
     np.testing.assert_array_equal(one.greedy_arm([-1.0, 2.0]), [0.3, -0.4])
-    assert one.norm_bound() == 0.5 and one.diameter_bound() == 0.0
+    # ||(0.3, -0.4)|| is computed with rounding (0.3^2 is no float): a norm of d terms is within
+    # (d/2 + 1) u of its exact value, 0.5, i.e. 2 ulps of it.  One arm: no distance, exactly 0.
+    assert_close_ulps(one.norm_bound(), 0.5, ulps=2)
+    assert one.diameter_bound() == 0.0
 
 
 def test_lcb_arm_is_the_row_maximizing_the_lcb():
@@ -94,9 +109,12 @@ def test_lcb_arm_is_the_row_maximizing_the_lcb():
         V = A @ A.T + 0.1 * np.eye(3)
         r = rng.uniform(0.0, 3.0)
         arm = arm_set.lcb_arm(theta_hat, V, r)
+        # V factored as lcb_arm factors it (np.linalg.cholesky is LAPACK, whose last bits depend
+        # on the BLAS kernel): the LCB values are then the scan's own, bit for bit, and their
+        # argmax (first of ties) cannot flip on a near-tie.
+        _, chol = as_spd_batch("V", V, 3)
         values = lcb_values(ARMS, np.tile(theta_hat, (len(ARMS), 1)),
-                            np.tile(np.linalg.cholesky(V), (len(ARMS), 1, 1)),
-                            np.full(len(ARMS), r))
+                            np.tile(chol, (len(ARMS), 1, 1)), np.full(len(ARMS), r))
         np.testing.assert_array_equal(arm, ARMS[np.argmax(values)])
     with pytest.raises(TypeError, match="ConvexHull"):
         arm_set.lcb_arm(theta_hat, V, r, method="solver")
@@ -194,10 +212,21 @@ def test_clucb_simulation_on_a_finite_set_matches_the_step_api():
     problem = BanditProblem(sc.FiniteArmSet(ARMS), tuple(THETA), tuple(BASELINE), noise_sd=NOISE)
     result = sc.simulate(problem.clucb(4), sc.LinearBandit(THETA, NOISE, noise_seeds), STAGES,
                          traces=True)
-    np.testing.assert_array_equal(result.decisions, decisions.T)
-    np.testing.assert_array_equal(result.expected_reward.T,
-                                  np.array([[float(a @ THETA) for a in run] for run in arms]))
-    assert result.optimal_reward == float(ARMS[np.argmax(ARMS @ THETA)] @ THETA)
+    np.testing.assert_array_equal(result.decisions, decisions.T)  # engine vs step API: one path
+    # numpy's dot goes through BLAS, whose kernel (and so its last bit) depends on the CPU
+    # (SkylakeX's differed by 5.6e-17 in 104 of these 2,000 values, the Prescott kernel's by
+    # 1.1e-16 in 474, 1 ulp); the engine sums <x, theta*> in index order.  Any two sums of a
+    # d-term dot product lie within gamma_d |x|.|theta| <= d ulps of ||x|| ||theta|| of the
+    # exact one: 2 d ulps apart at most.
+    d = len(THETA)
+    assert_close_ulps(result.expected_reward.T,
+                      np.array([[float(a @ THETA) for a in run] for run in arms]), ulps=2 * d,
+                      scale=np.linalg.norm(arms, axis=2) * np.linalg.norm(THETA))
+    # The best row by BLAS values, valued by BLAS: on a near-tie it may be another row than the
+    # engine's, but one whose exact value is within 2 gamma_d s of the best; with the value's
+    # own rounding the two optima differ by at most 4 d ulps of s = max_k ||a_k|| ||theta||.
+    assert_close_ulps(result.optimal_reward, float(ARMS[np.argmax(ARMS @ THETA)] @ THETA),
+                      ulps=4 * d, scale=np.linalg.norm(ARMS, axis=1).max() * np.linalg.norm(THETA))
     assert result.stats.conservative_met.all()  # CLUCB's (cumulative) safety
 
 

@@ -18,26 +18,52 @@ def paper_roful(**kw):
     return SETUP.roful(kw.pop("n_runs", 1), **kw)
 
 
-def reference_arm(policy, theta_hat, V, beta):
-    """The issue's rule, written directly in numpy from V (no Cholesky factor, no kernel)."""
+#: Near-tie width of the reference's decisions, relative to the scale of the quantities decided
+#: on.  The reference (numpy and LAPACK, from V^{-1}) and the kernel (a Cholesky factor of V,
+#: sums in index order) compute the same values up to rounding: at most a few (d + 3) kappa(V)
+#: ulps of their scale apart, with kappa(V) < 100 along these runs (asserted).  Within TIE of a
+#: threshold either branch is correct, so the reference allows both; outside it, it decides.
+#: (The smallest decisive gap measured here is 5.5e-6 of the scale: no stage is a near-tie.)
+TIE = 1e-10
+MAX_CONDITION = 100.0
+
+
+def reference_arms(policy, theta_hat, V, beta):
+    """The issue's rule, written directly in numpy from V (no Cholesky factor, no kernel).
+
+    Returns every ``(arm, code)`` the rule allows: one, or more where a choice (the best
+    direction, whether its value is negative, whether ``gamma >= 1``) is within :data:`TIE` of a
+    tie, so that rounding cannot make the comparison fail on any CPU.
+    """
+    assert np.linalg.cond(V) < MAX_CONDITION  # the premise of TIE
     m, S = policy.margin, policy.S
     V_inv = np.linalg.inv(V)
-    best, best_value, best_sigma = None, -np.inf, None
-    for j, (u, s) in enumerate(zip(policy.directions, policy.steps, strict=True)):
+    values, sigmas, sizes = [], [], []
+    for u, s in zip(policy.directions, policy.steps, strict=True):
         g, w = u @ theta_hat, np.sqrt(u @ V_inv @ u)
         loss = -g - beta * w
         sigma = min(m / loss, s) if loss > 0 else s
-        value = sigma * (g + beta * w)
-        if value > best_value:
-            best, best_value, best_sigma = j, value, sigma
-    if best_value < 0:
-        return X0.copy(), BASELINE
-    x_tilde = best_sigma * policy.directions[best]
-    p = -theta_hat @ x_tilde + beta * np.sqrt(x_tilde @ V_inv @ x_tilde)
-    mu = min(m / p, 1.0) if p > 0 else 1.0
-    kappa = min((m / S) / np.linalg.norm(x_tilde), 1.0)
-    gamma = max(kappa, mu)
-    return X0 + gamma * x_tilde, FULL_STEP if gamma >= 1 else SCALED_STEP
+        values.append(sigma * (g + beta * w))
+        sigmas.append(sigma)
+        sizes.append(sigma * (abs(g) + beta * w))
+    values = np.array(values)
+    tie = TIE * max(sizes)
+    best = int(np.argmax(values))  # the first of exact ties, as the kernel
+    allowed = []
+    if values[best] < tie:  # every value negative (or within rounding of it): the baseline
+        allowed.append((X0.copy(), BASELINE))
+    for j in np.flatnonzero(values >= values[best] - tie) if values[best] >= -tie else []:
+        x_tilde = sigmas[j] * policy.directions[j]
+        p = -theta_hat @ x_tilde + beta * np.sqrt(x_tilde @ V_inv @ x_tilde)
+        mu = min(m / p, 1.0) if p > 0 else 1.0
+        kappa = min((m / S) / np.linalg.norm(x_tilde), 1.0)
+        gamma = max(kappa, mu)
+        codes = {FULL_STEP if gamma >= 1 else SCALED_STEP}
+        unclipped = max((m / S) / np.linalg.norm(x_tilde), m / p if p > 0 else np.inf)
+        if abs(unclipped - 1.0) <= TIE:  # either side of gamma = 1: the same arm, either code
+            codes = {FULL_STEP, SCALED_STEP}
+        allowed.extend((X0 + gamma * x_tilde, code) for code in codes)
+    return allowed
 
 
 def test_paper_setup_constants():
@@ -60,14 +86,20 @@ def test_every_arm_follows_the_rule_and_is_safe_on_the_confidence_event(radius):
     policy = paper_roful(n_runs=3, radius=radius)
     bandit = sc.LinearBandit(THETA, 1.0, sc.run_seeds(4, 3)[1])
     seen = set()
+    near_ties = 0
     for _ in range(400):
         conf = policy.confidence
         theta_hat, V, beta = conf.theta_hat.copy(), conf.V.copy(), policy.beta()
         x = policy.select()
         for i in range(3):
-            expect, code = reference_arm(policy, theta_hat[i], V[i], beta[i])
-            np.testing.assert_allclose(x[i], expect, rtol=0, atol=1e-12)
-            assert policy.last_decision[i] == code
+            allowed = reference_arms(policy, theta_hat[i], V[i], beta[i])
+            near_ties += len(allowed) > 1
+            code = policy.last_decision[i]
+            matches = [arm for arm, c in allowed if c == code]
+            assert matches, (code, allowed)
+            # Within rounding of the reference's arm (x ~ 2: 1e-12 is some 2,000 ulps of it).
+            worst = min(np.max(np.abs(x[i] - arm)) for arm in matches)
+            assert worst <= 1e-12, (x[i], matches)
             seen.add(code)
             rel = x[i] - X0
             pessimistic = rel @ theta_hat[i] - beta[i] * np.sqrt(rel @ np.linalg.solve(V[i], rel))
@@ -76,6 +108,7 @@ def test_every_arm_follows_the_rule_and_is_safe_on_the_confidence_event(radius):
         assert policy.arm_set.contains(x, tol=0.0).all()
         policy.observe(x, bandit.pull(x)[1])
     assert seen == {FULL_STEP, SCALED_STEP}
+    assert near_ties <= 12  # at most 1 % of the 1,200 checks: the comparison stays decisive
 
 
 def test_the_confidence_set_is_kept_relative_to_the_baseline():
