@@ -30,15 +30,17 @@ def _fmt(value: object) -> str:
 def as_finite_array(name: str, value: object) -> np.ndarray:
     """Return ``value`` as a float64 array, rejecting NaN and infinity.
 
-    Only real numbers are accepted: strings (which numpy would parse, ``"1.5"`` -> 1.5),
-    booleans, complex numbers (whose imaginary part numpy would drop) and ``None`` raise
-    ``TypeError`` instead of being converted silently.
+    Only real numbers are accepted: strings (which numpy would parse, ``"1.5"`` -> 1.5), bytes
+    and byte buffers (read as character codes), booleans, complex numbers (whose imaginary
+    part numpy would drop) and ``None`` raise ``TypeError`` instead of being converted silently.
     """
     if type(value) is np.ndarray and value.dtype == np.float64:  # the common case, kept cheap
         if not np.isfinite(value).all():
             raise ValueError(f"{name} must be finite (no NaN or inf), got {_fmt(value)}")
         return value
-    if isinstance(value, str | bytes):
+    # Text and bytes (numpy would parse "1.5" -> 1.5, or read b"7" as the byte 55).
+    if isinstance(value, str | bytes | bytearray) or (
+            isinstance(value, memoryview) and value.format in ("B", "b", "c")):
         raise TypeError(f"{name} must be numeric, got {_fmt(value)}")
     try:
         raw = np.asarray(value)

@@ -178,10 +178,17 @@ def _report(args: argparse.Namespace) -> int:
     import matplotlib
 
     matplotlib.use("Agg")  # files only; no display needed
+    from .experiments.outputs import OutputPathError
     from .experiments.results import write_report
 
-    paths = write_report(args.results, args.out, by=args.by,
-                         band=None if args.band == "none" else args.band, stages=args.at)
+    try:
+        paths = write_report(args.results, args.out, by=args.by,
+                             band=None if args.band == "none" else args.band, stages=args.at)
+    except OSError as exc:  # e.g. the directory made read-only, or a disk full, meanwhile
+        raise _StoppedError(f"cannot write {exc.filename or args.out}: {exc.strerror or exc}; the "
+                            f"report in {args.out} may be incomplete") from None
+    except OutputPathError as exc:  # e.g. a link put in the report directory's place meanwhile
+        raise _StoppedError(f"{exc}; the report in {args.out} may be incomplete") from None
     print(paths[0].read_text(encoding="utf-8"), end="")
     print(f"wrote {len(paths)} files to {args.out}: " + ", ".join(p.name for p in paths))
     return 0

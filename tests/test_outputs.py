@@ -25,7 +25,8 @@ from sege_cvx.experiments.outputs import (
 from sege_cvx.experiments.paper import _loglog_slope
 
 PROVENANCE_KEYS = {"versions", "platform", "machine", "command_line", "seed", "created_utc"}
-VERSION_KEYS = {"sege_cvx", "python", "numpy", "scipy", "cvxpy", "clarabel", "numba"}
+VERSION_KEYS = {"sege_cvx", "sege_cvx_source", "python", "numpy", "scipy", "cvxpy", "clarabel",
+                "numba"}
 
 
 @pytest.fixture(scope="module")

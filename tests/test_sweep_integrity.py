@@ -8,6 +8,7 @@ the command line in a subprocess.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -29,6 +30,7 @@ from sege_cvx.cli import main
 from sege_cvx.experiments import OutputPathError, SpecError, load_results, run_sweep
 from sege_cvx.experiments import outputs as outputs_module
 from sege_cvx.experiments import sweep as sweep_module
+from sege_cvx.experiments.files import Directory
 from sege_cvx.experiments.paper import BanditProblem, paper_problem
 from sege_cvx.experiments.results import ResultsError, write_report
 from sege_cvx.experiments.shards import ShardTask, run_shard
@@ -161,9 +163,9 @@ def test_a_shard_damaged_after_it_was_checked_is_not_merged(reference, tmp_path,
     (out / "manifest.json").unlink()
     real = sweep_module.merge_shards
 
-    def damaged_meanwhile(spec, tasks, out_):
-        _flip(sorted((out_ / "shards").glob("*.parquet"))[0], 1000)
-        return real(spec, tasks, out_)
+    def damaged_meanwhile(spec, tasks, out_dir, shards):
+        _flip(sorted((out / "shards").glob("*.parquet"))[0], 1000)
+        return real(spec, tasks, out_dir, shards)
 
     monkeypatch.setattr(sweep_module, "merge_shards", damaged_meanwhile)
     with pytest.raises(SweepError, match="shard cell0000-runs0000000-0000002 in .* changed after "
@@ -173,10 +175,16 @@ def test_a_shard_damaged_after_it_was_checked_is_not_merged(reference, tmp_path,
 
 
 def test_shards_carry_checksums_sha256sum_reads(reference):
-    for checksum in (reference.path / "shards").glob("*.sha256"):
+    checksums = sorted((reference.path / "shards").glob("*.sha256"))
+    assert len(checksums) == 6
+    for checksum in checksums:
         digest, name = checksum.read_text().split()
         assert name == checksum.with_suffix(".parquet").name
-        assert digest == outputs_module.sha256_file(checksum.with_suffix(".parquet"))
+        assert digest == hashlib.sha256(checksum.with_suffix(".parquet").read_bytes()).hexdigest()
+    if shutil.which("sha256sum"):
+        check = subprocess.run(["sha256sum", "-c", *(c.name for c in checksums)],
+                               cwd=reference.path / "shards", capture_output=True, text=True)
+        assert check.returncode == 0 and check.stdout.count(": OK") == 6, check.stdout
 
 
 # --- load_results and report verify the manifest -----------------------------------------------
@@ -370,15 +378,19 @@ def test_a_resume_refuses_a_link_inside_the_sweep_and_leaves_its_target(referenc
 
 def test_a_spec_that_is_not_a_regular_file_or_too_large_is_refused(tmp_path, capsys):
     line = one_line_error(capsys, ["sweep", "/dev/zero", "--out", str(tmp_path / "o")])
-    assert "the spec /dev/zero is not a regular file" in line
+    assert "the spec /dev/zero is a device or socket, not a regular file" in line
     fifo = tmp_path / "spec.fifo"
     os.mkfifo(fifo)
     line = one_line_error(capsys, ["sweep", str(fifo), "--out", str(tmp_path / "o")])
-    assert "is not a regular file" in line  # and it did not wait for a writer
+    assert f"the spec {fifo} is a FIFO, not a regular file" in line  # it did not wait for a writer
     big = tmp_path / "big.toml"
     big.write_text("# " + "x" * (2 << 20) + "\n" + SPEC_TOML.format(problem='name = "paper"'))
     line = one_line_error(capsys, ["sweep", str(big), "--out", str(tmp_path / "o")])
-    assert f"is too large: {big.stat().st_size:,} bytes, more than the 1,048,576" in line
+    assert f"is too large: {big.stat().st_size:,} bytes, more than the 1,048,576 it may have" in line
+    deep = tmp_path / "deep.toml"
+    deep.write_text("x = " + "[" * 500 + "]" * 500 + "\n")
+    line = one_line_error(capsys, ["sweep", str(deep), "--out", str(tmp_path / "o")])
+    assert "is not valid TOML: nested too deeply" in line
     assert not (tmp_path / "o").exists()
 
 
@@ -501,17 +513,17 @@ def test_a_factory_calling_sys_exit_is_one_line_naming_it(tmp_path, monkeypatch,
 def test_an_out_made_unwritable_mid_run_is_one_line(tmp_path, monkeypatch, capsys):
     """The write of the second shard fails (as on a directory made read-only): one line, exit
     status 1, the first shard kept; the same command then resumes."""
-    real = outputs_module.write_atomic
+    real = Directory.write
     writes = []
 
-    def refused(path, data):
-        if path.suffix == ".parquet" and path.parent.name == "shards":
-            writes.append(path)
+    def refused(directory, name, data):
+        if name.endswith(".parquet") and directory.path.name == "shards":
+            writes.append(directory.path / name)
             if len(writes) == 2:  # the second shard's data
-                raise PermissionError(13, "Permission denied", str(path))
-        return real(path, data)
+                raise PermissionError(13, "Permission denied", str(directory.path / name))
+        return real(directory, name, data)
 
-    monkeypatch.setattr(sweep_module, "write_atomic", refused)
+    monkeypatch.setattr(Directory, "write", refused)
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC_TOML.format(problem='name = "paper"'))
     out = tmp_path / "out"
@@ -522,7 +534,7 @@ def test_an_out_made_unwritable_mid_run_is_one_line(tmp_path, monkeypatch, capsy
     assert err == [f"sege-cvx: error: cannot write {writes[1]}: Permission denied; 1 of 4 shards "
                    f"are saved in {out}: make it writable (or free space) and rerun the same "
                    "command to resume"]
-    monkeypatch.setattr(sweep_module, "write_atomic", real)
+    monkeypatch.setattr(Directory, "write", real)
     assert main(argv) == 0
 
 
@@ -647,3 +659,220 @@ def test_problem_validation_does_not_change_the_paper_s_numbers():
     assert problem.baseline_reward == 2.24 and problem.threshold == 0.8 * 2.24
     assert isinstance(problem, BanditProblem) and problem.theta_star == (0.6, 0.8)
     assert np.asarray(problem.baseline_arm).dtype == np.float64
+
+
+# --- found by an adversarial review: races, odd file kinds, damaged records, code changes -------
+
+def test_a_link_swapped_in_for_shards_while_the_sweep_runs_receives_nothing(tmp_path,
+                                                                          monkeypatch):
+    """Files are written into the directory the sweep opened, not through the path: a link put
+    in place of ``shards/`` mid-sweep gets no file, and the sweep stops in one line."""
+    out, victim = tmp_path / "out", tmp_path / "victim"
+    victim.mkdir()
+    real = sweep_module.run_shard
+    calls = []
+
+    def swapped_after_the_first(task):
+        calls.append(task.name)
+        if len(calls) == 2:
+            (out / "shards").rename(out / "shards.real")
+            (out / "shards").symlink_to(victim)
+        return real(task)
+
+    monkeypatch.setattr(sweep_module, "run_shard", swapped_after_the_first)
+    with pytest.raises(SweepError, match="shards is a symbolic link"):
+        run_sweep(SPEC, out, workers=1, shard_runs=2, progress=False)
+    assert list(victim.iterdir()) == []
+    assert len(list((out / "shards.real").glob("*.sha256"))) == 6  # written where it was opened
+
+
+def test_a_link_swapped_in_for_the_report_directory_while_it_is_drawn_receives_nothing(
+        reference, tmp_path, monkeypatch):
+    from sege_cvx.experiments import results as results_module
+
+    out, victim = _copy_of(reference, tmp_path), tmp_path / "victim"
+    victim.mkdir()
+    real = results_module.report_markdown
+
+    def swapped(*args):
+        (out / "report").rename(out / "report.real")
+        (out / "report").symlink_to(victim)
+        return real(*args)
+
+    monkeypatch.setattr(results_module, "report_markdown", swapped)
+    write_report(load_results(out), out / "report")
+    assert list(victim.iterdir()) == []
+    assert sorted(p.name for p in (out / "report.real").iterdir()) == sorted(
+        results_module.REPORT_FILES)
+
+
+def test_a_fifo_in_place_of_a_checksum_is_computed_again_without_waiting(reference, tmp_path):
+    out = _copy_of(reference, tmp_path)
+    (out / "manifest.json").unlink()
+    checksum = out / "shards" / "cell0000-runs0000000-0000002.sha256"
+    checksum.unlink()
+    os.mkfifo(checksum)
+    with pytest.raises(OutputPathError, match="cell0000-runs0000000-0000002.sha256 is a FIFO"):
+        run_sweep(SPEC, out, workers=1, progress=False)  # refused before any work, not waited on
+
+
+@pytest.mark.parametrize("place, kind", [
+    ("notes/link", "symlink"), ("notes/pipe", "fifo"),
+    ("shards/cell0000-runs0000000-0000002.parquet", "dir"), ("runs.parquet", "dir"),
+])
+def test_odd_files_in_a_resumed_sweep_are_refused_before_any_work(reference, tmp_path, place,
+                                                                  kind):
+    out = _copy_of(reference, tmp_path)
+    (out / "manifest.json").unlink()
+    target = out / place
+    target.parent.mkdir(exist_ok=True)
+    if target.exists():
+        target.unlink()
+    {"symlink": lambda: target.symlink_to(tmp_path), "fifo": lambda: os.mkfifo(target),
+     "dir": target.mkdir}[kind]()
+    calls = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sweep_module, "run_shard", lambda task: calls.append(task) or 1 / 0)
+        with pytest.raises(OutputPathError, match=f"{place} is a "):
+            run_sweep(SPEC, out, workers=1, progress=False)
+    assert calls == []
+
+
+@pytest.mark.parametrize("damage", [
+    lambda record: {**record, "versions": None},
+    lambda record: {**record, "problems": ["x"]},
+    lambda record: "[" * 100_000 + "]" * 100_000,
+])
+def test_a_damaged_sweep_record_is_one_line_and_overwrite_restarts(tmp_path, capsys, damage):
+    out = tmp_path / "out"
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC_TOML.format(problem='name = "paper"'))
+    assert main(["sweep", str(spec), "--out", str(out), "--workers", "1", "--no-progress"]) == 0
+    record = json.loads((out / "sweep.json").read_text())
+    damaged = damage(record)
+    (out / "sweep.json").write_text(damaged if isinstance(damaged, str) else json.dumps(damaged))
+    capsys.readouterr()
+    line = one_line_error(capsys, ["sweep", str(spec), "--out", str(out), "--workers", "1",
+                                   "--no-progress"])
+    assert "holds an unreadable sweep.json" in line
+    assert main(["sweep", str(spec), "--out", str(out), "--workers", "1", "--no-progress",
+                 "--overwrite"]) == 0
+
+
+@pytest.mark.parametrize("manifest", [
+    "[" * 100_000 + "]" * 100_000, '{"files": [], "spec": "x"}', '{"problems": [1]}',
+    '{"problems": {"paper": 1}}',
+])
+def test_a_damaged_manifest_is_one_line(reference, tmp_path, capsys, manifest):
+    out = _copy_of(reference, tmp_path)
+    (out / "manifest.json").write_text(manifest)
+    with pytest.raises(ResultsError, match="holds an unreadable manifest.json"):
+        load_results(out)
+    assert "unreadable manifest.json" in one_line_error(capsys, ["report", str(out)])
+
+
+def test_a_factory_raising_any_base_exception_is_named(tmp_path, monkeypatch, capsys):
+    (tmp_path / "boom_factory.py").write_text(
+        "class Boom(BaseException):\n    pass\n\n\ndef make():\n    raise Boom('boom')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC_TOML.format(problem='factory = "boom_factory:make"'))
+    line = one_line_error(capsys, ["sweep", str(spec), "--out", str(tmp_path / "o"),
+                                   "--workers", "1", "--no-progress"])
+    assert "problem factory 'boom_factory:make' raised Boom: boom" in line
+
+
+class _BrokenFingerprint(sc.Box):
+    def fingerprint_data(self):
+        raise RuntimeError("no data")
+
+
+def test_an_arm_set_whose_own_code_fails_is_a_spec_error_naming_the_cell(tmp_path, monkeypatch):
+    (tmp_path / "broken_set_factory.py").write_text(
+        "from test_sweep_integrity import _BrokenFingerprint\n"
+        "from sege_cvx.experiments.paper import BanditProblem\n\n\n"
+        "def make():\n    return BanditProblem(_BrokenFingerprint([0.0, 0.0], [1.0, 1.0]), "
+        "(0.5, 0.5), (0.5, 0.5))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(SpecError, match=r"cell 0 \(broken_set_factory:make, SEGE, defaults\): "
+                                        r"RuntimeError: no data"):
+        run_sweep({**SPEC, "problems": [{"factory": "broken_set_factory:make"}]},
+                  tmp_path / "o", workers=1, progress=False)
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_shard_with_a_valid_checksum_but_other_columns_is_computed_again(reference, tmp_path):
+    out = _copy_of(reference, tmp_path)
+    (out / "manifest.json").unlink()
+    path = out / "shards" / "cell0000-runs0000000-0000002.parquet"
+    table = pq.read_table(path)
+    pq.write_table(table.drop(["regret"]).replace_schema_metadata(table.schema.metadata), path)
+    path.with_suffix(".sha256").write_text(
+        f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {path.name}\n")  # a forged checksum
+    with pytest.warns(SweepWarning, match=r"cell0000-runs0000000-0000002 \(its columns are not a "
+                                          r"shard's\)"):
+        same_results(reference, run_sweep(SPEC, out, workers=1, progress=False))
+
+
+def test_reordered_grid_keys_are_another_spec(tmp_path):
+    two = {**SPEC, "algorithms": [{"name": "SEGE", "grid": {"c": [0.25, 1.0], "lam": [0.1, 1.0]}}]}
+    out = tmp_path / "out"
+    run_sweep(two, out, workers=1, progress=False)
+    reordered = {**SPEC, "algorithms": [{"name": "SEGE",
+                                         "grid": {"lam": [0.1, 1.0], "c": [0.25, 1.0]}}]}
+    with pytest.raises(OutputPathError, match="holds a sweep of another spec"):
+        run_sweep(reordered, out, workers=1, progress=False)
+
+
+def test_the_versions_include_a_digest_of_sege_cvx_s_own_source(tmp_path):
+    """An edited checkout keeps its version string; its source digest changes, so a sweep
+    started under other code is refused like one under another numpy."""
+    versions = outputs_module.runtime_versions()
+    assert len(versions["sege_cvx_source"]) == 16
+    package = Path(sc.__file__).parent
+    copy = tmp_path / "sege_cvx"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    code = ("import json; from sege_cvx.experiments.outputs import runtime_versions; "
+            "print(json.dumps(runtime_versions()))")
+
+    def digest_of(root: Path) -> str:
+        env = {**os.environ, "PYTHONPATH": str(root), "NUMBA_CACHE_DIR": str(tmp_path / "nc")}
+        # cwd: `python -c` puts the working directory first on sys.path.
+        return json.loads(subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                                         capture_output=True, text=True, cwd=root
+                                         ).stdout)["sege_cvx_source"]
+
+    assert digest_of(tmp_path) == versions["sege_cvx_source"]
+    radius = copy / "confidence" / "radius.py"
+    radius.write_text(radius.read_text() + "\n# edited\n")
+    assert digest_of(tmp_path) != versions["sege_cvx_source"]
+
+
+def test_ctrl_c_with_worker_processes_is_one_line(tmp_path):
+    spec = tmp_path / "spec.toml"
+    spec.write_text("seed = 5\nruns = 4\nhorizon = 3000000\n[[problems]]\nname = \"paper\"\n"
+                    "[[algorithms]]\nname = \"SEGE\"\n")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "sege_cvx", "sweep", str(spec), "--out",
+                             str(out), "--workers", "2", "--shard-runs", "1", "--no-progress"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if len(psutil.Process(proc.pid).children()) >= 2 and (out / "sweep.json").exists():
+            break
+        time.sleep(0.05)
+    time.sleep(3)  # the workers are computing their first shards
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal: the whole foreground group
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert err.splitlines() == [f"sege-cvx: interrupted; the finished shards are saved in "
+                                f"{out}: rerun the same command to resume"], err
+
+
+def test_observe_refuses_bytes_like_rewards():
+    policy = paper_problem().policy("CLUCB", 1)
+    x = policy.select()
+    for bad in (b"7", bytearray(b"7"), memoryview(b"7")):
+        with pytest.raises(TypeError, match="observed rewards y must be numeric"):
+            policy.observe(x, bad)

@@ -10,8 +10,12 @@ from __future__ import annotations
 import io
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
+
+if TYPE_CHECKING:
+    from .files import Directory
 
 #: Each algorithm's colour in every figure (the single study's and a sweep's).
 ALGORITHM_COLORS = {"SEGE": "tab:blue", "CLUCB": "tab:green", "ROFUL": "tab:purple"}
@@ -23,17 +27,21 @@ PANEL, XLABEL_ROOM = (4.3, 3.0), 0.5
 PANEL_LEGEND_OFFSET = -XLABEL_ROOM / PANEL[1]
 
 
-def save_figure(fig, out: Path, name: str) -> list[Path]:
-    """``out/name.png`` (150 dpi) and ``out/name.pdf``, each written whole by a rename (never
-    through a symbolic link: :func:`~sege_cvx.experiments.outputs.write_atomic`); the figure
-    is closed."""
-    from .outputs import write_atomic
+def save_figure(fig, out: Path | Directory, name: str) -> list[Path]:
+    """``out/name.png`` (150 dpi) and ``out/name.pdf``, each written whole by a rename, never
+    through a symbolic link (:meth:`~sege_cvx.experiments.files.Directory.write`; ``out`` may be
+    an open directory); the figure is closed."""
+    from .files import Directory
 
-    paths = [out / f"{name}.png", out / f"{name}.pdf"]
-    for p in paths:
+    if not isinstance(out, Directory):
+        with Directory(out, f"{str(out)!r}") as directory:
+            return save_figure(fig, directory, name)
+    paths = []
+    for kind in ("png", "pdf"):
         buffer = io.BytesIO()
-        fig.savefig(buffer, format=p.suffix[1:], dpi=150)
-        write_atomic(p, buffer.getvalue())
+        fig.savefig(buffer, format=kind, dpi=150)
+        out.write(f"{name}.{kind}", buffer.getvalue())
+        paths.append(out.path / f"{name}.{kind}")
     plt.close(fig)
     return paths
 

@@ -21,13 +21,14 @@ link itself, never the file it points to.
 >>> check_output_dir(root / "results")
 Traceback (most recent call last):
 ...
-sege_cvx.experiments.outputs.OutputPathError: out_dir ... already exists and is not empty ...
+sege_cvx.experiments.files.OutputPathError: out_dir ... already exists and is not empty ...
 >>> shutil.rmtree(root)
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -41,14 +42,16 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
+from .files import Directory, OutputPathError
+
+__all__ = ["MANIFEST", "OutputPathError", "atomic_output_dir", "check_output_dir",
+           "check_writable_under", "provenance", "refuse_link", "runtime_versions",
+           "write_manifest"]
+
 #: Written last: its presence means every file it lists was complete when it was written.
 MANIFEST = "manifest.json"
 #: Distributions whose versions are recorded in the provenance (besides sege_cvx itself).
 PROVENANCE_PACKAGES = ("numpy", "scipy", "cvxpy", "clarabel", "numba")
-
-
-class OutputPathError(ValueError):
-    """An output path that cannot receive results; the message is one line naming the path."""
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -145,30 +148,6 @@ def refuse_link(path: Path, label: str) -> None:
         raise OutputPathError(f"{label} is a symbolic link (to {os.readlink(path)!r}); sege-cvx "
                               "never writes or deletes through one: remove it, or choose "
                               "another path")
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` as ``path``, whole or not at all.
-
-    A new hidden sibling is created exclusively (it never follows a link), flushed to disk and
-    renamed onto ``path``: an interrupted write leaves ``path`` as it was, and a symbolic link at
-    ``path`` is replaced, not written through.
-    """
-    tmp = path.with_name(f".{path.name}.partial-{secrets.token_hex(4)}")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
-                     0o666)
-    except OSError as exc:  # named by the file meant, not by its hidden temporary
-        raise OSError(exc.errno, exc.strerror, str(path)) from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
 
 
 def check_writable_under(start: Path, label: str) -> None:
@@ -294,39 +273,18 @@ def atomic_output_dir(
         raise
 
 
-def sha256_file(path: Path) -> str:
-    """The SHA-256 (hex) of the file at ``path``."""
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-class ChecksumError(ValueError):
-    """A file whose bytes do not match the SHA-256 recorded for it; the message names it."""
-
-
-def read_checked(path: Path, sha256: str) -> bytes:
-    """The bytes of ``path`` if their SHA-256 is ``sha256``; :class:`ChecksumError` (one line
-    naming the file) if not.  Callers parse the returned bytes, never the file again, so that
-    what they use is what was checked."""
-    data = path.read_bytes()
-    if hashlib.sha256(data).hexdigest() != sha256:
-        raise ChecksumError(f"{str(path)!r} does not match the SHA-256 recorded for it: it was "
-                            "changed or damaged after it was written")
-    return data
-
-
-def write_manifest(directory: str | os.PathLike, provenance: dict, extra: dict | None = None) -> Path:
+def write_manifest(directory: str | os.PathLike | Directory, provenance: dict,
+                   extra: dict | None = None) -> Path:
     """Write ``manifest.json``: every other file's path, size and SHA-256, and the provenance.
 
     Call it last: the files it lists are flushed to disk before it is written.
 
     Parameters
     ----------
-    directory : str or path-like
-        The directory whose files (recursively) are listed, by POSIX paths relative to it.
+    directory : str, path-like or Directory
+        The directory whose files (recursively) are listed, by POSIX paths relative to it;
+        an open :class:`~sege_cvx.experiments.files.Directory` is read and written through its
+        descriptor.
     provenance : dict
         JSON-ready provenance (see :func:`provenance`).
     extra : dict, optional
@@ -340,23 +298,19 @@ def write_manifest(directory: str | os.PathLike, provenance: dict, extra: dict |
     Raises
     ------
     OutputPathError
-        If the directory holds a symbolic link: its target is not ours to vouch for.
+        If the directory holds a symbolic link (its target is not ours to vouch for), a FIFO or
+        a device.
     """
-    directory = Path(directory)
-    files = []
-    for p in sorted(directory.rglob("*")):
-        relative = p.relative_to(directory).as_posix()
-        refuse_link(p, f"{relative!r} in {str(directory)!r}")
-        if p.is_file() and relative != MANIFEST:
-            _fsync(p)
-            files.append({"path": relative, "bytes": p.stat().st_size, "sha256": sha256_file(p)})
-    out = directory / MANIFEST
+    if not isinstance(directory, Directory):
+        with Directory(directory, f"{str(directory)!r}") as opened:
+            return write_manifest(opened, provenance, extra)
+    files = [f for f in directory.files(digests=True) if f["path"] != MANIFEST]
     # Written whole or not at all (a hidden file renamed onto it): a resumable sweep's directory
     # is not published by one rename, and a truncated manifest would claim complete results.
-    write_atomic(out, (json.dumps({"files": files, **(extra or {}), "provenance": provenance},
-                                  indent=2) + "\n").encode())
-    _fsync(directory)
-    return out
+    directory.write(MANIFEST, (json.dumps({"files": files, **(extra or {}),
+                                           "provenance": provenance}, indent=2) + "\n").encode())
+    directory.fsync()
+    return directory.path / MANIFEST
 
 
 def _version(distribution: str) -> str | None:
@@ -368,13 +322,27 @@ def _version(distribution: str) -> str | None:
 
 def runtime_versions() -> dict[str, str | None]:
     """The versions of sege_cvx (of the imported code: the installed metadata may describe
-    another checkout), Python and the numerical dependencies (``None`` for one not installed):
-    a run's numbers are promised bit for bit only under the same ones."""
+    another checkout), Python and the numerical dependencies (``None`` for one not installed),
+    and ``sege_cvx_source``, a SHA-256 of sege_cvx's own source files (an edited checkout keeps
+    its version string): a run's numbers are promised bit for bit only under the same ones."""
     from .. import __version__
 
-    versions = {"sege_cvx": __version__, "python": platform.python_version()}
+    versions = {"sege_cvx": __version__, "sege_cvx_source": _source_digest(),
+                "python": platform.python_version()}
     versions.update({pkg: _version(pkg) for pkg in PROVENANCE_PACKAGES})
     return versions
+
+
+@functools.lru_cache(maxsize=1)
+def _source_digest() -> str:
+    """SHA-256 (16 hex digits) of the ``*.py`` files of the imported sege_cvx, by relative
+    path and content."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def provenance(command_line: Sequence[str] | None = None, seed: object = None) -> dict:

@@ -400,6 +400,7 @@ def run_study(
     """
     import pyarrow as pa
 
+    from .files import Directory
     from .shards import build_problem, run_seed, shard_statistics
     from .sweep import SweepError, plan_shards, read_cell, run_sweep
 
@@ -417,8 +418,9 @@ def run_study(
         tasks = plan_shards(spec, manifest["shard_runs"], None,
                             {label: p["fingerprint"] for label, p in manifest["problems"].items()},
                             manifest["versions"])
-        tables = [pa.concat_tables(read_cell(results.path, [t for t in tasks if t.cell == cell]))
-                  for cell in (0, 1)]
+        with Directory(results.path / "shards", "the study's shards") as shards:
+            tables = [pa.concat_tables(read_cell(shards, [t for t in tasks if t.cell == cell]))
+                      for cell in (0, 1)]
     optimal = results.manifest["problems"][spec.problems[0].label]["optimal_reward"]
     sege_result, clucb_result = (
         SimulationResult(shard_statistics(table), optimal, setup.threshold,

@@ -17,21 +17,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .outputs import (
-    MANIFEST,
-    ChecksumError,
-    OutputPathError,
-    check_writable_under,
-    read_checked,
-    refuse_link,
-    write_atomic,
-)
+from .files import ChecksumError, Directory, check_sha256, read_regular
+from .outputs import MANIFEST, OutputPathError, check_writable_under, refuse_link
 from .spec import GRID_PARAMETERS
 
 #: Columns that identify a cell besides the grid parameters.
 CELL_COLUMNS = ("problem", "algorithm")
 #: Files a finished sweep holds.
 RESULT_FILES = ("runs.parquet", "curves.parquet")
+#: Largest manifest and table read (a manifest lists every shard; tables grow with runs).
+MAX_MANIFEST_BYTES, MAX_TABLE_BYTES = 1 << 30, 1 << 40
 #: Files :func:`write_report` writes.
 REPORT_FILES = ("table.md", "table.csv", "regret.png", "regret.pdf", "reward.png", "reward.pdf")
 #: The figures' bands: 5 % to 95 % quantiles over runs, mean +- 1.96 standard errors, or none.
@@ -401,10 +396,12 @@ def load_results(path: str | os.PathLike, *, verify: bool = True) -> SweepResult
         raise ResultsError(f"{str(path)!r} holds no sweep results: {' and '.join(missing)} "
                            f"{'is' if len(missing) == 1 else 'are'} missing")
     try:
-        manifest = json.loads(manifest_path.read_text())
-        if not isinstance(manifest, dict):
-            raise ValueError("not a JSON object")
-    except ValueError as exc:  # damaged after it was written (it is written whole)
+        manifest = _checked_manifest(json.loads(read_regular(manifest_path, MAX_MANIFEST_BYTES,
+                                                             MANIFEST)))
+    except RecursionError:
+        raise ResultsError(f"{str(path)!r} holds an unreadable {MANIFEST} (nested too "
+                           "deeply)") from None
+    except (OSError, ValueError) as exc:  # damaged after it was written (it is written whole)
         raise ResultsError(f"{str(path)!r} holds an unreadable {MANIFEST} ({exc})") from None
     runs, curves = (pd.read_parquet(io.BytesIO(_table_bytes(path, name, manifest, verify)))
                     for name in RESULT_FILES)
@@ -413,18 +410,33 @@ def load_results(path: str | os.PathLike, *, verify: bool = True) -> SweepResult
     return SweepResults(runs, curves, manifest, path)
 
 
+def _checked_manifest(manifest) -> dict:
+    """``manifest`` if its entries that results use have their types (ValueError if not)."""
+    if not isinstance(manifest, dict):
+        raise ValueError("not a JSON object")
+    for key, kind in (("files", list), ("spec", dict), ("problems", dict), ("sweep", list)):
+        if key in manifest and not isinstance(manifest[key], kind):
+            raise ValueError(f"its {key!r} is not a {'list' if kind is list else 'table'}")
+    if not all(isinstance(p, dict) for p in manifest.get("problems", {}).values()):
+        raise ValueError("its 'problems' are not tables")
+    return manifest
+
+
 def _table_bytes(path: Path, name: str, manifest: dict, verify: bool) -> bytes:
     """The bytes of ``path/name``, checked against the manifest's SHA-256 with ``verify``."""
+    try:
+        data = read_regular(path / name, MAX_TABLE_BYTES, str(path / name))
+    except (OSError, ValueError) as exc:
+        raise ResultsError(f"{str(path / name)!r} cannot be read: {exc}") from None
     if not verify:
-        return (path / name).read_bytes()
-    files = manifest.get("files")
-    listed = [f.get("sha256") for f in files if isinstance(f, dict) and f.get("path") == name] \
-        if isinstance(files, list) else []
+        return data
+    files = manifest.get("files", [])
+    listed = [f.get("sha256") for f in files if isinstance(f, dict) and f.get("path") == name]
     if len(listed) != 1 or not isinstance(listed[0], str):
         raise ResultsError(f"{str(path)!r}: {MANIFEST} records no SHA-256 for {name}, so it "
                            "cannot be verified (load_results(..., verify=False) reads it anyway)")
     try:
-        return read_checked(path / name, listed[0])
+        return check_sha256(data, listed[0], repr(str(path / name)))
     except ChecksumError:
         raise ResultsError(f"{str(path / name)!r} does not match the SHA-256 in {MANIFEST}: it "
                            "was changed or damaged after the results were written") from None
@@ -630,8 +642,10 @@ def check_report_dir(out: Path) -> Path:
     refuse_link(out, label)
     if out.exists() and not out.is_dir():
         raise OutputPathError(f"{label} is an existing file, not a directory")
-    for name in REPORT_FILES:
-        refuse_link(out / name, f"{label}: {name}")
+    if out.exists():
+        with Directory(out, label) as directory:
+            for name in REPORT_FILES:  # a link or a directory where a report file goes
+                directory.check_file_place(name)
     check_writable_under(out, label)
     return out
 
@@ -670,10 +684,13 @@ def write_report(results: SweepResults, out_dir: str | os.PathLike, by="problem"
     check_stages(results, stages)
     out = check_report_dir(Path(out_dir))
     out.mkdir(parents=True, exist_ok=True)
-    refuse_link(out, f"report directory {str(out)!r}")  # again: made, or replaced, meanwhile
-    paths = [out / "table.md", out / "table.csv"]
-    write_atomic(paths[0], report_markdown(results, stages).encode("utf-8"))
-    write_atomic(paths[1], results.table().reset_index().to_csv(index=False).encode("utf-8"))
-    paths += save_figure(results.plot_regret(by=by, band=band), out, "regret")
-    paths += save_figure(results.plot_reward(by=by, band=band), out, "reward")
+    # Every file is written into the directory opened here, not through a link (one at `out`,
+    # or one that replaces it while the report is drawn, receives nothing).
+    with Directory(out, f"report directory {str(out)!r}") as directory:
+        directory.write("table.md", report_markdown(results, stages).encode("utf-8"))
+        directory.write("table.csv",
+                        results.table().reset_index().to_csv(index=False).encode("utf-8"))
+        paths = [out / "table.md", out / "table.csv"]
+        paths += save_figure(results.plot_regret(by=by, band=band), directory, "regret")
+        paths += save_figure(results.plot_reward(by=by, band=band), directory, "reward")
     return paths

@@ -141,17 +141,21 @@ def _from_factory(factory_path: str):
         factory = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as exc:
         raise SpecError(f"problem factory {factory_path!r} cannot be loaded: {exc}") from None
+    except KeyboardInterrupt:
+        raise
     except SystemExit as exc:
         raise SpecError(f"problem factory {factory_path!r} cannot be loaded: importing "
                         f"{module_name!r} called sys.exit({exc.code!r})") from None
-    except Exception as exc:  # the module's own code failed on import
+    except BaseException as exc:  # the module's own code failed on import
         raise SpecError(f"problem factory {factory_path!r} cannot be loaded: importing "
                         f"{module_name!r} raised {type(exc).__name__}: {exc}") from exc
     try:
         made = factory()
+    except KeyboardInterrupt:
+        raise
     except SystemExit as exc:  # would end the sweep, maybe with status 0, and say nothing
         raise SpecError(f"problem factory {factory_path!r} called sys.exit({exc.code!r})") from None
-    except Exception as exc:  # the user's code: named, with its traceback as the cause
+    except BaseException as exc:  # the user's code: named, with its traceback as the cause
         raise SpecError(f"problem factory {factory_path!r} raised {type(exc).__name__}: "
                         f"{exc}") from exc
     if not isinstance(made, BanditProblem):
@@ -226,12 +230,21 @@ def check_shard_table(table: pa.Table, task: ShardTask) -> None:
     n = task.stop - task.start
     if table.num_rows != n:
         raise ValueError(f"it holds {table.num_rows} runs, not {n}")
+    checkpoints = checkpoints_of(task.spec).tolist()
+    expected = shard_schema(len(checkpoints))
+    if not table.schema.remove_metadata().equals(expected):
+        raise ValueError("its columns are not a shard's")
     try:
         meta = shard_metadata(table)
         runs = table.column("run").to_numpy()
         seeds = table.column("seed").to_numpy()
     except (KeyError, TypeError, ValueError, pa.ArrowException) as exc:
         raise ValueError(f"it is not a shard table ({type(exc).__name__}: {exc})") from None
+    if not (isinstance(meta.get("wall_seconds"), int | float)
+            and isinstance(meta.get("fallback_reasons"), dict)
+            and all(isinstance(k, str) and isinstance(v, int)
+                    for k, v in meta["fallback_reasons"].items())):
+        raise ValueError("its metadata is not a shard's")
     if meta.get("cell") != cell_key(task):
         raise ValueError(f"it holds runs of another cell ({meta.get('cell')}, not "
                          f"{cell_key(task)})")
@@ -239,7 +252,7 @@ def check_shard_table(table: pa.Table, task: ShardTask) -> None:
         raise ValueError(f"it holds other runs than {task.start} to {task.stop - 1}")
     if not np.array_equal(seeds, np.array(task_seeds(task), dtype=np.int64)):
         raise ValueError("its runs' seeds are not those of this study's runs")
-    if meta.get("checkpoints") != checkpoints_of(task.spec).tolist():
+    if meta.get("checkpoints") != checkpoints:
         raise ValueError("its checkpoints are not the spec's")
     if task.fingerprint is not None and meta.get("fingerprint") != task.fingerprint:
         raise ValueError(f"it was computed on another problem (fingerprint "
@@ -300,6 +313,21 @@ def shard_table(stats: RunStatistics, runs: np.ndarray, seeds: Sequence[int],
             "wall_seconds": wall_seconds, "decisions": N_DECISIONS, "C": C,
             "cell": cell, "fingerprint": fingerprint, "versions": versions}
     return pa.table(columns).replace_schema_metadata({METADATA_KEY: json.dumps(meta)})
+
+
+def shard_schema(C: int) -> pa.Schema:
+    """The columns of a shard table with ``C`` checkpoints, as :func:`shard_table` writes them
+    and as they read back (what :func:`check_shard_table` demands)."""
+    i64, f64 = pa.int64(), pa.float64()
+    fields = [("run", i64), ("seed", i64), ("regret", f64), ("violations", i64),
+              ("first_violation", i64), ("min_expected_reward", f64),
+              *((name, i64) for name in DECISION_COLUMNS), ("fallbacks", i64),
+              ("conservative_met", pa.bool_()), ("wall_seconds", f64)]
+    for name in CURVES:
+        element = f64 if name in ("regret", "reward", "reward_min", "reward_max") else i64
+        width = C * N_DECISIONS if name == "decisions" else C
+        fields.append((f"curve_{name}", pa.list_(pa.field("element", element), width)))
+    return pa.schema(fields)
 
 
 def shard_metadata(table: pa.Table | pa.Schema) -> dict:

@@ -33,8 +33,6 @@ algorithm's constructor.
 from __future__ import annotations
 
 import itertools
-import os
-import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,9 +117,18 @@ class StudySpec:
     @classmethod
     def from_toml(cls, path: str | Path) -> StudySpec:
         """Read and check a TOML spec file: a regular file of at most :data:`MAX_SPEC_BYTES`."""
+        from .files import FileKindError, read_regular
+
         path = Path(path)
         try:
-            data = tomllib.loads(_read_spec_text(path))
+            # A regular file, of a sane size: a device such as /dev/zero or a FIFO would be read
+            # without end, or wait for a writer.
+            data = tomllib.loads(read_regular(path, MAX_SPEC_BYTES, f"the spec {path}")
+                                 .decode("utf-8"))
+        except FileKindError as exc:
+            raise SpecError(str(exc)) from None
+        except RecursionError:
+            raise SpecError(f"{path} is not valid TOML: nested too deeply") from None
         except OSError as exc:
             raise SpecError(f"cannot read the spec {path}: {exc.strerror or exc}") from None
         except UnicodeDecodeError as exc:  # TOML is UTF-8
@@ -180,22 +187,6 @@ class StudySpec:
     def cells(self) -> list[tuple[ProblemSpec, AlgorithmSpec, dict]]:
         """Every ``(problem, algorithm, settings)`` of the study, in the spec's order."""
         return [(p, a, s) for p in self.problems for a in self.algorithms for s in a.settings()]
-
-
-def _read_spec_text(path: Path) -> str:
-    """The text of a spec file, refusing what is not a regular file (a device such as
-    ``/dev/zero`` or a FIFO would be read without end) or is larger than :data:`MAX_SPEC_BYTES`."""
-    # Non-blocking: opening a FIFO for reading would otherwise wait for a writer.
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise SpecError(f"the spec {path} is not a regular file")
-        data = f.read(MAX_SPEC_BYTES + 1)  # a file still growing is cut off here, not read on
-    if len(data) > MAX_SPEC_BYTES:
-        raise SpecError(f"the spec {path} is too large: {max(info.st_size, len(data)):,} bytes, "
-                        f"more than the {MAX_SPEC_BYTES:,} a spec may have")
-    return data.decode("utf-8")
 
 
 def _no_unknown(where: str, table: dict, allowed: set[str]) -> None:

@@ -41,17 +41,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
+from .files import ChecksumError, Directory, FileKindError, check_sha256, read_regular
 from .outputs import (
     MANIFEST,
-    ChecksumError,
     OutputPathError,
     check_output_dir,
     check_writable_under,
     provenance,
-    read_checked,
-    refuse_link,
     runtime_versions,
-    write_atomic,
     write_manifest,
 )
 from .shards import (
@@ -91,6 +88,8 @@ SWEEP_RECORD = "sweep.json"
 DEFAULT_SHARD_RUNS = 50
 #: A shard's checksum file beside it: ``<sha256>  <name>.parquet`` (``sha256sum -c`` reads it).
 CHECKSUM_SUFFIX = ".sha256"
+#: Largest files the sweep reads back: its record, a checksum file, a shard (effectively any).
+MAX_RECORD_BYTES, MAX_CHECKSUM_BYTES, MAX_SHARD_BYTES = 64 << 20, 4096, 1 << 40
 
 
 def run_sweep(
@@ -179,7 +178,9 @@ def run_sweep(
               "problems": {label: p["fingerprint"] for label, p in problems.items()},
               "versions": runtime_versions()}
     resume = previous is not None and _same_sweep(previous, record, out, overwrite)
-    lock = None  # held from the start of the sweep in out to its manifest
+    # The lock on sweep.json, the open results directory and its shards/, held from the start
+    # of the sweep in out to its manifest: every file is written relative to them.
+    lock = out_dir = shards = None
     saved = _Progress(out)
     try:
         with _executor(workers, client, scheduler) as (executor, threads, dask_client):
@@ -187,25 +188,25 @@ def run_sweep(
                 _ship_factories(dask_client, spec)
             # Once a scheduler answered and its workers can import the factories: nothing is
             # written otherwise.
-            lock = _start_dir(out, record, resume, overwrite)
+            lock, out_dir = _start_dir(out, record, resume, overwrite)
+            shards = out_dir.subdir("shards")
             tasks = plan_shards(spec, record["shard_runs"], threads, record["problems"],
                                 record["versions"])
-            shard_dir = out / "shards"
-            todo = _unfinished(shard_dir, tasks)
+            todo = _unfinished(shards, tasks)
             saved.total, saved.done = len(tasks), len(tasks) - len(todo)
             with tqdm(total=len(tasks), initial=saved.done, unit="shard", desc="sweep",
                       disable=not progress, smoothing=0.1) as bar:
                 for task, table in _finished(executor, todo, saved):
                     try:
-                        write_shard(shard_dir, task, table)
+                        write_shard(shards, task, table)
                     except ShardError as exc:
                         raise SweepError(f"shard {task.name} came back from its worker "
                                          f"unusable: {exc}",
                                          f"{saved}: rerun the same command to resume") from None
                     saved.done += 1
                     bar.update(1)
-        status = merge_shards(spec, tasks, out)
-        write_manifest(out, provenance(command_line, spec.seed),
+        status = merge_shards(spec, tasks, out_dir, shards)
+        write_manifest(out_dir, provenance(command_line, spec.seed),
                        extra={"sweep": status, "spec": spec.to_dict(), "problems": problems,
                               "shard_runs": record["shard_runs"], "versions": record["versions"]})
     except OSError as exc:
@@ -214,9 +215,14 @@ def run_sweep(
         raise SweepError(f"cannot write {exc.filename or out!s}: {exc.strerror or exc}",
                          f"{saved}: make it writable (or free space) and rerun the same command "
                          "to resume") from exc
+    except FileKindError as exc:
+        if out_dir is None:  # found before the sweep started: nothing was computed
+            raise
+        raise SweepError(str(exc), f"{saved}: rerun the same command to resume") from None
     finally:
-        if lock is not None:
-            lock.close()
+        for held in (shards, out_dir, lock):
+            if held is not None:
+                held.close()
     return load_results(out)
 
 
@@ -267,7 +273,6 @@ def _check_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None, *,
         raise ValueError(f"shard_runs must be a positive int, got {shard_runs!r}")
     target = check_output_dir(out, overwrite=True, name=name)
     given = f"{name} {str(out)!r}"
-    _refuse_links(target, given)
     # check_output_dir probed the parent (where a new directory goes); a sweep also writes in
     # an existing out (resumed, or started in an empty one) and its shards/.
     for directory in (target, target / "shards"):
@@ -284,9 +289,11 @@ def _check_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None, *,
                 raise OutputPathError(f"{given} holds an unreadable {SWEEP_RECORD} ({exc}); "
                                       f"choose a new directory or pass {overwrite_hint}") from None
             previous = {}
-        same_spec = previous.get("spec") == spec.to_dict()
+        # In order: the cells are numbered in the order of the spec's grids.
+        same_spec = json.dumps(previous.get("spec")) == json.dumps(spec.to_dict())
         same_shards = shard_runs is None or shard_runs == previous.get("shard_runs")
         if same_spec and same_shards:
+            _refuse_links(target, given)  # resumed: written into as it is
             return target, previous
         if not overwrite and not same_spec:
             raise OutputPathError(f"{given} holds a sweep of another spec; choose a new "
@@ -302,24 +309,41 @@ def _check_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None, *,
 
 
 def _refuse_links(target: Path, given: str) -> None:
-    """Refuse symbolic links where the sweep writes: ``shards/``, its record, its tables, its
-    manifest and the files under ``shards/`` (OutputPathError naming the first)."""
-    places = [target / n for n in ("shards", SWEEP_RECORD, MANIFEST, "runs.parquet",
-                                   "curves.parquet")]
-    if (target / "shards").is_dir() and not (target / "shards").is_symlink():
-        places += sorted((target / "shards").iterdir())
-    for place in places:
-        refuse_link(place, f"{given}: {place.relative_to(target).as_posix()}")
+    """Refuse what the sweep cannot write or list in ``target``: a symbolic link, FIFO or
+    device anywhere in it (the manifest vouches for every file), ``shards/`` that is not a
+    directory, or a directory where a file of the sweep goes (OutputPathError naming it)."""
+    if not target.is_dir() or target.is_symlink():
+        return  # a new directory (check_output_dir refused a link or a file at target)
+    with Directory(target, given) as directory:
+        directory.files()  # FileKindError at a link, a FIFO or a device
+        for name in (SWEEP_RECORD, MANIFEST, "runs.parquet", "curves.parquet"):
+            directory.check_file_place(name)
+        info = directory.lstat("shards")
+        if info is None:
+            return
+        with directory.subdir("shards") as shards:  # FileKindError if not a directory
+            for name in shards.names():
+                if name.endswith((".parquet", CHECKSUM_SUFFIX)):
+                    shards.check_file_place(name)
 
 
 def _read_record(path: Path) -> dict:
-    """A sweep's ``sweep.json``: its spec and its shard size; ValueError if damaged."""
-    record = json.loads(path.read_text())
+    """A sweep's ``sweep.json``: its spec, shard size, problem fingerprints and versions;
+    ValueError if damaged (OSError if it cannot be read)."""
+    try:
+        record = json.loads(read_regular(path, MAX_RECORD_BYTES, SWEEP_RECORD))
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
     if not isinstance(record, dict) or not isinstance(record.get("spec"), dict):
         raise ValueError("no spec in it")
     size = record.get("shard_runs")
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ValueError(f"shard_runs {size!r} is not a positive int")
+    for key in ("problems", "versions"):
+        table = record.get(key, {})
+        if not isinstance(table, dict) or not all(
+                isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in table.items()):
+            raise ValueError(f"{key} is not a table of names and strings")
     return record
 
 
@@ -348,9 +372,10 @@ def _same_sweep(previous: dict, record: dict, out: Path, overwrite: bool) -> boo
 
 
 def _start_dir(target: Path, record: dict, resume: bool, overwrite: bool):
-    """Start the sweep in ``target`` (checked by :func:`_check_dir`), or resume it there, and
-    return the lock held on its ``sweep.json`` until the sweep ends (None where the platform
-    has no ``flock``).
+    """Start the sweep in ``target`` (checked by :func:`_check_dir`), or resume it there:
+    ``(lock, directory)``, the lock held on its ``sweep.json`` until the sweep ends (None where
+    the platform has no ``flock``) and the open results directory
+    (:class:`~sege_cvx.experiments.files.Directory`), through which every file is written.
 
     A finished sweep's ``manifest.json`` is removed first, so that it is present only while
     every file it lists is complete; so are the partial files of a killed sweep's writes.
@@ -360,41 +385,54 @@ def _start_dir(target: Path, record: dict, resume: bool, overwrite: bool):
     neither deleted nor joined, and a sweep running there holds the lock, so that another
     neither deletes its partial files nor its directory.
     """
-    record_path = target / SWEEP_RECORD
-    _refuse_links(target, f"out {str(target)!r}")  # again: links may have appeared meanwhile
+    label = f"out {str(target)!r}"
     if resume:
-        lock = _lock(record_path, target)
-        (target / "shards").mkdir(exist_ok=True)  # e.g. deleted to save space after the merge
-        (target / MANIFEST).unlink(missing_ok=True)
-        for partial in target.rglob(".*.partial-*"):
-            partial.unlink()
-        return lock
-    if overwrite and target.exists() and any(target.iterdir()):
-        if record_path.exists() and (running := _lock(record_path, target)) is not None:
-            running.close()  # not running: _lock refuses to let a running sweep be deleted
-        shutil.rmtree(target)
-    (target / "shards").mkdir(parents=True, exist_ok=True)
-    claim = target / f".{SWEEP_RECORD}.partial-{os.getpid()}"
+        _refuse_links(target, label)  # again: links may have appeared meanwhile
+    if not resume and overwrite and target.exists() and any(target.iterdir()):
+        if (target / SWEEP_RECORD).exists():
+            with Directory(target, label) as old:
+                if (running := _lock(old, target)) is not None:
+                    running.close()  # not running: _lock refuses to let a running sweep go
+        shutil.rmtree(target)  # not through links: target is none, and rmtree follows none
+    target.mkdir(parents=True, exist_ok=True)
+    directory = Directory(target, label)
     try:
-        write_atomic(claim, (json.dumps(record, indent=2) + "\n").encode())
-        os.link(claim, record_path)  # fails if another sweep claimed the directory meanwhile
-    except FileExistsError:
-        raise OutputPathError(f"out {str(target)!r}: another sweep started there while this one "
-                              "was being checked; rerun to resume it (if of the same spec), or "
-                              "choose another directory") from None
-    finally:
-        claim.unlink(missing_ok=True)
-    return _lock(record_path, target)
+        if resume:
+            lock = _lock(directory, target)
+            directory.subdir("shards", create=True).close()  # e.g. deleted to save space
+            directory.unlink(MANIFEST)
+            with directory.subdir("shards") as shards:
+                for place in (directory, shards):
+                    for name in place.names():
+                        if name.startswith(".") and ".partial-" in name:
+                            place.unlink(name)
+            return lock, directory
+        directory.subdir("shards", create=True).close()
+        claim = f".{SWEEP_RECORD}.claim-{os.getpid()}"
+        try:
+            directory.write(claim, (json.dumps(record, indent=2) + "\n").encode())
+            directory.link(claim, SWEEP_RECORD)  # fails if another sweep claimed it meanwhile
+        except FileExistsError:
+            raise OutputPathError(f"{label}: another sweep started there while this one was "
+                                  "being checked; rerun to resume it (if of the same spec), or "
+                                  "choose another directory") from None
+        finally:
+            directory.unlink(claim)
+        return _lock(directory, target), directory
+    except BaseException:
+        directory.close()
+        raise
 
 
-def _lock(record_path: Path, target: Path):
-    """An exclusive ``flock`` on ``record_path`` (an open file to close to release it), or an
-    :class:`OutputPathError` if another sweep holds it; None where locks are unavailable."""
+def _lock(directory: Directory, target: Path):
+    """An exclusive ``flock`` on ``directory``'s ``sweep.json`` (an open file to close to
+    release it), or an :class:`OutputPathError` if another sweep holds it; None where locks
+    are unavailable."""
     try:
         import fcntl
     except ImportError:  # not POSIX
         return None
-    handle = record_path.open("rb")
+    handle = os.fdopen(directory.open(SWEEP_RECORD), "rb")
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -432,19 +470,22 @@ def check_cells(spec: StudySpec) -> dict[str, dict]:
             policy = problem.policy(algorithm.name, 1, policy_seeds, **settings)
             simulate(policy, LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds),
                      min(2, spec.horizon))
+            # Plain Python values: a factory's numpy scalars (a float32 threshold fraction)
+            # would make the manifest, written after every simulation, fail to serialize.
+            problems.setdefault(problem_spec.label, {
+                "dim": int(problem.arm_set.dim), "baseline_reward": float(problem.baseline_reward),
+                "threshold": float(problem.threshold),
+                "optimal_reward": float(problem.arm_set.support(np.asarray(problem.theta_star))),
+                "description": str(problem.description), "fingerprint": problem.fingerprint,
+                "misspecified": problem.misspecified,
+                "assumption_violations": problem.assumption_violations()})
         except SpecError:
             raise
         except (ValueError, TypeError) as exc:
             raise SpecError(f"{where}: {exc}") from None
-        # Plain Python values: a factory's numpy scalars (a float32 threshold fraction) would
-        # make the manifest, written after every simulation, fail to serialize.
-        problems.setdefault(problem_spec.label, {
-            "dim": int(problem.arm_set.dim), "baseline_reward": float(problem.baseline_reward),
-            "threshold": float(problem.threshold),
-            "optimal_reward": float(problem.arm_set.support(np.asarray(problem.theta_star))),
-            "description": str(problem.description), "fingerprint": problem.fingerprint,
-            "misspecified": problem.misspecified,
-            "assumption_violations": problem.assumption_violations()})
+        except Exception as exc:  # e.g. a user's arm set whose own code fails: named, with its
+            # traceback kept as the cause for Python users
+            raise SpecError(f"{where}: {type(exc).__name__}: {exc}") from exc
     return problems
 
 
@@ -468,14 +509,11 @@ class ShardError(ValueError):
     """A shard file that cannot be used: missing, damaged, or not its task's."""
 
 
-def _shard_path(shard_dir: Path, task: ShardTask) -> Path:
-    return shard_dir / f"{task.name}.parquet"
-
-
-def write_shard(shard_dir: Path, task: ShardTask, table: pa.Table) -> None:
+def write_shard(shards: Directory, task: ShardTask, table: pa.Table) -> None:
     """Check ``table`` against ``task`` (:func:`~.shards.check_shard_table`; ShardError if it
-    fails), then write it as ``NAME.parquet`` and its SHA-256 as ``NAME.sha256``, each
-    atomically, the data first: a shard without its checksum is computed again on resume."""
+    fails), then write it as ``NAME.parquet`` and its SHA-256 as ``NAME.sha256`` into the open
+    ``shards`` directory, each atomically, the data first: a shard without its checksum is
+    computed again on resume."""
     try:
         check_shard_table(table, task)
     except ValueError as exc:
@@ -483,33 +521,37 @@ def write_shard(shard_dir: Path, task: ShardTask, table: pa.Table) -> None:
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     data = sink.getvalue().to_pybytes()
-    path = _shard_path(shard_dir, task)
-    write_atomic(path, data)
-    write_atomic(path.with_suffix(CHECKSUM_SUFFIX),
-                 f"{hashlib.sha256(data).hexdigest()}  {path.name}\n".encode())
+    name = f"{task.name}.parquet"
+    shards.write(name, data)
+    shards.write(f"{task.name}{CHECKSUM_SUFFIX}",
+                 f"{hashlib.sha256(data).hexdigest()}  {name}\n".encode())
 
 
-def read_shard(shard_dir: Path, task: ShardTask) -> pa.Table:
-    """``task``'s shard table, once its bytes match its checksum and its content its task.
+def read_shard(shards: Directory, task: ShardTask) -> pa.Table:
+    """``task``'s shard table from the open ``shards`` directory, once its bytes match its
+    checksum and its content its task.
 
     Raises
     ------
     ShardError
         Saying why the shard cannot be used (``FileNotFoundError`` if it was never written).
     """
-    path = _shard_path(shard_dir, task)
-    checksum = path.with_suffix(CHECKSUM_SUFFIX)
-    if not path.exists() and not checksum.exists():
-        raise FileNotFoundError(path)
-    if not checksum.exists():
-        raise ShardError("it has no checksum: its write was interrupted")
+    name = f"{task.name}.parquet"
+    checksum = f"{task.name}{CHECKSUM_SUFFIX}"
+    if shards.lstat(name) is None and shards.lstat(checksum) is None:
+        raise FileNotFoundError(shards.path / name)
     try:
-        data = read_checked(path, checksum.read_text(encoding="ascii").split()[0])
-        table = pq.read_table(pa.BufferReader(data))
+        digest = shards.read(checksum, MAX_CHECKSUM_BYTES).decode("ascii").split()[0]
+        table = pq.read_table(pa.BufferReader(check_sha256(shards.read(name, MAX_SHARD_BYTES),
+                                                           digest, name)))
+    except FileNotFoundError as exc:
+        raise ShardError("it has no checksum: its write was interrupted" if exc.filename is None
+                         or str(exc.filename).endswith(CHECKSUM_SUFFIX)
+                         else "its data file is missing") from None
     except ChecksumError:
         raise ShardError("its content does not match its SHA-256") from None
-    except FileNotFoundError:
-        raise ShardError("its data file is missing") from None
+    except FileKindError as exc:
+        raise ShardError(str(exc).removeprefix(f"{shards.label}: ")) from None
     except (OSError, IndexError, UnicodeDecodeError, pa.ArrowException) as exc:
         raise ShardError(f"it cannot be read ({type(exc).__name__}: {exc})") from None
     try:
@@ -519,13 +561,13 @@ def read_shard(shard_dir: Path, task: ShardTask) -> pa.Table:
     return table
 
 
-def _unfinished(shard_dir: Path, tasks: list[ShardTask]) -> list[ShardTask]:
+def _unfinished(shards: Directory, tasks: list[ShardTask]) -> list[ShardTask]:
     """The tasks whose shard is not on disk, checked; one :class:`SweepWarning` lists those
     that were there but failed their checks (computed again)."""
     todo, damaged = [], []
     for task in tasks:
         try:
-            read_shard(shard_dir, task)
+            read_shard(shards, task)
         except FileNotFoundError:
             todo.append(task)
         except ShardError as exc:
@@ -541,31 +583,39 @@ def _unfinished(shard_dir: Path, tasks: list[ShardTask]) -> list[ShardTask]:
     return todo
 
 
-def read_cell(out: Path, tasks: list[ShardTask]) -> list[pa.Table]:
-    """The checked shard tables of ``tasks`` (one cell's, in run order); a shard that fails its
-    check now (changed since it was written) is a :class:`SweepError`."""
+def read_cell(shards: Directory, tasks: list[ShardTask]) -> list[pa.Table]:
+    """The checked shard tables of ``tasks`` (one cell's, in run order) from the open
+    ``shards`` directory; a shard that fails its check now (changed since it was written) is a
+    :class:`SweepError`."""
     tables = []
     for task in tasks:
         try:
-            tables.append(read_shard(out / "shards", task))
+            tables.append(read_shard(shards, task))
         except (ShardError, FileNotFoundError) as exc:
             reason = str(exc) if isinstance(exc, ShardError) else "it is missing"
-            raise SweepError(f"shard {task.name} in {out} changed after it was checked: {reason}",
+            raise SweepError(f"shard {task.name} in {shards.path.parent} changed after it was "
+                             f"checked: {reason}",
                              "rerun the same command to compute it again") from None
     return tables
 
 
 # --- running shards: in this process, on local worker processes, or on Dask ---------------------
 
-#: In a local worker process: where it reports the shards it starts (set by _init_worker).
+#: In a local worker process: the pipe on which it reports the shards it starts (set by
+#: _init_worker).
 _STARTED = None
 
 
 def _init_worker(started, parent: int) -> None:
-    """Set up a local worker process: report started shards on ``started``, and exit when the
-    sweep's process (pid ``parent``) dies, even by SIGKILL, rather than live on as an orphan."""
+    """Set up a local worker process: report started shards on ``started``, leave Ctrl-C to the
+    sweep's process (which ends the workers itself, without their tracebacks), and exit when
+    that process (pid ``parent``) dies, even by SIGKILL, rather than live on as an orphan."""
     global _STARTED
     _STARTED = started
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A thread lock for tqdm (the simulation's disabled progress bar): its default is a
+    # multiprocessing lock, a semaphore that a worker ended by the sweep would leave behind.
+    tqdm.set_lock(threading.RLock())
     threading.Thread(target=_exit_with_parent, args=(parent,), name="sege-cvx-parent-watch",
                      daemon=True).start()
 
@@ -581,8 +631,12 @@ def _exit_with_parent(parent: int) -> None:
 
 def _run_in_worker(task: ShardTask):
     """:func:`run_shard` in a local worker process, having said which shard it starts."""
-    _STARTED.put((os.getpid(), task.name))
-    return run_shard(task)
+    # One short message: a single write to the pipe, whole even with other workers writing.
+    _STARTED.send_bytes(f"{os.getpid()} {task.name}".encode())
+    try:
+        return run_shard(task)
+    except KeyboardInterrupt:  # workers ignore Ctrl-C: this one came from the shard's own code
+        raise RuntimeError("KeyboardInterrupt raised by the shard's code (a factory?)") from None
 
 
 def _finished(executor, tasks: list[ShardTask], saved: _Progress):
@@ -631,9 +685,10 @@ class _LocalPool(cf.ProcessPoolExecutor):
 
     def __init__(self, workers: int):
         context = multiprocessing.get_context("spawn")
-        self.started = context.SimpleQueue()
+        # A pipe, not a queue: nothing (no semaphore) is left to clean up if the sweep is cut.
+        self.started, writer = context.Pipe(duplex=False)
         super().__init__(workers, mp_context=context, initializer=_init_worker,
-                         initargs=(self.started, os.getpid()))
+                         initargs=(writer, os.getpid()))
         self.seen: dict[int, multiprocessing.Process] = {}
 
     def submit(self, fn, /, *args, **kwargs):
@@ -643,27 +698,43 @@ class _LocalPool(cf.ProcessPoolExecutor):
         self.seen.update(getattr(self, "_processes", None) or {})
         return future
 
+    def end_workers(self) -> None:
+        """Terminate the worker processes (SIGTERM: no traceback), e.g. on Ctrl-C."""
+        for process in self.seen.values():
+            if process.is_alive():
+                process.terminate()
+
     def death_report(self, futures: dict) -> str:
         """``"worker process 123 was killed by SIGKILL while computing shard NAME"``."""
         last = {}
-        while not self.started.empty():
-            pid, name = self.started.get()
-            last[pid] = name
+        while self.started.poll():
+            pid, name = self.started.recv_bytes().decode().split(" ", 1)
+            last[int(pid)] = name
         done = {task.name for future, task in futures.items()
                 if future.done() and not future.cancelled() and future.exception() is None}
         for process in self.seen.values():
             process.join(timeout=5)
-        died = [(pid, p.exitcode) for pid, p in self.seen.items()
-                if p.exitcode not in (None, 0, -signal.SIGTERM)]
+        # The pool ends the other workers by SIGTERM once one died: a worker that ended
+        # otherwise is the one; failing that, one that was computing a shard.
+        ended = [(pid, p.exitcode) for pid, p in self.seen.items() if p.exitcode is not None]
+        died = ([(pid, code) for pid, code in ended if code != -signal.SIGTERM]
+                or [(pid, code) for pid, code in ended if last.get(pid) not in (None, *done)])
         if not died:
             return "a worker process died"
         pid, code = died[0]
-        how = (f"was killed by {signal.Signals(-code).name}" if code < 0 else
+        how = (f"was killed by {_signal_name(-code)}" if code < 0 else
                f"exited with status {code}")
         shard = last.get(pid)
         where = (f" while computing shard {shard}" if shard and shard not in done
                  else " between shards")
         return f"worker process {pid} {how}{where}"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 @contextlib.contextmanager
@@ -702,6 +773,9 @@ def _executor(workers: int, client, scheduler: str | None) -> Iterator[tuple]:
     pool = _LocalPool(workers)
     try:
         yield pool, threads, None
+    except BaseException:
+        pool.end_workers()  # their shards are lost anyway: do not wait for them
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -716,8 +790,12 @@ def _ship_factories(client, spec: StudySpec) -> None:
         single_file = origin is not None and origin.endswith(".py") and not origin.endswith(
             "__init__.py")
         if failures and single_file:
-            client.upload_file(origin)
-            failures = _import_failures(client, module)
+            try:
+                client.upload_file(origin)
+            except Exception as exc:  # e.g. a worker's directory it cannot write
+                failures = {"upload": f"sending {origin} failed: {type(exc).__name__}: {exc}"}
+            else:
+                failures = _import_failures(client, module)
         if failures:
             worker, error = next(iter(sorted(failures.items())))
             hint = ("" if single_file else "; it is a package, which cannot be uploaded: ")
@@ -761,16 +839,18 @@ def _cell_columns(spec: StudySpec, n: int, index: int, names: list[str]) -> dict
             **{k: [settings.get(k)] * n for k in names}}
 
 
-def merge_shards(spec: StudySpec, tasks: list[ShardTask], out: Path) -> list[dict]:
-    """Write ``runs.parquet`` and ``curves.parquet`` from the checked shards, one cell at a
-    time; return each shard's status for the manifest."""
+def merge_shards(spec: StudySpec, tasks: list[ShardTask], out: Directory,
+                 shards: Directory) -> list[dict]:
+    """Write ``runs.parquet`` and ``curves.parquet`` into the open results directory ``out``
+    from the checked shards of ``shards``, one cell at a time; return each shard's status for
+    the manifest."""
     names = grid_columns(spec)
     runs_parts, curve_parts, status = [], [], []
     by_cell: dict[int, list[ShardTask]] = {}
     for task in tasks:
         by_cell.setdefault(task.cell, []).append(task)
     for cell, cell_tasks in by_cell.items():
-        tables = read_cell(out, cell_tasks)
+        tables = read_cell(shards, cell_tasks)
         status += [_shard_status(task, shard) for task, shard in zip(cell_tasks, tables, strict=True)]
         table = pa.concat_tables(tables)
         stats = shard_statistics(table)
@@ -782,7 +862,7 @@ def merge_shards(spec: StudySpec, tasks: list[ShardTask], out: Path) -> list[dic
     for name, parts in (("runs", runs_parts), ("curves", curve_parts)):
         sink = pa.BufferOutputStream()
         pq.write_table(_stack(parts, names), sink)
-        write_atomic(out / f"{name}.parquet", sink.getvalue().to_pybytes())
+        out.write(f"{name}.parquet", sink.getvalue().to_pybytes())
     return status
 
 
