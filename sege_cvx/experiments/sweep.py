@@ -263,10 +263,10 @@ def _check_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None, *,
     spec's sweep found there (to resume) or None.
 
     ``out`` may be new or empty, hold this spec's sweep (its ``sweep.json``), or, with
-    ``overwrite``, anything (deleted when the sweep starts).  Symbolic links at ``out``, at
-    ``out/shards`` or at a file of the sweep are refused.  ``name`` and ``overwrite_hint`` are
-    how messages name ``out`` and the way to allow deleting it (the command line's ``--out``
-    and ``--overwrite``).
+    ``overwrite``, anything (deleted when the sweep starts).  A symbolic link at ``out``, or
+    anything :func:`_check_sweep_files` refuses in a sweep to resume, is refused.  ``name``
+    and ``overwrite_hint`` are how messages name ``out`` and the way to allow deleting it (the
+    command line's ``--out`` and ``--overwrite``).
     """
     if shard_runs is not None and (isinstance(shard_runs, bool) or not isinstance(
             shard_runs, int | np.integer) or shard_runs < 1):
@@ -293,7 +293,7 @@ def _check_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None, *,
         same_spec = json.dumps(previous.get("spec")) == json.dumps(spec.to_dict())
         same_shards = shard_runs is None or shard_runs == previous.get("shard_runs")
         if same_spec and same_shards:
-            _refuse_links(target, given)  # resumed: written into as it is
+            _check_sweep_files(target, given)  # resumed: written into as it is
             return target, previous
         if not overwrite and not same_spec:
             raise OutputPathError(f"{given} holds a sweep of another spec; choose a new "
@@ -308,7 +308,7 @@ def _check_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None, *,
     return target, None
 
 
-def _refuse_links(target: Path, given: str) -> None:
+def _check_sweep_files(target: Path, given: str) -> None:
     """Refuse what the sweep cannot write or list in ``target``: a symbolic link, FIFO or
     device anywhere in it (the manifest vouches for every file), ``shards/`` that is not a
     directory, or a directory where a file of the sweep goes (OutputPathError naming it)."""
@@ -387,7 +387,7 @@ def _start_dir(target: Path, record: dict, resume: bool, overwrite: bool):
     """
     label = f"out {str(target)!r}"
     if resume:
-        _refuse_links(target, label)  # again: links may have appeared meanwhile
+        _check_sweep_files(target, label)  # again: links may have appeared meanwhile
     if not resume and overwrite and target.exists() and any(target.iterdir()):
         if (target / SWEEP_RECORD).exists():
             with Directory(target, label) as old:
@@ -404,7 +404,7 @@ def _start_dir(target: Path, record: dict, resume: bool, overwrite: bool):
             with directory.subdir("shards") as shards:
                 for place in (directory, shards):
                     for name in place.names():
-                        if name.startswith(".") and ".partial-" in name:
+                        if name.startswith(".") and (".partial-" in name or ".claim-" in name):
                             place.unlink(name)
             return lock, directory
         directory.subdir("shards", create=True).close()
