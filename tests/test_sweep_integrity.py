@@ -854,7 +854,12 @@ def test_ctrl_c_with_worker_processes_is_one_line(tmp_path):
                                stderr=subprocess.PIPE, text=True, start_new_session=True)
     _started_workers(tmp_path, proc, 2)
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal: the whole foreground group
-    _, err = proc.communicate(timeout=60)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate()
+        raise AssertionError(f"the sweep did not end within 60 s of Ctrl-C; stderr: {err}") from None
     assert proc.returncode == 130, err
     assert err.splitlines() == [f"sege-cvx: interrupted; the finished shards are saved in "
                                 f"{out}: rerun the same command to resume"], err

@@ -657,20 +657,44 @@ def _finished(executor, tasks: list[ShardTask], saved: _Progress):
     local = isinstance(executor, _LocalPool)
     submit = executor.submit
     futures = {submit(_run_in_worker if local else run_shard, task): task for task in tasks}
+    pending = set(futures)
     try:
-        for future in cf.as_completed(futures):
-            task = futures[future]
-            try:
-                table = future.result()
-            except cf.process.BrokenProcessPool:
-                raise SweepError(executor.death_report(futures),
-                                 f"{saved}: rerun the same command to resume") from None
-            except Exception as exc:
-                raise _shard_failed(task.name, exc, saved) from exc
-            yield task, table
+        with _deferred_interrupt() as interrupted:
+            while pending:
+                done, pending = cf.wait(pending, timeout=0.2, return_when=cf.FIRST_COMPLETED)
+                for future in sorted(done, key=lambda f: futures[f].name):
+                    task = futures[future]
+                    try:
+                        table = future.result()
+                    except cf.process.BrokenProcessPool:
+                        raise SweepError(executor.death_report(futures),
+                                         f"{saved}: rerun the same command to resume") from None
+                    except Exception as exc:
+                        raise _shard_failed(task.name, exc, saved) from exc
+                    yield task, table
+                if interrupted():
+                    raise KeyboardInterrupt
     finally:
         for future in futures:
             future.cancel()
+
+
+@contextlib.contextmanager
+def _deferred_interrupt():
+    """Ctrl-C while shards run elsewhere, noted by a signal handler and raised by the caller
+    (``if interrupted(): raise KeyboardInterrupt``) between waits: a ``KeyboardInterrupt``
+    raised at any instruction could leave a future's lock held, and the executor's thread,
+    which needs it, would then hang the sweep's shutdown.  Outside the main thread (where no
+    handler can be set) Ctrl-C is left as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    seen = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
+    try:
+        yield lambda: bool(seen)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _shard_failed(name: str, exc: BaseException, saved: _Progress) -> SweepError:
