@@ -299,14 +299,6 @@ class Directory:
         self.close()
 
 
-def write_atomic(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` as the file ``path`` whole or not at all, never through a link
-    (:meth:`Directory.write` in ``path``'s directory)."""
-    path = Path(path)
-    with Directory(path.parent, f"{str(path.parent)!r}") as directory:
-        directory.write(path.name, data)
-
-
 def _sha256_fd(fd: int) -> str:
     """The SHA-256 of the open regular file ``fd`` (closed afterwards), read in blocks, once
     the file is flushed to disk (a manifest vouches for files that are complete on disk)."""

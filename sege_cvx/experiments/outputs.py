@@ -6,9 +6,9 @@ place. A failure or an interrupt removes the hidden directory, so the target eit
 complete set of results (listed, with sizes and SHA-256, in its manifest) or is left as it was.
 
 Nothing is written or deleted through a symbolic link: a link where a results directory, or a
-file or directory of ours inside it, is to go is refused (:func:`refuse_link`), and single
-files are replaced by renaming a new file onto them (:func:`write_atomic`), which replaces a
-link itself, never the file it points to.
+file or directory of ours inside it, is to go is refused (:func:`refuse_link`), and files are
+written relative to their open directory by :meth:`.files.Directory.write`, which never
+follows a link.
 
 >>> import shutil, tempfile
 >>> from pathlib import Path
