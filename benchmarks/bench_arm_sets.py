@@ -7,11 +7,13 @@ Part 1, SEGE per run-stage.  For each dimension ``d`` (default 2, 5, 10, 20) and
 * ``ellipsoid (solver)``: the same set with ``lcb_method="solver"``: the LCB arm comes from the
   compiled SOCP on Clarabel, the greedy arm stays closed form;
 * ``ball``: the unit ball around ``(1, ..., 1)`` (closed forms);
-* ``box``: the unit cube ``[0, 1]^d`` (closed-form greedy arm, LCB arm on Clarabel);
-* ``polytope``: ``[0, 1]^d`` cut by ``sum(x) <= 0.75 d`` and ``x_1 - x_2 <= 0.5`` (Clarabel);
+* ``box``: the unit cube ``[0, 1]^d`` (greedy and LCB arms by certified active-set solves,
+  :mod:`sege_cvx.fast_paths.polytope_arms`, in SEGE's compiled stages);
+* ``polytope``: ``[0, 1]^d`` cut by ``sum(x) <= 0.75 d`` and ``x_1 - x_2 <= 0.5`` (certified
+  active-set arms; part 2 times its Clarabel programs);
 * ``lp-ball``: ``ConvexArmSet(d, lambda x: [cp.pnorm(x - 1, 1.5) <= 1])`` (Clarabel);
 * ``treatment-mix``: doses ``0 <= x_i <= u_i``, ``u = linspace(1, 0.5, d)``, and a total budget
-  ``sum(x) <= 0.6 sum(u)``, as a ``Polytope`` (Clarabel),
+  ``sum(x) <= 0.6 sum(u)``, as a ``Polytope`` (certified active-set arms),
 
 the script builds one problem: ``theta* = 0.9 |g| / ||g||`` (``g`` standard normal, the same for
 every type at a given ``d``; ``S = 1``), the baseline arm halfway between the set's exploration
@@ -142,6 +144,8 @@ CASES = (
     Case("lp-ball", lp_ball),
     Case("treatment-mix", treatment_mix),
 )
+#: Arm-set types whose compiled arms are certified active-set solves (sege_cvx.fast_paths.polytope_arms).
+CERTIFIED_CASES = ("box", "polytope", "treatment-mix")
 #: Part 2's arm-set types (both programs on Clarabel).
 SOLVER_CASES = ("polytope", "lp-ball")
 
@@ -149,7 +153,8 @@ SOLVER_CASES = ("polytope", "lp-ball")
 def solver_programs(arm_set: ArmSet, lcb_method: str) -> dict[str, CompiledConicProgram]:
     """The compiled programs SEGE calls on ``arm_set`` (compiling them if need be)."""
     programs = {}
-    if type(arm_set)._greedy_closed_form is ArmSet._greedy_closed_form:
+    if (type(arm_set).greedy_arm_batch is ArmSet.greedy_arm_batch
+            and not arm_set.has_closed_form_greedy):
         programs["greedy"] = arm_set._greedy_program
     if lcb_method == "solver" or not arm_set.has_closed_form_lcb:
         programs["LCB"] = arm_set._lcb_program
@@ -404,7 +409,9 @@ def stage_rows(results: dict[tuple[str, int], StageResult]) -> list[list[str]]:
         if r.programs is None:
             greedy = lcb = "?"
         else:
-            greedy, lcb = ("solver" if p in r.programs else "closed" for p in ("greedy", "LCB"))
+            # Boxes and polytopes play certified active-set arms in SEGE's compiled stages.
+            exact = "certified" if name in CERTIFIED_CASES else "closed"
+            greedy, lcb = ("solver" if p in r.programs else exact for p in ("greedy", "LCB"))
         times = r.per_run_stage
         ok = times is not None
         rows.append([
@@ -514,8 +521,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(render(header, stage_rows(stage_results), args.markdown, left=4))
     print("tiers: timed calls accepted at accuracy tier t0/t1/t2, and failed at every tier; "
           "calls/run-stage: calls of the\ncompiled programs (one Clarabel solve per tier tried); "
-          "ellipsoid (solver) keeps the closed-form greedy arm; box has a\nclosed-form greedy arm "
-          "and solves its LCB arm; simulate also takes one greedy arm for the optimal reward.")
+          "ellipsoid (solver) keeps the closed-form greedy arm; certified: the\nactive-set arms of "
+          "boxes and polytopes; simulate also takes one greedy arm for the optimal reward.")
     errors = [f"  {name}, d={d}: {e}" for (name, d), r in stage_results.items() for e in r.errors]
     print("errors:" if errors else "errors: none")
     if errors:

@@ -70,12 +70,13 @@ def _write(study, args: argparse.Namespace) -> list:
     return paths
 
 
-def _prepare_kernels(lcb_method: str) -> None:
-    """Compile the numba kernels before any progress bar, and say so when that took a while."""
+def _prepare_kernels(lcb_method: str, problem=None) -> None:
+    """Compile the numba kernels of ``problem``'s simulations (default the paper's) before any
+    progress bar, and say so when that took a while."""
     from .experiments.paper import warm_up
 
     print("preparing the compiled kernels ...", end=" ", flush=True)
-    seconds, compiled = warm_up(lcb_method)
+    seconds, compiled = warm_up(lcb_method, problem)
     print(f"compiled once in {seconds:.1f} s (cached for later runs)" if compiled
           else f"loaded from the cache in {seconds:.2f} s", flush=True)
 
@@ -123,7 +124,7 @@ def _run(args: argparse.Namespace) -> int:
           f"{args.runs} runs x {args.horizon} stages, seed {args.seed}", flush=True)
     # Sets without compiled arms run SEGE's rule around their own arms: warm that path.
     compiled = problem.arm_set.compiled_arms is not None
-    _prepare_kernels(args.lcb_method if compiled else "solver")
+    _prepare_kernels(args.lcb_method if compiled else "solver", problem)
     study = _study(args, runs=args.runs, horizon=args.horizon, lcb_method=args.lcb_method,
                    problem=args.arm_set)
     setup, clucb = study.summary["setup"], study.summary["CLUCB"]

@@ -39,11 +39,12 @@ def _policy(case, n_runs, seeds):
         return sc.SEGE(problem.arm_set, problem.baseline_arm, problem.baseline_reward,
                        problem.threshold, S=1.0, noise_sd=NOISE, c=0.002, n_runs=n_runs,
                        seed=seeds)
-    if case == "SEGE solver (polytope)":
+    if case in ("SEGE certified active set (polytope)", "SEGE solver (polytope)"):
         square = sc.Polytope(np.vstack([np.eye(2), -np.eye(2)]), [2.0, 2.0, 0.0, 0.0])
         return sc.SEGE(square, [1.0, 1.0], 1.4, 1.2, S=1.0, noise_sd=NOISE, c=0.01,
-                       n_runs=n_runs, seed=seeds)
-    if case == "SEGE closed-form greedy, solver LCB (box)":
+                       n_runs=n_runs, seed=seeds,
+                       lcb_method="solver" if "solver" in case else "auto")
+    if case == "SEGE certified active set (box)":
         return sc.SEGE(sc.Box([0.0, 0.0], [2.0, 2.0]), [1.0, 1.0], 1.4, 1.2, S=1.0, noise_sd=NOISE,
                        c=0.01, n_runs=n_runs, seed=seeds)
     if case == "SEGE solver (ConvexArmSet)":
@@ -92,7 +93,8 @@ def _trajectories(case, runs, policy_seeds, noise_seeds):
 
 
 CASES = ["SEGE closed form (disk)", "SEGE closed form (3-D ellipsoid)", "SEGE solver (disk)",
-         "SEGE solver (polytope)", "SEGE closed-form greedy, solver LCB (box)",
+         "SEGE certified active set (polytope)", "SEGE solver (polytope)",
+         "SEGE certified active set (box)",
          "SEGE solver (ConvexArmSet)", "SEGE lifted (ConvexHull)",
          "SEGE self-normalized radius (disk)", "CLUCB", "CLUCB self-normalized radius",
          "ROFUL (disk)", "ROFUL (polytope)", "ROFUL (ConvexArmSet)", "ROFUL lifted (ConvexHull)"]

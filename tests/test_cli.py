@@ -196,7 +196,8 @@ def test_a_cold_start_says_it_compiles_before_simulating(monkeypatch, capsys, tm
                                                          compiled, said):
     import sege_cvx.experiments.paper as paper
 
-    monkeypatch.setattr(paper, "warm_up", lambda lcb_method="auto": (seconds, compiled))
+    monkeypatch.setattr(paper, "warm_up",
+                        lambda lcb_method="auto", problem=None: (seconds, compiled))
     for module in (paper, sege_cvx.experiments):  # the CLI imports it through the package
         monkeypatch.setattr(module, "run_study", _no_study)
     with pytest.raises(RuntimeError, match="stop here"):

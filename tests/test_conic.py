@@ -68,7 +68,7 @@ def test_point_outside_set_is_never_returned(monkeypatch):
     arms, ok, status, _ = box.lcb_arm_batch(np.ones((1, 2)), V_inv, np.ones(1), "solver")
     assert not ok[0] and np.all(np.isnan(arms[0])) and status == ["NotMember"]
     with pytest.raises(SolverFailure, match="outside"):
-        box.lcb_arm(np.ones(2), np.eye(2), 1.0)
+        box.lcb_arm(np.ones(2), np.eye(2), 1.0, method="solver")
 
 
 def test_solver_failure_is_reported_per_instance(monkeypatch):

@@ -26,8 +26,10 @@ class FlakySolve:
 
 
 def _policy(n_runs=3):
+    """SEGE with its LCB arms from Clarabel (a polytope's own are compiled and certified: their
+    fallbacks are tested in test_polytope_arms.py)."""
     return sc.SEGE(sc.Polytope(*SQUARE), [1.0, 1.0], 1.4, 1.2, S=1.0, noise_sd=0.3, c=0.01,
-                   n_runs=n_runs, seed=0)
+                   n_runs=n_runs, seed=0, lcb_method="solver")
 
 
 def test_an_exception_inside_a_solve_falls_back_and_is_counted():

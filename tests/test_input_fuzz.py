@@ -323,7 +323,7 @@ def test_lcb_arm(name, theta_hat, V_, radius, method, which):
     arm_set = ARM_SETS[name]
     args = {"theta_hat": [0.6, 0.8], "V": V, "radius": 0.5, "method": "auto"}
     args[which] = {"theta_hat": theta_hat, "V": V_, "radius": radius, "method": method}[which]
-    # A set without a closed form says so ("Box has no closed-form LCB arm").
+    # A set without a closed form says so ("ConvexArmSet has no closed-form LCB arm").
     clear_or_success(lambda: arm_set.lcb_arm(**args), which, "closed-form")
 
 

@@ -61,10 +61,10 @@ def test_cli_a_cell_value_error_is_one_line_and_writes_nothing(tmp_path, capsys)
 
 def test_cli_run_with_a_method_the_arm_set_lacks_is_one_line(tmp_path, capsys):
     out = tmp_path / "out"
-    line = one_line_error(capsys, ["run", "--arm-set", "box", "--lcb-method", "closed_form",
+    line = one_line_error(capsys, ["run", "--arm-set", "lp-ball", "--lcb-method", "closed_form",
                                 "--runs", "2", "--horizon", "20", "--out", str(out),
                                 "--no-progress"])
-    assert "Box has no closed-form LCB arm" in line
+    assert "ConvexArmSet has no closed-form LCB arm" in line
     assert not out.exists()
 
 

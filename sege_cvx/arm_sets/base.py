@@ -483,7 +483,8 @@ class ArmSet(ABC):
             The solver's status was not one its accuracy tier accepts
             (:data:`sege_cvx.conic.compiled.TIERS`), or its point could not be verified in the set.
         """
-        if self.compiled_arms is not None and not cross_check and method in ("auto", "closed_form"):
+        if (self.compiled_arms is not None and not cross_check and isinstance(method, str)
+                and method in ("auto", "closed_form")):
             # One instance in float64 arrays: validated and computed in one compiled call.
             arm = self.compiled_arms.checked_lcb_arm(theta_hat, V, radius)
             if arm is not None:

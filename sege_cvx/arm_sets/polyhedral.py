@@ -14,9 +14,11 @@ import numpy as np
 from .. import _pull_in
 from .._rowwise import row_matvec
 from .._validation import _fmt, as_finite_array, as_vector, scaled_norm
-from .base import ArmSet
+from ..fast_paths import polytope_arms
+from ..fast_paths.status import STATUS, VERIFIED
+from .base import ArmSet, BatchArms
 from .exploration import Exploration, max_volume_inscribed_ellipsoid
-from .scaling import check_box_holds, solver_frame
+from .scaling import check_box_holds, scale_directions, solver_frame
 
 if TYPE_CHECKING:
     import cvxpy as cp
@@ -24,9 +26,116 @@ if TYPE_CHECKING:
 #: Chebyshev radius, relative to the polytope's size (its bounding-box diagonal), below which
 #: a polytope is said to have an empty interior.
 MIN_INTERIOR_RADIUS = 1e-9
+#: Largest dimension in which a polytope's vertices are enumerated (qhull's cost grows fast).
+VERTEX_MAX_DIM = 8
+#: Most vertices kept (beyond, the pairwise distances cost more than they save).
+VERTEX_MAX_COUNT = 5000
+#: Tolerance of the vertex checks, relative to the polytope's size and distance from 0.
+VERTEX_TOL = 1e-9
+#: Relative widening of the vertex bounds (diameter, distance): far above the checks' tolerance.
+VERTEX_MARGIN = 1e-6
 
 
-class Box(ArmSet):
+def pairwise_diameter(points: np.ndarray) -> float:
+    """The largest distance between rows of ``points`` (halved first: no overflow)."""
+    half = 0.5 * points
+    best = 0.0
+    for start in range(0, half.shape[0], 256):
+        diff = half[start:start + 256, None, :] - half[None, :, :]
+        best = max(best, float(np.max(scaled_norm(diff.reshape(-1, half.shape[1]), axis=1))))
+    return 2.0 * best
+
+
+def checked_vertices(polytope: Polytope, interior: np.ndarray) -> np.ndarray | None:
+    """The vertices of ``polytope`` by qhull, or ``None`` if not enumerated or not checked
+    (see :meth:`Polytope.diameter_bound`)."""
+    from scipy.spatial import ConvexHull as QhullHull
+    from scipy.spatial import HalfspaceIntersection, QhullError
+
+    d = polytope.dim
+    if d > VERTEX_MAX_DIM or d < 2:
+        return None
+    try:
+        # qhull's halfspaces are rows [a, -b] of a x - b <= 0.
+        halfspaces = np.hstack([polytope.A, -polytope.b[:, None]])
+        vertices = HalfspaceIntersection(halfspaces, interior).intersections
+        vertices = np.unique(vertices, axis=0)
+        if not np.all(np.isfinite(vertices)) or not d + 1 <= len(vertices) <= VERTEX_MAX_COUNT:
+            return None
+        hull = QhullHull(vertices)
+    except (QhullError, ValueError):
+        return None
+    lo, hi = polytope.bounding_box()
+    scale = float(np.max(np.maximum(np.abs(lo), np.abs(hi)))) + float(np.max(hi - lo))
+    tol = VERTEX_TOL * scale
+    if np.max(vertices @ polytope.A.T - polytope.b) > tol:  # each vertex in the polytope
+        return None
+    normals = np.ascontiguousarray(hull.equations[:, :-1])  # unit normals, n x + offset <= 0
+    support = polytope.support(normals)  # certified arms (polytope_arms), exact to ~1e-10
+    if np.max(support + hull.equations[:, -1]) > tol:  # the polytope in their hull
+        return None
+    return vertices
+
+
+class _CertifiedPolyhedron(ArmSet):
+    """Greedy and LCB arms of a set ``{x : A x <= b}`` by the certified active-set solves of
+    :mod:`sege_cvx.fast_paths.polytope_arms`, with Clarabel behind them.
+
+    ``lcb_arm(method="closed_form")`` (and ``"auto"``) solves each instance from a cold start;
+    an instance whose certificate fails is reported as ``"NotCertified"`` with
+    ``"closed_form"``, and solved on Clarabel with ``"auto"``.  ``method="solver"`` is Clarabel
+    alone, and ``cross_check=True`` compares the two.  SEGE's compiled stages call the same
+    functions, warm started per run (:attr:`compiled_arms`).  Subclasses give
+    :meth:`_halfspaces`.
+    """
+
+    def _halfspaces(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(center, A, b)``: a certified interior point and the rows, of unit norm."""
+        raise NotImplementedError
+
+    @cached_property
+    def compiled_arms(self) -> polytope_arms.PolytopeArms:
+        """The data of the compiled certified arms (see :class:`ArmSet`)."""
+        center, A, b = self._halfspaces()
+        return polytope_arms.PolytopeArms(A, b, center, self.norm_bound())
+
+    @property
+    def has_closed_form_lcb(self) -> bool:
+        return True
+
+    def lcb_arm_batch(self, thetas: np.ndarray, chols: np.ndarray, radii: np.ndarray,
+                      method: str = "auto") -> BatchArms:
+        """Certified active-set LCB arms (see the class docstring); ``"solver"``: Clarabel."""
+        if method == "solver":
+            return super().lcb_arm_batch(thetas, chols, radii, "solver")
+        arms, codes = polytope_arms.lcb_all(
+            self.compiled_arms.geometry(), np.ascontiguousarray(thetas, dtype=np.float64),
+            np.ascontiguousarray(chols, dtype=np.float64),
+            np.ascontiguousarray(radii, dtype=np.float64))
+        return self._certified_or_solved(
+            arms, codes, method,
+            lambda rows: super(_CertifiedPolyhedron, self).lcb_arm_batch(
+                thetas[rows], chols[rows], radii[rows], "solver"))
+
+    def _certified_or_solved(self, arms: np.ndarray, codes: np.ndarray, method: str,
+                             solve) -> BatchArms:
+        """The compiled arms, verified; with ``method="auto"`` the uncertified instances are
+        replaced by ``solve(rows)`` (Clarabel's)."""
+        n = arms.shape[0]
+        ok = codes == VERIFIED
+        arms[~ok] = np.nan
+        result = self._verified(arms, [STATUS[c] for c in codes], np.empty((n, 0)))
+        failed = np.flatnonzero(~result.ok)
+        if method == "auto" and failed.size:
+            solved = solve(failed)
+            result.arms[failed] = solved.arms
+            result.ok[failed] = solved.ok
+            for j, i in enumerate(failed):
+                result.status[i] = solved.status[j]
+        return result
+
+
+class Box(_CertifiedPolyhedron):
     """The box ``{x : lower <= x <= upper}`` with ``lower < upper`` coordinate-wise.
 
     Parameters
@@ -70,6 +179,9 @@ class Box(ArmSet):
 
     def _pull_in(self, points: np.ndarray) -> np.ndarray:
         return _pull_in.pull_into_polytope(points, *self._as_polytope)
+
+    def _halfspaces(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self._as_polytope
 
     @property
     def compiled_membership(self) -> tuple:
@@ -121,7 +233,7 @@ class Box(ArmSet):
         return bool(np.all(center - reach >= self.lower) and np.all(center + reach <= self.upper))
 
 
-class Polytope(ArmSet):
+class Polytope(_CertifiedPolyhedron):
     """The polytope ``{x : A x <= b}``; must be bounded with a nonempty interior.
 
     Each inequality is first divided by ``||a_i||`` (the same set), so that every check below
@@ -180,10 +292,9 @@ class Polytope(ArmSet):
                              f"(b[{i}] = {b[i]:.3g}): rescale A and b")
         self.A, self.b = A / row_norms[:, None], b_unit
         self.bounding_box()  # raises ValueError if empty, unbounded or too small to certify
-        self.diameter_bound()  # raises ValueError if not representable
+        size = ArmSet.diameter_bound(self)  # the box's diagonal; raises if not representable
         self.norm_bound()
         self.chebyshev_center, self.chebyshev_radius = self._chebyshev_ball()
-        size = self.diameter_bound()
         if not self.chebyshev_radius >= MIN_INTERIOR_RADIUS * size:
             raise ValueError("Polytope A x <= b has an empty interior (largest inscribed ball "
                              f"radius {self.chebyshev_radius:.3g}, below {MIN_INTERIOR_RADIUS:g} "
@@ -250,3 +361,47 @@ class Polytope(ArmSet):
     @property
     def _polytope_membership(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self.exploration().center, self.A, self.b
+
+    def _halfspaces(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self._polytope_membership
+
+    # ----------------------------------------------------------------- vertex bounds
+    @cached_property
+    def _vertices(self) -> np.ndarray | None:
+        """The polytope's vertices, checked (see :meth:`diameter_bound`), or ``None`` where
+        they are not enumerated (``d > VERTEX_MAX_DIM``, too many, or a check failed)."""
+        return checked_vertices(self, self.chebyshev_center)
+
+    def diameter_bound(self) -> float:
+        """Certified upper bound on ``max_{x, y in X} ||x - y||`` (SEGE's rho-bar).
+
+        In dimension ``d <= VERTEX_MAX_DIM`` (8): the largest distance between the vertices,
+        enumerated by qhull (``scipy.spatial.HalfspaceIntersection`` from the Chebyshev centre)
+        and checked: each lies in the polytope to within ``VERTEX_TOL`` of its scale, and the
+        polytope lies in their hull (its certified support value in the normal of every facet
+        of their hull exceeds the hull's by at most ``VERTEX_TOL``); widened by
+        ``VERTEX_MARGIN`` (relative), far above those tolerances.  This is the exact diameter
+        up to that margin, where the bounding-box diagonal overstates it by up to ``sqrt(d /
+        2)`` (a simplex).  Otherwise, or should a check fail: the bounding-box diagonal.
+        """
+        if self._vertices is None:
+            return super().diameter_bound()
+        return pairwise_diameter(self._vertices) * (1.0 + VERTEX_MARGIN)
+
+    def distance_bound(self, point: np.ndarray) -> float:
+        """Certified upper bound on ``max_{x in X} ||x - point||`` (ROFUL's radius): the largest
+        distance from ``point`` to a checked vertex, widened as :meth:`diameter_bound`; else
+        the farthest corner of the bounding box."""
+        if self._vertices is None:
+            return super().distance_bound(point)
+        p = np.asarray(point, dtype=np.float64)
+        return float(np.max(scaled_norm(self._vertices - p, axis=1))) * (1.0 + VERTEX_MARGIN)
+
+    def greedy_arm_batch(self, thetas: np.ndarray) -> BatchArms:
+        """Certified greedy arms (the simplex method of
+        :mod:`~sege_cvx.fast_paths.polytope_arms`, from a cold start per instance); an
+        uncertified instance is solved on Clarabel."""
+        thetas = scale_directions(thetas)
+        arms, codes = polytope_arms.greedy_all(self.compiled_arms.geometry(), thetas)
+        return self._certified_or_solved(
+            arms, codes, "auto", lambda rows: super(Polytope, self).greedy_arm_batch(thetas[rows]))

@@ -314,12 +314,13 @@ def summarize(result: SimulationResult, threshold: float, seed: int) -> dict:
     }
 
 
-def warm_up(lcb_method: str = "auto") -> tuple[float, bool]:
+def warm_up(lcb_method: str = "auto", problem: BanditProblem | None = None) -> tuple[float, bool]:
     """Compile (or load from numba's cache) every kernel the study's simulations use.
 
-    Runs SEGE (with LCB arms by ``lcb_method``) and CLUCB for a few stages of the paper's
-    problem; the kernels are specialized by array types only, so the same compiled code then
-    serves any problem and size.
+    Runs SEGE (with LCB arms by ``lcb_method``) and CLUCB for a few stages of ``problem``
+    (default the paper's); the kernels are specialized by array types and by the kind of arm
+    set (an ellipsoid's compiled stages differ from a polytope's), so the same compiled code
+    then serves any problem of that kind and any size.
 
     Returns
     -------
@@ -331,7 +332,7 @@ def warm_up(lcb_method: str = "auto") -> tuple[float, bool]:
     """
     start = time.perf_counter()
     misses = _cache_misses()
-    setup = paper_problem()
+    setup = paper_problem() if problem is None else problem
     policy_seeds, noise_seeds = run_seeds(0, 2)
     for policy in (setup.sege(2, policy_seeds, lcb_method), setup.clucb(2)):
         simulate(policy, LinearBandit(setup.theta_star, setup.noise_sd, noise_seeds), 3)

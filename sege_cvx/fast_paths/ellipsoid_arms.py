@@ -11,8 +11,7 @@ whichever computed it:
 * :func:`lcb_from_factor_one`: the LCB arm (eq. (lcb arm), :mod:`.ellipsoid_lcb`) from the
   Cholesky factor of ``V``, verified in ``E``.
 
-Status codes: :data:`VERIFIED`, :data:`NOT_FINITE`, :data:`NOT_MEMBER` (names in
-:data:`STATUS`).
+Status codes: :mod:`.status`.
 """
 
 from __future__ import annotations
@@ -26,10 +25,7 @@ from .._pull_in import pull_in_one
 from .._validation import SYMMETRY_RTOL
 from ..confidence.cholesky import SPD_OK, checked_factor, precision_one
 from .ellipsoid_lcb import lcb_arm_one, square_roots
-
-VERIFIED, NOT_FINITE, NOT_MEMBER = 0, 1, 2
-#: Status of each code, as reported in ``BatchArms.status`` and ``SEGE.fallback_reasons``.
-STATUS = ("closed_form", "NotFinite", "NotMember")
+from .status import NOT_FINITE, NOT_MEMBER, VERIFIED
 
 _EPS = float(np.finfo(np.float64).eps)
 _TINY = float(np.finfo(np.float64).tiny)
@@ -206,6 +202,16 @@ class EllipsoidArms:
         """The arguments :func:`lcb_from_factor_one` takes before ``theta``."""
         return (self.center, self.shape, self.h_sqrt, self.h_inv_sqrt, self.white_center,
                 self.kappa)
+
+    def geometry(self, lam: float | None = None) -> tuple:
+        """What SEGE's compiled stages receive (:mod:`.stage_arms`): :meth:`lcb_data` (``lam``
+        is not needed)."""
+        return self.lcb_data()
+
+    def warm_state(self, n: int) -> tuple[np.ndarray, ...]:
+        """An empty warm-start state for ``n`` runs: closed forms need none."""
+        return (np.zeros((n, 2, 0), dtype=np.int64), np.zeros((n, 2), dtype=np.int64),
+                np.zeros((n, 2, 0)), np.zeros((n, 0, 0)))
 
     def checked_lcb_arm(self, theta_hat: object, V: object, radius: object) -> np.ndarray | None:
         """The LCB arm of a single instance given as float64 arrays of shapes ``(d,)`` and

@@ -15,7 +15,7 @@ from ..arm_sets.exploration import Exploration
 from ..confidence.cholesky import min_eigenvalue_at_least
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius
-from ..fast_paths.ellipsoid_arms import STATUS
+from ..fast_paths.status import STATUS
 from . import sege_rule
 from .base import BatchPolicy
 from .sege_rule import EXPLOIT, EXPLORE_BASELINE, EXPLORE_LCB
@@ -62,11 +62,12 @@ class SEGE(BatchPolicy):
     the baseline's, ``w^U`` the drawn cross-polytope vertex's.
 
     The rule is written once, as per-run compiled functions (:mod:`.sege_rule`).  On sets with
-    compiled arms (``arm_set.compiled_arms``: ellipsoids and balls, with ``lcb_method`` other
-    than ``"solver"``) a whole stage is compiled, and :func:`~sege_cvx.simulate` runs many
-    stages per call with the runs spread over threads; on other sets the same rule is applied
-    around the set's greedy and LCB arms (closed forms or Clarabel solves).  Either way a run's
-    numbers do not depend on the other runs.
+    compiled arms (``arm_set.compiled_arms``, with ``lcb_method`` other than ``"solver"``:
+    ellipsoids and balls, by closed forms; boxes and polytopes, by certified active-set solves
+    warm started from the run's previous arms, :attr:`warm_start`) a whole stage is compiled,
+    and :func:`~sege_cvx.simulate` runs many stages per call with the runs spread over threads;
+    on other sets the same rule is applied around the set's greedy and LCB arms (closed forms
+    or Clarabel solves).  Either way a run's numbers do not depend on the other runs.
 
     Parameters
     ----------
@@ -136,8 +137,12 @@ class SEGE(BatchPolicy):
         Failed or unverified computations (solver failures, arms not verified in the set,
         exceptions raised inside a solve) that forced a fallback.
     fallback_reasons : collections.Counter
-        How often each failure status (e.g. ``"NotMember"``, ``"error: RuntimeError"``) forced
-        a fallback, over all runs.
+        How often each failure status (e.g. ``"NotMember"``, ``"NotCertified"``,
+        ``"error: RuntimeError"``) forced a fallback, over all runs.
+    warm_start : tuple of ndarray, or None
+        On sets with compiled arms, each run's warm start ``(rows, counts, points, inverse)``
+        (:mod:`sege_cvx.fast_paths.polytope_arms`; empty for ellipsoids): part of the run's
+        state, kept by a pickle.
 
     Examples
     --------
@@ -221,14 +226,18 @@ class SEGE(BatchPolicy):
         self.last_exploration_arm = np.full((self.n_runs, d), np.nan)
         self.decision_counts = np.zeros((self.n_runs, 3), dtype=np.int64)
         # Fallbacks of the Python-orchestrated stages (any status) and of the compiled ones
-        # (per run: all, then by code of fast_paths.ellipsoid_arms.STATUS).
+        # (per run: all, then by code of fast_paths.status.STATUS).
         self._fallbacks = np.zeros(self.n_runs, dtype=np.int64)
         self._fallback_reasons: Counter[str] = Counter()
         self._compiled_fallbacks = np.zeros((self.n_runs, len(STATUS)), dtype=np.int64)
         compiled = arm_set.compiled_arms
         self._compiled = None if compiled is None or lcb_method == "solver" else (
-            compiled.lcb_data(),
+            compiled.geometry(self.lam),
             (self.exploration.center, self.exploration.B, self.exploration.kind == "cross"))
+        #: Per run, the compiled arms' warm start (``(rows, counts, points, inverse)``, slots greedy and
+        #: LCB; :mod:`sege_cvx.fast_paths.polytope_arms`): part of the run's state, so that a
+        #: run computes the same arms alone, in any batch, and after a pickle.
+        self.warm_start = None if self._compiled is None else compiled.warm_state(self.n_runs)
 
     @property
     def _fused_stages(self) -> bool:
@@ -284,7 +293,8 @@ class SEGE(BatchPolicy):
                                  self._zeta.cursor, *self._compiled, self.rho,
                                  self.baseline_arm, self.threshold,
                                  self.baseline_reward, arms, self.last_safe_arm,
-                                 self.last_exploration_arm, decision, self._compiled_fallbacks)
+                                 self.last_exploration_arm, decision, self._compiled_fallbacks,
+                                 self.warm_start)
         else:
             arms, decision = self._select_around_arm_set(self.radii(t), bound)
         self.last_decision = decision
@@ -358,7 +368,7 @@ class SEGE(BatchPolicy):
         conf, st = self.confidence, stats
         state = (conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
                  self.decision_counts, self.last_decision, self.last_safe_arm,
-                 self.last_exploration_arm, self._compiled_fallbacks)
+                 self.last_exploration_arm, self._compiled_fallbacks, *self.warm_start)
         rows = np.empty(self.n_runs, dtype=np.int64)
         failed = np.zeros(self.n_runs, dtype=np.int64)
         sege_rule.run_stages(

@@ -6,9 +6,10 @@ Every engine calls these, so the rule exists once:
   (eqs. (safe arm t) and (safe exp arm)) are the rule itself.  ``SEGE.select`` applies them
   to the greedy and LCB arms of any arm set (closed forms or Clarabel solves), through the
   batched :func:`exploit_all` and :func:`explore_all`.
-* :func:`stage_one` is a whole stage of one run on an ellipsoid, whose greedy and LCB arms are
-  compiled (:mod:`sege_cvx.fast_paths.ellipsoid_arms`): the information test, the greedy arm
-  and its test, the LCB arm, the exploration point, the mix and its verification.
+* :func:`stage_one` is a whole stage of one run on a set whose greedy and LCB arms are
+  compiled (:mod:`sege_cvx.fast_paths.stage_arms`: ellipsoids, boxes and polytopes): the
+  information test, the greedy arm and its test, the LCB arm, the exploration point, the mix
+  and its verification.
   :func:`select_all` is one stage of every run (``SEGE.select``); :func:`run_stages` is many
   stages of every run against a linear bandit, runs spread over threads.
 
@@ -25,14 +26,8 @@ from .._numba import njit
 from ..arm_sets.exploration import exploration_point
 from ..confidence.cholesky import factor, lcb_one, observe_one
 from ..confidence.radius import radius_one
-from ..fast_paths.ellipsoid_arms import (
-    NOT_MEMBER,
-    VERIFIED,
-    greedy_one,
-    lcb_from_factor_one,
-    pull_inside_one,
-    verify_one,
-)
+from ..fast_paths.stage_arms import greedy_arm, lcb_arm, pull_inside
+from ..fast_paths.status import NOT_MEMBER, VERIFIED
 from ..simulation.statistics import record_run_stage
 
 #: Decision codes recorded per stage (``SEGE.last_decision``).
@@ -91,9 +86,12 @@ def explore_all(lcb_arms, lcb_ok, theta_hat, chol, radii, b0, baseline, U, rho, 
 
 @njit(inline="always")
 def stage_one(bound, rule, stage_value, V, chol, theta_hat, draws, cursor, i, geometry,
-              exploration, rho, baseline, b, b0, out, safe, U, fallbacks, mats, vecs) -> int:
-    """One stage of one run on an ellipsoid: the arm into ``out``; returns the decision code.
+              exploration, rho, baseline, b, b0, out, safe, U, fallbacks, warm, mats, vecs) -> int:
+    """One stage of one run on a set with compiled arms: the arm into ``out``; returns the
+    decision code.
 
+    The arms are the geometry's (:mod:`sege_cvx.fast_paths.stage_arms`: an ellipsoid's closed
+    forms, a polytope's certified active-set solves warm started from the run's ``warm`` state).
     The radius ``r_t`` is the run's :func:`~sege_cvx.confidence.radius.radius_one` of ``rule``
     and ``stage_value``.
     Line 5: exploit iff ``lambda_min(V_{t-1}) >= bound = c sqrt(t)`` (decided by factoring
@@ -104,15 +102,13 @@ def stage_one(bound, rule, stage_value, V, chol, theta_hat, draws, cursor, i, ge
     LCB arm that cannot be verified, or a mix that cannot be moved exactly into the set, is not
     played: the stage explores, the safe arm is the baseline, or the arm is the baseline; each
     such event adds one to ``fallbacks[0]`` (all events) and to ``fallbacks[status]`` (by
-    status: ``STATUS`` of :mod:`~sege_cvx.fast_paths.ellipsoid_arms`).  ``safe`` and ``U``
-    receive ``X^S_t`` and ``U_t`` (NaN when exploiting).  ``geometry``: ``EllipsoidArms.lcb_data()``;
+    status: :mod:`~sege_cvx.fast_paths.status`).  ``safe`` and ``U`` receive ``X^S_t`` and
+    ``U_t`` (NaN when exploiting).  ``geometry``: the set's ``compiled_arms.geometry()``;
     ``exploration``: ``(center, B, cross)``; ``mats`` (6, d, d) and ``vecs`` (18, d): scratch.
     """
-    center, shape, h_sqrt, h_inv_sqrt, white_center, kappa = geometry
     r = radius_one(rule, stage_value, chol)
     if factor(V, bound, mats[5]):
-        greedy_one(theta_hat, center, shape, h_inv_sqrt, out, vecs[14:16])
-        status = verify_one(out, center, h_inv_sqrt, vecs[14], vecs[15])
+        status = greedy_arm(geometry, theta_hat, warm, out, mats, vecs)
         if status != VERIFIED:
             fallbacks[0] += 1
             fallbacks[status] += 1
@@ -120,18 +116,17 @@ def stage_one(bound, rule, stage_value, V, chol, theta_hat, draws, cursor, i, ge
             safe[:] = np.nan
             U[:] = np.nan
             return EXPLOIT
-    lcb_arm = vecs[16]
-    status = lcb_from_factor_one(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa,
-                                 theta_hat, chol, r, lcb_arm, mats, vecs)
+    lcb_point = vecs[16]
+    status = lcb_arm(geometry, theta_hat, chol, r, warm, lcb_point, mats, vecs)
     if status != VERIFIED:
         fallbacks[0] += 1
         fallbacks[status] += 1
     exploration_point(draws[i, cursor[i]], exploration[0], exploration[1], exploration[2], U,
                       vecs[17])
     cursor[i] += 1
-    use_lcb = safe_exploration_arm(lcb_arm, status == VERIFIED, theta_hat, chol, r, b0,
+    use_lcb = safe_exploration_arm(lcb_point, status == VERIFIED, theta_hat, chol, r, b0,
                                    baseline, U, rho, vecs[14], safe, out)
-    if not pull_inside_one(out, center, h_inv_sqrt, vecs[14], vecs[15]):
+    if not pull_inside(geometry, out, vecs[14], vecs[15]):
         fallbacks[0] += 1
         fallbacks[NOT_MEMBER] += 1
         out[:] = baseline
@@ -140,15 +135,18 @@ def stage_one(bound, rule, stage_value, V, chol, theta_hat, draws, cursor, i, ge
 
 @njit
 def select_all(bound, rule, stage_value, V, chol, theta_hat, draws, cursor, geometry, exploration,
-               rho, baseline, b, b0, out, safe, U, decision, fallbacks) -> None:
-    """:func:`stage_one` for every run (``SEGE.select``)."""
+               rho, baseline, b, b0, out, safe, U, decision, fallbacks, warm) -> None:
+    """:func:`stage_one` for every run (``SEGE.select``); ``warm``: ``(rows, counts, points,
+    inverse)`` of every run."""
     n, d = theta_hat.shape
     mats = np.empty((6, d, d))
     vecs = np.empty((18, d))
+    rows, counts, points, inverse = warm
     for i in range(n):
         decision[i] = stage_one(bound, rule, stage_value, V[i], chol[i], theta_hat[i], draws,
                                 cursor, i, geometry, exploration, rho, baseline, b, b0, out[i],
-                                safe[i], U[i], fallbacks[i], mats, vecs)
+                                safe[i], U[i], fallbacks[i], (rows[i], counts[i], points[i], inverse[i]),
+                                mats, vecs)
 
 
 @njit(parallel=True)
@@ -166,12 +164,12 @@ def run_stages(t0, bounds, rule, stage_values, draws, cursor, noise, state, geom
     therefore bitwise those of ``select``/``observe``, whatever the thread that computed it.
 
     ``state``: ``(V, chol, xy_sum, theta_hat, counts, decision_counts, last_decision,
-    last_safe, last_exploration, fallbacks)``; ``stats``: the arrays of
+    last_safe, last_exploration, fallbacks, warm rows, counts, points, inverses)``; ``stats``: the arrays of
     :class:`~sege_cvx.simulation.statistics.RunStatistics`; ``rows[i]`` receives run ``i``'s
     next checkpoint row; ``failed[i]`` the stage at which its ``V`` lost definiteness (else 0).
     """
     (V, chol, xy_sum, theta_hat, counts, decision_counts, last_decision, last_safe,
-     last_exploration, fallbacks) = state
+     last_exploration, fallbacks, warm_rows, warm_counts, warm_points, warm_inverse) = state
     (cum_regret, cum_reward, min_reward, reward_min, reward_max, first_violation, violations,
      conservative, decisions, regret_rows, reward_rows, violation_rows, decision_rows) = stats
     trace_reward, trace_decision = traces
@@ -182,6 +180,7 @@ def run_stages(t0, bounds, rule, stage_values, draws, cursor, noise, state, geom
         # reference count, which the threads would otherwise contend for at every stage.
         V_i, chol_i, xy_i, theta_i = V[i], chol[i], xy_sum[i], theta_hat[i]
         safe_i, U_i, fallbacks_i = last_safe[i], last_exploration[i], fallbacks[i]
+        warm_i = (warm_rows[i], warm_counts[i], warm_points[i], warm_inverse[i])
         mats = np.empty((6, d, d))
         vecs = np.empty((18, d))
         arm = np.empty(d)
@@ -193,7 +192,7 @@ def run_stages(t0, bounds, rule, stage_values, draws, cursor, noise, state, geom
             t = t0 + s
             code = stage_one(bounds[s], rule, stage_values[s], V_i, chol_i, theta_i, draws,
                              cursor, i, geometry, exploration, rho, baseline, b, b0, arm, safe_i,
-                             U_i, fallbacks_i, mats, vecs)
+                             U_i, fallbacks_i, warm_i, mats, vecs)
             mean = 0.0
             for m in range(d):
                 mean += arm[m] * theta_star[m]

@@ -130,9 +130,9 @@ def simulate(
 ) -> SimulationResult:
     """Run ``policy`` (acting on ``n_runs`` runs) against ``bandit`` for ``horizon`` stages.
 
-    Policies whose whole stage is compiled (CLUCB, and SEGE on ellipsoids and balls with
-    closed-form LCB arms) play up to a few hundred stages per compiled call, with the runs
-    spread over numba's threads (``NUMBA_NUM_THREADS``, or :func:`numba.set_num_threads`;
+    Policies whose whole stage is compiled (CLUCB, ROFUL, and SEGE on ellipsoids, balls, boxes
+    and polytopes unless its LCB arms come from the solver) play up to a few hundred stages per
+    compiled call, with the runs spread over numba's threads (``NUMBA_NUM_THREADS``, or :func:`numba.set_num_threads`;
     default every core); others go through ``select``/``observe`` stage by stage.  Either way
     the numbers are bitwise those of the step API, whatever the number of threads.
 

@@ -1,0 +1,296 @@
+"""Certified active-set arms of polyhedral sets: per solve against Clarabel, and SEGE per run-stage.
+
+Part 1, per solve.  For each dimension ``d`` (default 2, 5, 10, 20) and polytope type
+
+* ``box``: the unit cube ``[0, 1]^d``;
+* ``cut box``: the unit cube with ``8d`` random cuts (normals ``N(0, I)``, each at a random
+  distance between 0.2 and 0.5 times its norm from ``(0.5, ..., 0.5)``);
+* ``degenerate``: ``2d`` random facets through the vertex ``(1, ..., 1)`` (normals ``|N(0, I)| +
+  0.1``) and ``x >= 0``: a vertex where ``2d + `` rows are active;
+* ``treatment-mix``: doses ``0 <= x_i <= u_i``, ``u = linspace(1, 0.5, d)``, and a budget
+  ``sum(x) <= 0.6 sum(u)`` (0 is a vertex: faces through the origin),
+
+``--runs`` independent sequences of ``--stages`` instances are solved as SEGE meets them: each
+sequence's ``theta`` follows a random walk (``theta_t = theta_{t-1} + 0.003 N(0, I)``, from
+``|N(0, I)| / ||.||``), its ``V`` grows by ``x x^T`` of its own LCB arms with ``lam = 0.1``, and its
+radius is ``r = 2``.  Each solve is warm started from the sequence's previous one
+(:mod:`sege_cvx.fast_paths.polytope_arms`), in one compiled loop per sequence.  Reported: the
+median per solve (wall time of the loop over all sequences / solves), the fraction of solves
+whose working set did not change (``warm``: the warm start was already optimal), the solves
+whose certificate failed (``fallbacks``), and Clarabel's per-solve median on ``--clarabel``
+instances of the same kind (the set's compiled conic programs, ``program.solve``, in place).
+
+Part 2, SEGE per run-stage.  ``sc.simulate`` of ``--sege-runs`` runs for ``--sege-stages``
+stages (both cores) on the disk (closed forms), the box, the polytope and the treatment-mix
+example (certified arms), with the problems of ``benchmarks/bench_arm_sets.py`` (``theta* = 0.9
+|g| / ||g||``, the baseline arm halfway between the exploration centre and the greedy arm, ``b =
+0.8 b0``, ``c = 2 rho^2 sigma^2``); the median over ``--repeats`` of wall time / (runs x stages),
+after an untimed warm-up run.
+
+``--quick``: a smoke test (d = 2 and 5, small sizes), what CI runs.
+
+Run from the repository root::
+
+    python benchmarks/bench_polyhedral_arms.py            # about 5 minutes on 2 cores
+    python benchmarks/bench_polyhedral_arms.py --quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numba
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _machine import machine  # noqa: E402
+from bench_arm_sets import CASES, load, render  # noqa: E402
+
+import sege_cvx as sc  # noqa: E402
+from sege_cvx.arm_sets.scaling import scale_lcb_data  # noqa: E402
+from sege_cvx.confidence.cholesky import factor  # noqa: E402
+from sege_cvx.fast_paths import polytope_arms  # noqa: E402
+from sege_cvx.fast_paths.status import VERIFIED  # noqa: E402
+
+LAM = 0.1
+RADIUS = 2.0
+STEP = 0.003
+
+
+def polytope(kind: str, d: int, rng: np.random.Generator) -> sc.ArmSet:
+    if kind == "box":
+        return sc.Box(np.zeros(d), np.ones(d))
+    if kind == "cut box":
+        normals = rng.standard_normal((8 * d, d))
+        offsets = normals @ np.full(d, 0.5) + np.linalg.norm(normals, axis=1) * rng.uniform(
+            0.2, 0.5, 8 * d)
+        return sc.Polytope(np.vstack([np.eye(d), -np.eye(d), normals]),
+                           np.concatenate([np.ones(d), np.zeros(d), offsets]))
+    if kind == "degenerate":
+        normals = np.abs(rng.standard_normal((2 * d, d))) + 0.1
+        return sc.Polytope(np.vstack([normals, -np.eye(d)]),
+                           np.concatenate([normals @ np.ones(d), np.zeros(d)]))
+    upper = np.linspace(1.0, 0.5, d)
+    return sc.Polytope(np.vstack([np.eye(d), -np.eye(d), np.ones(d)]),
+                       np.concatenate([upper, np.zeros(d), [0.6 * upper.sum()]]))
+
+
+KINDS = ("box", "cut box", "degenerate", "treatment-mix")
+
+
+@numba.njit
+def _sequence(geometry, thetas, radius, lam, greedy):
+    """One warm-started sequence: per instance its status and whether the working set changed;
+    ``V`` grows by the LCB arms (or, for the greedy sequence, stays ``lam I``)."""
+    n, d = thetas.shape
+    W = np.zeros((2, d), dtype=np.int64)
+    counts = np.zeros(2, dtype=np.int64)
+    points = np.empty((2, d))
+    points[0] = geometry[2]
+    points[1] = geometry[2]
+    inverse = np.zeros((d, d))
+    V = lam * np.eye(d)
+    chol = np.sqrt(lam) * np.eye(d)
+    out = np.empty(d)
+    mats = np.empty((2, d, d))
+    vecs = np.empty((14, d))
+    status = np.empty(n, dtype=np.int64)
+    changed = np.zeros(n, dtype=np.bool_)
+    slot = 0 if greedy else 1
+    for t in range(n):
+        before_k = counts[slot]
+        before = W[slot].copy()
+        if greedy:
+            status[t] = polytope_arms.greedy_one(geometry, thetas[t], W, counts, points, inverse,
+                                                 out, mats, vecs)
+        else:
+            status[t] = polytope_arms.lcb_one(geometry, thetas[t], chol, radius, W, counts, points,
+                                              inverse, out, mats, vecs)
+            for a in range(d):
+                for c in range(d):
+                    V[a, c] += out[a] * out[c]
+            factor(V, 0.0, chol)
+        same = counts[slot] == before_k
+        for j in range(before_k):
+            same = same and W[slot, j] == before[j]
+        changed[t] = not same
+    return status, changed
+
+
+@numba.njit
+def _sequences_timed(geometry, thetas, radius, lam, greedy):
+    """The sequences without bookkeeping (the timed loop)."""
+    runs, n, d = thetas.shape
+    W = np.zeros((2, d), dtype=np.int64)
+    counts = np.zeros(2, dtype=np.int64)
+    points = np.empty((2, d))
+    inverse = np.zeros((d, d))
+    V = np.empty((d, d))
+    chol = np.empty((d, d))
+    out = np.empty(d)
+    mats = np.empty((2, d, d))
+    vecs = np.empty((14, d))
+    failed = 0
+    for i in range(runs):
+        counts[:] = 0
+        points[0] = geometry[2]
+        points[1] = geometry[2]
+        V[:] = lam * np.eye(d)
+        chol[:] = np.sqrt(lam) * np.eye(d)
+        for t in range(n):
+            if greedy:
+                s = polytope_arms.greedy_one(geometry, thetas[i, t], W, counts, points, inverse,
+                                             out, mats, vecs)
+            else:
+                s = polytope_arms.lcb_one(geometry, thetas[i, t], chol, radius, W, counts,
+                                          points, inverse, out, mats, vecs)
+                for a in range(d):
+                    for c in range(d):
+                        V[a, c] += out[a] * out[c]
+                factor(V, 0.0, chol)
+            failed += s != VERIFIED
+    return failed
+
+
+def walks(rng: np.random.Generator, runs: int, stages: int, d: int) -> np.ndarray:
+    start = np.abs(rng.standard_normal((runs, 1, d)))
+    start /= np.linalg.norm(start, axis=2, keepdims=True)
+    return np.ascontiguousarray(start + np.cumsum(STEP * rng.standard_normal((runs, stages, d)),
+                                                  axis=1))
+
+
+def clarabel_us(arm_set: sc.ArmSet, thetas: np.ndarray, greedy: bool) -> float:
+    """Median wall time of the set's compiled Clarabel program per instance."""
+    d = arm_set.dim
+    times = []
+    chol = np.sqrt(LAM + 5.0) * np.eye(d)[None]
+    for theta in thetas:
+        if greedy:
+            args = (theta,)
+            program = arm_set._greedy_program
+        else:
+            args = tuple(a[0] for a in scale_lcb_data(theta[None], chol, np.array([RADIUS])))
+            program = arm_set._lcb_program
+        start = time.perf_counter()
+        program.solve(*args)
+        times.append(time.perf_counter() - start)
+    return 1e6 * float(np.median(times))
+
+
+def bench_solves(args) -> list[list[str]]:
+    rows = []
+    for d in args.dims:
+        for kind in KINDS:
+            rng = np.random.default_rng([args.seed, d, KINDS.index(kind)])
+            arm_set = polytope(kind, d, rng)
+            geometry = arm_set.compiled_arms.geometry(LAM)
+            thetas = walks(rng, args.runs, args.stages, d)
+            for greedy in (True, False):
+                _sequences_timed(geometry, thetas[:1, :5], RADIUS, LAM, greedy)  # compile
+                stats = [_sequence(geometry, thetas[i], RADIUS, LAM, greedy)
+                         for i in range(args.runs)]
+                status = np.concatenate([s for s, _ in stats])
+                changed = np.concatenate([c for _, c in stats])
+                timings = []
+                for _ in range(args.repeats):
+                    start = time.perf_counter()
+                    _sequences_timed(geometry, thetas, RADIUS, LAM, greedy)
+                    timings.append((time.perf_counter() - start) / thetas[:, :, 0].size)
+                solver = clarabel_us(arm_set, thetas[0, :: max(1, args.stages // args.clarabel)]
+                                     [:args.clarabel], greedy)
+                rows.append([kind, str(d), "greedy (LP)" if greedy else "LCB (SOCP)",
+                             f"{1e6 * np.median(timings):.3f}",
+                             f"{100 * (1 - changed[1:].mean()):.2f}%",
+                             str(int((status != VERIFIED).sum())), f"{solver:.1f}"])
+            print(f"  {kind}, d={d}: done", flush=True)
+    return rows
+
+
+def sege(problem: tuple, runs: int, seed: int) -> sc.SEGE:
+    """SEGE on ``problem = (arm_set, x0, b0, theta*)`` with ``c = 2 rho^2 sigma^2``."""
+    arm_set, x0, b0, _ = problem
+    seeds = list(np.random.SeedSequence(seed).spawn(runs))
+    probe = sc.SEGE(arm_set, x0, b0, 0.8 * b0, S=1.0, noise_sd=0.5, n_runs=1)
+    return sc.SEGE(arm_set, x0, b0, 0.8 * b0, S=1.0, noise_sd=0.5,
+                   c=2.0 * probe.rho**2 * probe.sigma2, n_runs=runs, seed=seeds)
+
+
+def bandit(problem: tuple, runs: int, seed: int) -> sc.LinearBandit:
+    return sc.LinearBandit(problem[3], 0.5, list(np.random.SeedSequence(seed + 1).spawn(runs)))
+
+
+def bench_sege(args) -> list[list[str]]:
+    rows = []
+    cases = {case.name: case for case in CASES}
+    for d in args.sege_dims:
+        g = np.random.default_rng([args.seed, d, 1]).standard_normal(d)
+        theta = 0.9 * np.abs(g) / np.linalg.norm(g)
+        for name in ("ball", "box", "polytope", "treatment-mix"):
+            arm_set = cases[name].build(d, np.random.default_rng([args.seed, d]))
+            x0 = 0.5 * arm_set.exploration().center + 0.5 * arm_set.greedy_arm(theta)
+            b0 = float(x0 @ theta)
+
+            problem = (arm_set, x0, b0, theta)
+            sc.simulate(sege(problem, 2, args.seed), bandit(problem, 2, args.seed), 5)
+            times, policy = [], None
+            for _ in range(args.repeats):
+                policy = sege(problem, args.sege_runs, args.seed)
+                result = sc.simulate(policy, bandit(problem, args.sege_runs, args.seed),
+                                     args.sege_stages)
+                times.append(result.wall_seconds / (args.sege_runs * args.sege_stages))
+            counts = policy.decision_counts.sum(axis=0)
+            rows.append([name if name != "ball" else "disk (ball)", str(d),
+                         f"{1e6 * np.median(times):.3f}",
+                         f"{1e6 * min(times):.3f}-{1e6 * max(times):.3f}",
+                         "/".join(str(int(c)) for c in counts),
+                         str(int(policy.solver_fallbacks.sum()))])
+        print(f"  SEGE d={d}: done", flush=True)
+    return rows
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dims", type=int, nargs="+", default=[2, 5, 10, 20])
+    parser.add_argument("--runs", type=int, default=50, help="part 1's warm-started sequences")
+    parser.add_argument("--stages", type=int, default=2000, help="part 1's solves per sequence")
+    parser.add_argument("--clarabel", type=int, default=30, help="part 1's Clarabel instances")
+    parser.add_argument("--sege-dims", type=int, nargs="+", default=[2, 5, 20])
+    parser.add_argument("--sege-runs", type=int, default=250)
+    parser.add_argument("--sege-stages", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="a smoke test of every part")
+    parser.add_argument("--markdown", action="store_true", help="print markdown tables")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.dims, args.runs, args.stages, args.clarabel = [2, 5], 4, 100, 5
+        args.sege_dims, args.sege_runs, args.sege_stages, args.repeats = [2, 5], 8, 100, 1
+    if min(args.runs, args.stages, args.clarabel, args.sege_runs, args.sege_stages,
+           args.repeats) < 1 or min(args.dims + args.sege_dims) < 2:
+        parser.error("sizes must be positive and dimensions at least 2")
+    start = time.perf_counter()
+    print("\n".join(machine()))
+    print(f"{load()} (at start)")
+    solves = bench_solves(args)
+    sege = bench_sege(args)
+    print()
+    print(f"1. Per solve, warm started along {args.runs} sequences of {args.stages} instances "
+          f"(median of {args.repeats} repeats)")
+    print(render(["set", "d", "program", "us/solve", "warm", "fallbacks", "Clarabel us"], solves,
+                 args.markdown, left=3))
+    print("warm: solves whose working set was already optimal; fallbacks: certificates that "
+          "failed (then the arm is not played)")
+    print()
+    print(f"2. SEGE per run-stage: {args.sege_runs} runs x {args.sege_stages} stages, "
+          f"{numba.get_num_threads()} threads (median of {args.repeats})")
+    print(render(["set", "d", "us/run-stage", "range", "exploit/LCB/baseline", "fallbacks"], sege,
+                 args.markdown, left=1))
+    print(f"\n{load()} (at end); total {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,602 @@
+r"""Exact greedy and LCB arms of a polytope ``P = {x : A x <= b}``, with certificates.
+
+Both arms maximize a concave function over ``P``:
+
+* the greedy arm, ``max theta^T x`` (a linear program), and
+* the LCB arm, ``max f(x) = theta^T x - r ||x||_{V^{-1}}`` (paper eq. (lcb arm), a second-order
+  cone program),
+
+the first being the second with ``r = 0``.  One primal active-set method solves both
+(Nocedal & Wright, *Numerical Optimization*, 16.5): a working set ``W`` of constraints held
+at equality, a feasible point ``x`` on that face, and per iteration
+
+1. the maximizer of ``f`` on the face's affine hull ``{A_W x = b_W}``, in closed form (below);
+2. a step toward it, stopped by the first constraint it would cross (added to ``W``), or
+3. at the face's maximizer, its multipliers ``mu`` (``grad f = A_W^T mu``): all ``>= 0`` is
+   optimal (the KKT conditions, sufficient for a concave objective); else the row of the most
+   negative one leaves ``W`` (Bland's rule, the smallest row, after a step of length 0).
+
+**The face maximizer** is a closed form in whitened coordinates ``z = L^{-1} x``
+(``V = L L^T``), where ``||x||_{V^{-1}} = ||z||`` and ``theta^T x = g^T z``, ``g = L^T theta``.
+With ``Q`` an orthonormal basis of the rows of ``C = A_W L`` (``C^T = Q^T R``, classical
+Gram-Schmidt twice, which avoids squaring the conditioning as ``A_W V A_W^T`` would), the face is
+``z0 + null(C)``, ``z0 = Q^T R^{-T} b_W`` its point nearest the origin, and ``f = g^T z0 +
+g_N^T n - r sqrt(||z0||^2 + ||n||^2)`` with ``g_N`` the component of ``g`` in ``null(C)``.  For
+``r > ||g_N||`` the maximizer is ``n = ||z0|| g_N / sqrt(r^2 - ||g_N||^2)`` (``z = 0`` on a face
+through the origin); otherwise ``f`` grows without bound along ``g_N`` and the step is a ray.
+The linear program (``r = 0``, no whitening) is the ray case until the face is a vertex: the
+method is then the simplex method, warm started from the previous vertex.
+
+**Certificate.**  For any ``y >= 0`` and ``x'`` in ``P``, ``theta^T x' = y^T A x' + (theta -
+A^T y)^T x' <= b^T y + ||u|| ||L^{-1} x'||`` with ``u = L^T (theta - A^T y)``, so
+
+    ``f(x') <= b^T y + max(||u|| - r, 0) * Z``,  ``Z >= max_{x' in P} ||L^{-1} x'||``
+
+(``Z = ||L^{-1}||_F * norm_bound``; only needed when rounding leaves ``||u||`` above ``r``).  With
+``y`` the final multipliers clipped at 0, a computed arm is accepted only when this upper bound
+exceeds ``f`` at the arm (after its exact pull-in) by at most :data:`GAP_RTOL` times
+``||theta|| norm_bound + r ||L^{-1} x|| + sum_i |b_i y_i|``, the scale of the terms of the
+duality gap.  Membership is checked exactly as everywhere (``tol=0``, after the pull-in toward
+the set's certified interior point).
+
+**Warm start.**  A run keeps its working set and arm from one stage to the next (the set does
+not change, and ``theta_hat`` and ``V`` change little), so a solve usually ends after one face
+solve and a sign test; for the linear program at a vertex it also keeps ``A_W^{-1}``, so that
+the check is one ``d x d`` mat-vec.  Should a warm solve not certify, the solve is repeated from
+the interior point with an empty working set; only if that fails too is
+:data:`NOT_CERTIFIED` returned.
+
+The geometry a compiled stage receives is ``(A, b, center, norm_bound, z_bound, gap_rtol)``
+(:meth:`PolytopeArms.geometry`): rows of unit norm, the certified interior point (the pull-in's
+centre and the cold start), a certified bound on ``max ||x||`` over ``P``, a bound on
+``||x||_{V^{-1}}`` over ``P`` (0: computed where needed) and the accepted gap
+(:data:`GAP_RTOL`).  A run's warm state is ``(rows, counts, points, inverse)`` of shapes
+``(2, d)``, ``(2,)``, ``(2, d)`` and ``(d, d)``: slots :data:`GREEDY` and :data:`LCB`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._numba import njit
+from .._pull_in import in_polytope, pull_in_one
+from .status import NOT_CERTIFIED, NOT_FINITE, NOT_MEMBER, VERIFIED
+
+#: Slots of a run's warm state.
+GREEDY, LCB = 0, 1
+#: Accepted duality gap, relative to the scale of its terms (see the module docstring).
+GAP_RTOL = 1e-10
+#: A row ``a_i`` blocks a step ``p`` only if ``a_i^T p > BLOCK_TOL ||p||`` (rows have unit norm):
+#: rows nearly parallel to the face would make the working set numerically dependent.
+BLOCK_TOL = 1e-11
+#: The working set's rows count as dependent when Gram-Schmidt leaves less than this fraction
+#: of a row's norm.
+RANK_TOL = 1e-10
+#: A projected gradient below this fraction of the gradient is zero (the linear program is
+#: then stationary on its face).
+STATIONARY_RTOL = 1e-13
+#: Slacks below this (relative to ``max(1, |b_i|)``) are ties at 0 (degenerate vertices).
+SLACK_TOL = 1e-14
+
+_ORDER_ONE_LOW, _ORDER_ONE_HIGH = 2.0**-9, 2.0**8
+
+# Rows of the scratch ``vecs`` (14, d) and ``mats`` (2, d, d).  The kernels index scratch by row
+# rather than take views of it: a view costs two atomic reference-count updates, which at a few
+# hundred flops per solve would be most of its time.
+_G, _GN, _T, _ZF, _XF, _P, _U, _QTG, _SCALED, _MU, _X, _W1, _W2 = range(13)
+_Q, _R = 0, 1
+
+
+@njit(inline="always")
+def _order_one_exponent(v: float) -> int:
+    """The binary exponent ``e`` of ``v > 0`` (``2^(e-1) <= v < 2^e``), or 0 for data of order
+    one (as :func:`~sege_cvx.fast_paths.ellipsoid_arms.order_one_exponent`)."""
+    if _ORDER_ONE_LOW <= v < _ORDER_ONE_HIGH or v == 0.0:
+        return 0
+    e = math.frexp(v)[1]
+    return 0 if abs(e) <= 8 else e
+
+
+@njit(inline="always")
+def _face_basis(A, W, slot, start, k, chol, whiten, mats) -> bool:
+    """Rows ``Q[:k]`` (``mats[0]``): an orthonormal basis of the rows of ``C = A_W L``
+    (``C^T = Q^T R``, ``R = mats[1]`` upper triangular), by classical Gram-Schmidt applied twice;
+    rows before ``start`` are kept from the previous call (the working set's first rows did not
+    change).  ``W = rows[slot]``.  False if the rows are numerically dependent."""
+    d = A.shape[1]
+    for j in range(start, k):
+        row = W[slot, j]
+        norm2 = 0.0
+        for a in range(d):  # c_j = L^T a_row
+            if whiten:
+                s = 0.0
+                for c in range(a, d):
+                    s += chol[c, a] * A[row, c]
+            else:
+                s = A[row, a]
+            mats[_Q, j, a] = s
+            norm2 += s * s
+        for i in range(k):
+            mats[_R, i, j] = 0.0
+        for _ in range(2):
+            for i in range(j):
+                h = 0.0
+                for c in range(d):
+                    h += mats[_Q, i, c] * mats[_Q, j, c]
+                mats[_R, i, j] += h
+                for c in range(d):
+                    mats[_Q, j, c] -= h * mats[_Q, i, c]
+        rjj = 0.0
+        for c in range(d):
+            rjj += mats[_Q, j, c] * mats[_Q, j, c]
+        rjj = math.sqrt(rjj)
+        if not rjj > RANK_TOL * math.sqrt(norm2):
+            return False
+        mats[_R, j, j] = rjj
+        for c in range(d):
+            mats[_Q, j, c] /= rjj
+    return True
+
+
+@njit(inline="always")
+def _unwhiten(chol, whiten, vecs, src, dst) -> None:
+    """``vecs[dst] = L vecs[src]``, or a copy without whitening."""
+    d = vecs.shape[1]
+    for a in range(d):
+        if whiten:
+            s = 0.0
+            for c in range(a + 1):
+                s += chol[a, c] * vecs[src, c]
+            vecs[dst, a] = s
+        else:
+            vecs[dst, a] = vecs[src, a]
+
+
+@njit(inline="always")
+def _in_working_set(W, slot, k, row) -> bool:
+    for j in range(k):
+        if W[slot, j] == row:
+            return True
+    return False
+
+
+@njit
+def solve_active_set(A, b, chol, whiten, r, W, slot, k, mats, vecs, max_iter) -> int:
+    """Maximize ``theta^T x - r ||L^{-1} x||`` over ``A x <= b`` from the feasible point ``x`` with
+    the ``k`` rows ``W[slot, :k]`` active there (the module docstring's method).
+
+    ``theta`` is ``vecs[_SCALED]`` and ``x`` is ``vecs[_X]``.  On success returns the final
+    working set's size ``k`` (rows in ``W[slot, :k]``, multipliers in ``vecs[_MU, :k]``, the
+    maximizer in ``vecs[_X]``); -1 if the rows became dependent, a ray met no row (the polytope
+    is bounded: only rounding can cause it) or ``max_iter`` iterations passed.
+    ``whiten=False`` takes ``L = I`` (the linear program, with ``r = 0``).
+    ``mats``: scratch (2, d, d); ``vecs``: scratch (14, d).
+    """
+    m, d = A.shape
+    g_norm = 0.0
+    for a in range(d):  # g = L^T theta
+        if whiten:
+            s = 0.0
+            for c in range(a, d):
+                s += chol[c, a] * vecs[_SCALED, c]
+        else:
+            s = vecs[_SCALED, a]
+        vecs[_G, a] = s
+        g_norm += s * s
+    g_norm = math.sqrt(g_norm)
+    degenerate = False
+    start = 0  # rows of the basis still to compute
+    for _ in range(max_iter):
+        if not _face_basis(A, W, slot, start, k, chol, whiten, mats):
+            return -1
+        start = k
+        # g_N = g - Q^T Q g, the gradient's component along the face.
+        for j in range(k):
+            s = 0.0
+            for c in range(d):
+                s += mats[_Q, j, c] * vecs[_G, c]
+            vecs[_QTG, j] = s
+        gn_norm = 0.0
+        for c in range(d):
+            s = vecs[_G, c]
+            for j in range(k):
+                s -= vecs[_QTG, j] * mats[_Q, j, c]
+            vecs[_GN, c] = s
+            gn_norm += s * s
+        gn_norm = math.sqrt(gn_norm)
+        # z0 = Q^T t with R^T t = b_W: the face's point nearest the origin, ||z0|| = ||t||.
+        t_norm = 0.0
+        for j in range(k):
+            s = b[W[slot, j]]
+            for i in range(j):
+                s -= mats[_R, i, j] * vecs[_T, i]
+            vecs[_T, j] = s / mats[_R, j, j]
+            t_norm += vecs[_T, j] * vecs[_T, j]
+        t_norm = math.sqrt(t_norm)
+        # The step: toward the face maximizer (bounded), along g_N (ray), or none (stationary).
+        ray = False
+        stationary = False
+        if r > gn_norm:
+            scale = t_norm / math.sqrt((r - gn_norm) * (r + gn_norm))
+            for c in range(d):
+                s = scale * vecs[_GN, c]
+                for j in range(k):
+                    s += vecs[_T, j] * mats[_Q, j, c]
+                vecs[_ZF, c] = s
+            _unwhiten(chol, whiten, vecs, _ZF, _XF)
+            for c in range(d):
+                vecs[_P, c] = vecs[_XF, c] - vecs[_X, c]
+        elif gn_norm <= STATIONARY_RTOL * g_norm:
+            stationary = True
+            for c in range(d):
+                vecs[_P, c] = 0.0
+        else:
+            ray = True
+            _unwhiten(chol, whiten, vecs, _GN, _P)
+        p_norm = 0.0
+        for c in range(d):
+            p_norm += vecs[_P, c] * vecs[_P, c]
+        p_norm = math.sqrt(p_norm)
+        # Ratio test: the first row the step would cross (ties: the smallest row).
+        best = np.inf if ray else 1.0
+        block = -1
+        if p_norm > 0.0 and k < d:  # at a vertex p is rounding: the face is the point
+            for i in range(m):
+                ap = 0.0
+                for c in range(d):
+                    ap += A[i, c] * vecs[_P, c]
+                if ap > BLOCK_TOL * p_norm:
+                    ax = 0.0
+                    for c in range(d):
+                        ax += A[i, c] * vecs[_X, c]
+                    slack = b[i] - ax
+                    if slack < SLACK_TOL * max(1.0, abs(b[i])):
+                        slack = 0.0
+                    ratio = slack / ap
+                    if ratio < best and not _in_working_set(W, slot, k, i):
+                        best = ratio
+                        block = i
+        if block >= 0:
+            for c in range(d):
+                vecs[_X, c] += best * vecs[_P, c]
+            W[slot, k] = block
+            k += 1
+            degenerate = best == 0.0
+            continue
+        if ray:
+            return -1
+        if not stationary:
+            for c in range(d):
+                vecs[_X, c] = vecs[_XF, c]
+        elif k == d:  # a vertex: its point from the rows themselves, not the path to it
+            for c in range(d):
+                s = 0.0
+                for j in range(k):
+                    s += vecs[_T, j] * mats[_Q, j, c]
+                vecs[_ZF, c] = s
+            _unwhiten(chol, whiten, vecs, _ZF, _X)
+        # Multipliers: R mu = Q (g - r z / ||z||), the gradient at the face maximizer.
+        z_norm = 0.0
+        if r > 0.0 and not stationary:
+            for c in range(d):
+                z_norm += vecs[_ZF, c] * vecs[_ZF, c]
+            z_norm = math.sqrt(z_norm)
+        for c in range(d):
+            vecs[_U, c] = vecs[_G, c] - r * vecs[_ZF, c] / z_norm if z_norm > 0.0 else vecs[_G, c]
+        for j in range(k):
+            s = 0.0
+            for c in range(d):
+                s += mats[_Q, j, c] * vecs[_U, c]
+            vecs[_QTG, j] = s
+        for j in range(k - 1, -1, -1):
+            s = vecs[_QTG, j]
+            for i in range(j + 1, k):
+                s -= mats[_R, j, i] * vecs[_MU, i]
+            vecs[_MU, j] = s / mats[_R, j, j]
+        leave = -1
+        for j in range(k):
+            if vecs[_MU, j] < 0.0:
+                if leave < 0 or (W[slot, j] < W[slot, leave] if degenerate
+                                 else vecs[_MU, j] < vecs[_MU, leave]):
+                    leave = j
+        if leave < 0:
+            return k
+        for j in range(leave, k - 1):
+            W[slot, j] = W[slot, j + 1]
+        k -= 1
+        start = leave
+        degenerate = False
+    return -1
+
+
+@njit
+def inverse_frobenius(chol, vecs, row) -> float:
+    """``||L^{-1}||_F`` (an upper bound on ``||L^{-1}||_2``) by ``d`` forward substitutions in
+    ``vecs[row]``."""
+    d = chol.shape[0]
+    total = 0.0
+    for e in range(d):
+        for i in range(e, d):
+            s = 1.0 if i == e else 0.0
+            for c in range(e, i):
+                s -= chol[i, c] * vecs[row, c]
+            vecs[row, i] = s / chol[i, i]
+            total += vecs[row, i] * vecs[row, i]
+    return math.sqrt(total)
+
+
+@njit
+def certified(A, b, chol, whiten, r, W, slot, k, norm_bound, z_bound, gap_rtol, vecs) -> bool:
+    """Whether the arm ``vecs[_X]`` (in ``P``) is within ``gap_rtol`` of optimal for ``theta =
+    vecs[_SCALED]`` (module docstring), with ``y`` the multipliers ``vecs[_MU, :k]`` of rows
+    ``W[slot, :k]`` clipped at 0.  ``z_bound``: a bound on ``||L^{-1} x||`` over ``P``, or 0 to
+    compute ``||L^{-1}||_F norm_bound`` where needed.  Uses ``vecs[_W1]``, ``vecs[_W2]``."""
+    d = A.shape[1]
+    dual = 0.0
+    dual_scale = 0.0
+    for c in range(d):
+        vecs[_W1, c] = vecs[_SCALED, c]
+    for j in range(k):
+        row = W[slot, j]
+        y = max(vecs[_MU, j], 0.0)
+        dual += b[row] * y
+        dual_scale += abs(b[row] * y)
+        for c in range(d):
+            vecs[_W1, c] -= A[row, c] * y
+    u_norm = 0.0
+    for a in range(d):
+        if whiten:
+            s = 0.0
+            for c in range(a, d):
+                s += chol[c, a] * vecs[_W1, c]
+        else:
+            s = vecs[_W1, a]
+        u_norm += s * s
+    u_norm = math.sqrt(u_norm)
+    # f(x) = theta^T x - r ||L^{-1} x||.
+    linear = 0.0
+    theta_norm = 0.0
+    for c in range(d):
+        linear += vecs[_SCALED, c] * vecs[_X, c]
+        theta_norm += vecs[_SCALED, c] * vecs[_SCALED, c]
+    theta_norm = math.sqrt(theta_norm)
+    x_norm = 0.0
+    if r > 0.0:
+        for i in range(d):
+            s = vecs[_X, i]
+            if whiten:
+                for c in range(i):
+                    s -= chol[i, c] * vecs[_W2, c]
+                s /= chol[i, i]
+            vecs[_W2, i] = s
+            x_norm += s * s
+        x_norm = math.sqrt(x_norm)
+    value = linear - r * x_norm
+    excess = u_norm - r
+    upper = dual
+    if excess > 0.0:
+        if not whiten:
+            z_bound = norm_bound
+        elif not z_bound > 0.0:
+            z_bound = norm_bound * inverse_frobenius(chol, vecs, _W2)
+        upper += excess * z_bound
+    gap = upper - value
+    scale = theta_norm * norm_bound + r * x_norm + dual_scale
+    return math.isfinite(gap) and gap <= gap_rtol * scale
+
+
+@njit(inline="always")
+def _vertex_still_optimal(A, b, W, inverse, points, slot, norm_bound, gap_rtol, vecs) -> bool:
+    """The linear program's warm check: at the stored vertex ``A_W x = b_W`` (its verified arm
+    ``points[slot]``, the inverse of ``A_W`` in ``inverse``), whether ``mu = A_W^{-T} theta`` is
+    certified (:func:`certified` with ``L = I``, ``r = 0``), leaving ``mu`` and the arm in
+    ``vecs[_MU]`` and ``vecs[_X]``."""
+    d = A.shape[1]
+    for j in range(d):
+        s = 0.0
+        for c in range(d):
+            s += inverse[c, j] * vecs[_SCALED, c]
+        vecs[_MU, j] = s
+        vecs[_X, j] = points[slot, j]
+    return certified(A, b, inverse, False, 0.0, W, slot, d, norm_bound, 0.0, gap_rtol, vecs)
+
+
+@njit
+def _store_inverse(mats, inverse) -> None:
+    """``inverse = A_W^{-1} = Q^T R^{-T}`` from the working set's basis (``A_W = R^T Q``)."""
+    d = inverse.shape[0]
+    for c in range(d):
+        # Row c of Q^T R^{-T} is (R^{-1} q_c)^T, q_c = column c of Q (solve R y = Q[:, c]).
+        for j in range(d - 1, -1, -1):
+            s = mats[_Q, j, c]
+            for i in range(j + 1, d):
+                s -= mats[_R, j, i] * inverse[c, i]
+            inverse[c, j] = s / mats[_R, j, j]
+
+
+@njit
+def arm_one(A, b, center, norm_bound, z_bound, gap_rtol, theta, chol, whiten, r, W, counts,
+            points, inverse, slot, out, mats, vecs) -> int:
+    """The certified arm of one instance into ``out``, warm started from slot ``slot`` of the
+    run's state (``W[slot]``, ``counts[slot]``, ``points[slot]``: the working set and the arm of
+    the previous solve; for the linear program, ``inverse``: ``A_W^{-1}`` at a vertex), which it
+    updates; returns its status (:mod:`.status`).
+
+    ``(theta, r)`` are first scaled by a power of two near ``max(|theta_i|, r)`` (exact; the arm
+    is unchanged).  ``mats``: scratch (2, d, d); ``vecs``: scratch (14, d).
+    """
+    m, d = A.shape
+    biggest = r
+    for c in range(d):
+        biggest = max(biggest, abs(theta[c]))
+    e = _order_one_exponent(biggest)
+    for c in range(d):
+        vecs[_SCALED, c] = math.ldexp(theta[c], -e) if e != 0 else theta[c]
+        if not math.isfinite(vecs[_SCALED, c]):
+            counts[slot] = 0
+            return NOT_FINITE
+    rs = math.ldexp(r, -e) if e != 0 else r
+    # The linear program at a vertex: the previous arm stays optimal unless a multiplier changed
+    # sign (one d x d mat-vec), the common case.
+    if not whiten and counts[slot] == d and _vertex_still_optimal(
+            A, b, W, inverse, points, slot, norm_bound, gap_rtol, vecs):
+        for c in range(d):
+            out[c] = vecs[_X, c]
+        return VERIFIED
+    max_iter = 4 * (m + d) + 20
+    status = NOT_CERTIFIED
+    for attempt in range(2):  # warm start, then cold from the interior point
+        k = counts[slot] if attempt == 0 else 0
+        for c in range(d):
+            vecs[_X, c] = points[slot, c] if attempt == 0 else center[c]
+        k = solve_active_set(A, b, chol, whiten, rs, W, slot, k, mats, vecs, max_iter)
+        if k < 0:
+            status = NOT_CERTIFIED
+            continue
+        finite = True
+        for c in range(d):
+            out[c] = vecs[_X, c]
+            finite = finite and math.isfinite(out[c])
+        if not finite:
+            status = NOT_FINITE
+            continue
+        if not pull_in_one(out, center, in_polytope, (A, b), vecs[_W1], vecs[_W2]):
+            status = NOT_MEMBER
+            continue
+        for c in range(d):
+            vecs[_X, c] = out[c]
+        if not certified(A, b, chol, whiten, rs, W, slot, k, norm_bound, z_bound, gap_rtol, vecs):
+            status = NOT_CERTIFIED
+            continue
+        counts[slot] = k
+        for c in range(d):
+            points[slot, c] = out[c]
+        if not whiten and k == d:
+            _store_inverse(mats, inverse)
+        return VERIFIED
+    counts[slot] = 0  # the next solve starts cold
+    for c in range(d):
+        points[slot, c] = center[c]
+    return status
+
+
+@njit
+def greedy_one(geometry, theta, W, counts, points, inverse, out, mats, vecs) -> int:
+    """The certified greedy arm (paper eq. (greedy arm): ``max theta^T x``), warm slot
+    :data:`GREEDY`."""
+    A, b, center, norm_bound, z_bound, gap_rtol = geometry
+    return arm_one(A, b, center, norm_bound, z_bound, gap_rtol, theta, inverse, False, 0.0, W,
+                   counts, points, inverse, GREEDY, out, mats, vecs)
+
+
+@njit
+def lcb_one(geometry, theta, chol, r, W, counts, points, inverse, out, mats, vecs) -> int:
+    """The certified LCB arm (paper eq. (lcb arm)) from the Cholesky factor ``chol`` of ``V``,
+    warm slot :data:`LCB`."""
+    A, b, center, norm_bound, z_bound, gap_rtol = geometry
+    return arm_one(A, b, center, norm_bound, z_bound, gap_rtol, theta, chol, True, r, W, counts,
+                   points, inverse, LCB, out, mats, vecs)
+
+
+@njit
+def pull_inside_one(geometry, x, offset, trial) -> bool:
+    """Move ``x`` exactly into ``P`` (:func:`sege_cvx._pull_in.pull_in_one` toward the centre)."""
+    A, b, center = geometry[0], geometry[1], geometry[2]
+    return pull_in_one(x, center, in_polytope, (A, b), offset, trial)
+
+
+def empty_warm_state(n: int, center: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Cold warm-start state of ``n`` runs: no working rows, points at the interior ``center``
+    (``(rows, counts, points, inverse)``, shapes ``(n, 2, d)``, ``(n, 2)``, ``(n, 2, d)``,
+    ``(n, d, d)``)."""
+    d = center.shape[0]
+    points = np.empty((n, 2, d))
+    points[:] = center
+    return (np.zeros((n, 2, d), dtype=np.int64), np.zeros((n, 2), dtype=np.int64), points,
+            np.zeros((n, d, d)))
+
+
+@njit
+def greedy_all(geometry, thetas) -> tuple:
+    """:func:`greedy_one` per row, each from a cold start: arms and status codes."""
+    n, d = thetas.shape
+    W = np.zeros((2, d), dtype=np.int64)
+    counts = np.zeros(2, dtype=np.int64)
+    points = np.empty((2, d))
+    inverse = np.empty((d, d))
+    arms = np.empty((n, d))
+    status = np.empty(n, dtype=np.int64)
+    mats = np.empty((2, d, d))
+    vecs = np.empty((14, d))
+    for i in range(n):
+        counts[:] = 0
+        points[GREEDY] = geometry[2]
+        status[i] = greedy_one(geometry, thetas[i], W, counts, points, inverse, arms[i], mats,
+                               vecs)
+    return arms, status
+
+
+@njit
+def lcb_all(geometry, thetas, chols, radii) -> tuple:
+    """:func:`lcb_one` per row, each from a cold start: arms and status codes."""
+    n, d = thetas.shape
+    W = np.zeros((2, d), dtype=np.int64)
+    counts = np.zeros(2, dtype=np.int64)
+    points = np.empty((2, d))
+    inverse = np.empty((d, d))
+    arms = np.empty((n, d))
+    status = np.empty(n, dtype=np.int64)
+    mats = np.empty((2, d, d))
+    vecs = np.empty((14, d))
+    for i in range(n):
+        counts[:] = 0
+        points[LCB] = geometry[2]
+        status[i] = lcb_one(geometry, thetas[i], chols[i], radii[i], W, counts, points, inverse,
+                            arms[i], mats, vecs)
+    return arms, status
+
+
+class PolytopeArms:
+    """A polytope's data for the compiled arms, computed once.
+
+    Parameters
+    ----------
+    A : ndarray, shape (m, d)
+        Rows of unit norm.
+    b : ndarray, shape (m,)
+    center : ndarray, shape (d,)
+        A certified interior point (the pull-in's centre and the cold start).
+    norm_bound : float
+        Certified ``max ||x||`` over the polytope.
+    gap_rtol : float, default :data:`GAP_RTOL`
+        The certificate's accepted relative duality gap (a negative value certifies nothing:
+        every arm then falls back, which the tests use).
+    """
+
+    def __init__(self, A: np.ndarray, b: np.ndarray, center: np.ndarray, norm_bound: float,
+                 gap_rtol: float = GAP_RTOL) -> None:
+        self.A = np.ascontiguousarray(A, dtype=np.float64)
+        self.b = np.ascontiguousarray(b, dtype=np.float64)
+        self.center = np.ascontiguousarray(center, dtype=np.float64)
+        self.norm_bound = float(norm_bound)
+        self.gap_rtol = float(gap_rtol)
+
+    def geometry(self, lam: float | None = None) -> tuple:
+        """``(A, b, center, norm_bound, z_bound, gap_rtol)``, what the compiled stages receive.
+
+        ``z_bound`` bounds ``||x||_{V^{-1}}`` over the polytope for every ``V >= lam I`` (SEGE's
+        information matrices): ``norm_bound / sqrt(lam)``, widened by 1e-6 against rounding in
+        ``V``; without ``lam`` it is 0 (computed per instance from ``L``; see :func:`certified`).
+        """
+        z_bound = 0.0 if lam is None else self.norm_bound / math.sqrt(lam) * (1.0 + 1e-6)
+        return (self.A, self.b, self.center, self.norm_bound, z_bound, self.gap_rtol)
+
+    def warm_state(self, n: int) -> tuple[np.ndarray, ...]:
+        """The cold warm-start state of ``n`` runs (:func:`empty_warm_state`)."""
+        return empty_warm_state(n, self.center)
+
+    def checked_lcb_arm(self, theta_hat: object, V: object, radius: object) -> None:
+        """No single-call shortcut: the general path validates and solves."""
+        return None

@@ -1,0 +1,82 @@
+"""The arms of a compiled SEGE stage, chosen by the type of the set's geometry.
+
+SEGE's compiled stage (:func:`sege_cvx.policies.sege_rule.stage_one`) is written once and calls
+:func:`greedy_arm`, :func:`lcb_arm` and :func:`pull_inside`; numba resolves each to the
+ellipsoid's closed forms (:mod:`.ellipsoid_arms`, whose geometry begins with the centre, a 1-D
+array) or to the polytope's certified active-set solves (:mod:`.polytope_arms`, whose geometry
+begins with the matrix ``A``, a 2-D array) when it compiles the stage for that geometry.  Each
+returns a status code of :mod:`.status`; only :data:`~.status.VERIFIED` arms are played.
+
+``warm`` is the run's warm-start state ``(rows, counts, points, inverse)``
+(:mod:`.polytope_arms`); ellipsoids ignore it.  ``mats`` (6, d, d) and ``vecs`` (18, d) are the
+stage's scratch: the arms use ``mats[:5]`` and ``vecs[:16]``.
+"""
+
+from __future__ import annotations
+
+from numba.extending import overload
+
+from . import ellipsoid_arms, polytope_arms
+
+
+def _is_polytope(geometry) -> bool:
+    return geometry.types[0].ndim == 2
+
+
+def greedy_arm(geometry, theta, warm, out, mats, vecs) -> int:
+    """The verified greedy arm into ``out``; returns its status."""
+    raise NotImplementedError("compiled only")
+
+
+def lcb_arm(geometry, theta, chol, r, warm, out, mats, vecs) -> int:
+    """The verified LCB arm into ``out`` from the Cholesky factor of ``V``; returns its status."""
+    raise NotImplementedError("compiled only")
+
+
+def pull_inside(geometry, x, offset, trial) -> bool:
+    """Move ``x`` exactly into the set; False (``x`` unchanged) if it cannot be."""
+    raise NotImplementedError("compiled only")
+
+
+@overload(greedy_arm)
+def _greedy_arm(geometry, theta, warm, out, mats, vecs):
+    if _is_polytope(geometry):
+        def polytope(geometry, theta, warm, out, mats, vecs):
+            rows, counts, points, inverse = warm
+            return polytope_arms.greedy_one(geometry, theta, rows, counts, points, inverse, out,
+                                            mats, vecs)
+        return polytope
+
+    def ellipsoid(geometry, theta, warm, out, mats, vecs):
+        center, shape, _, h_inv_sqrt, _, _ = geometry
+        ellipsoid_arms.greedy_one(theta, center, shape, h_inv_sqrt, out, vecs[14:16])
+        return ellipsoid_arms.verify_one(out, center, h_inv_sqrt, vecs[14], vecs[15])
+    return ellipsoid
+
+
+@overload(lcb_arm)
+def _lcb_arm(geometry, theta, chol, r, warm, out, mats, vecs):
+    if _is_polytope(geometry):
+        def polytope(geometry, theta, chol, r, warm, out, mats, vecs):
+            rows, counts, points, inverse = warm
+            return polytope_arms.lcb_one(geometry, theta, chol, r, rows, counts, points, inverse,
+                                         out, mats, vecs)
+        return polytope
+
+    def ellipsoid(geometry, theta, chol, r, warm, out, mats, vecs):
+        center, shape, h_sqrt, h_inv_sqrt, white_center, kappa = geometry
+        return ellipsoid_arms.lcb_from_factor_one(center, shape, h_sqrt, h_inv_sqrt, white_center,
+                                                  kappa, theta, chol, r, out, mats, vecs)
+    return ellipsoid
+
+
+@overload(pull_inside)
+def _pull_inside(geometry, x, offset, trial):
+    if _is_polytope(geometry):
+        def polytope(geometry, x, offset, trial):
+            return polytope_arms.pull_inside_one(geometry, x, offset, trial)
+        return polytope
+
+    def ellipsoid(geometry, x, offset, trial):
+        return ellipsoid_arms.pull_inside_one(x, geometry[0], geometry[3], offset, trial)
+    return ellipsoid
