@@ -260,16 +260,27 @@ def shared_aux(x):
     return [cp.norm1(x) <= SHARED, SHARED <= 1]
 
 
-def psd_aux(x):
-    M = cp.Variable((2, 2), PSD=True)
-    return [cp.abs(x) <= 1, M[0, 0] <= 1]
+def complex_aux(x):
+    z = cp.Variable(complex=True)
+    return [cp.abs(x) <= 1, cp.abs(z) <= 1]
+
+
+def sparse_aux(x):
+    M = cp.Variable((2, 2), sparsity=[(0, 1), (0, 1)])
+    return [cp.abs(x) <= 1, cp.sum(M) <= 1]
+
+
+def unvalued_parameter(x):
+    return [cp.abs(x - cp.Parameter(2)) <= 1]
 
 
 @pytest.mark.parametrize(("fn", "match"), [
     (boolean_choice, "must be convex: variable .* is boolean"),
     (integer_choice, "must be convex: variable .* is integer"),
     (shared_aux, "shared by every call"),
-    (psd_aux, "declared PSD"),
+    (complex_aux, "is complex: arms and their witnesses are real"),
+    (sparse_aux, "declared sparsity: state it as constraints"),
+    (unvalued_parameter, "Parameter .* has no value"),
 ])
 def test_unsupported_auxiliary_variables_are_refused(fn, match):
     with pytest.raises(ValueError, match=match):
@@ -329,3 +340,109 @@ def test_convex_hull_with_interior_and_duplicate_points():
 def test_degenerate_convex_hulls_are_refused(points, match):
     with pytest.raises(ValueError, match=match):
         sc.ConvexHull(points)
+
+
+# ----------------------------------------------------------------- lifted sets as users write them
+HULL_POINTS = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0], [2.0, 2.0], [1.0, 1.5]])
+
+
+def hull_by_constraint(x):
+    w = cp.Variable(5)
+    return [x == HULL_POINTS.T @ w, w >= 0, cp.sum(w) == 1]
+
+
+def hull_by_attribute(x):
+    w = cp.Variable(5, nonneg=True)
+    return [x == HULL_POINTS.T @ w, cp.sum(w) == 1]
+
+
+def epigraph_by_constraint(x):  # the README's epigraph example
+    t = cp.Variable()
+    return [cp.norm1(x - 1.0) <= t, t <= 1.0, t >= 0]
+
+
+def epigraph_by_attribute(x):
+    t = cp.Variable(nonneg=True)
+    return [cp.norm1(x - 1.0) <= t, t <= 1.0]
+
+
+@pytest.mark.parametrize(("plain", "attributed"), [(hull_by_constraint, hull_by_attribute),
+                                                   (epigraph_by_constraint, epigraph_by_attribute)])
+def test_an_attribute_is_the_constraint_it_means(plain, attributed):
+    a, b = sc.ConvexArmSet(2, plain), sc.ConvexArmSet(2, attributed)
+    assert a.witness_dim == b.witness_dim
+    rng = np.random.default_rng(1)
+    thetas = rng.standard_normal((30, 2))
+    np.testing.assert_allclose(b.greedy_arm(thetas), a.greedy_arm(thetas), atol=1e-7)
+    points = rng.uniform(-0.5, 2.5, (40, 2))
+    np.testing.assert_array_equal(b.contains(points, tol=1e-7), a.contains(points, tol=1e-7))
+    # Both sides of the boundary are told apart, and SEGE plays certified arms only.
+    assert b.contains(points, tol=1e-7).any() and not b.contains(points, tol=1e-7).all()
+    policy = sc.SEGE(b, [1.0, 1.0], 1.2, 0.9, S=1.0, noise_sd=0.3, c=0.01, n_runs=2, seed=0)
+    _, noise = sc.run_seeds(3, 2)
+    sc.simulate(policy, sc.LinearBandit([0.6, 0.8], 0.3, noise), 40)
+    assert policy.solver_fallbacks.sum() == 0
+
+
+def _square_of(attribute):
+    """A set in R^2 whose shape depends on ``attribute`` being enforced."""
+    def constraints(x):
+        if attribute == "nonpos":  # x = -u, u <= 0: the simplex
+            u = cp.Variable(2, nonpos=True)
+            return [x == -u, cp.sum(x) <= 1]
+        if attribute == "neg":
+            u = cp.Variable(2, neg=True)
+            return [x == -u, cp.sum(x) <= 1]
+        if attribute == "pos":  # the closure of u > 0
+            u = cp.Variable(2, pos=True)
+            return [x == u, cp.sum(x) <= 1]
+        if attribute == "bounds":  # [0, 1] x [-inf, 0.5] cut by x_2 >= -1: a box
+            u = cp.Variable(2, bounds=[0.0, [1.0, 0.5]])
+            return [x[0] == u[0], x[1] <= u[1], x[1] >= -1.0]
+        if attribute == "symmetric":  # S_01 = S_10 <= 0.5 bounds x_1
+            S = cp.Variable((2, 2), symmetric=True)
+            return [x == cp.hstack([S[0, 1], S[1, 1]]), S[1, 0] <= 0.5, cp.abs(x) <= 1]
+        if attribute == "diag":  # S_01 = 0 bounds x_1
+            S = cp.Variable((2, 2), diag=True)
+            return [x == cp.hstack([S[0, 0], S[1, 1]]), S[0, 0] + S[0, 1] <= 0.5,
+                    cp.abs(S) <= 1]
+        if attribute == "PSD":  # x x^T <= S, tr S <= 1: the unit disk
+            S = cp.Variable((2, 2), PSD=True)
+            return [cp.bmat([[S, cp.reshape(x, (2, 1), order="F")],
+                             [cp.reshape(x, (1, 2), order="F"), np.ones((1, 1))]]) >> 0,
+                    cp.trace(S) <= 1]
+        if attribute == "NSD":
+            S = cp.Variable((2, 2), NSD=True)
+            return [cp.bmat([[-S, cp.reshape(x, (2, 1), order="F")],
+                             [cp.reshape(x, (1, 2), order="F"), np.ones((1, 1))]]) >> 0,
+                    cp.trace(-S) <= 1]
+        raise ValueError(attribute)
+    return constraints
+
+
+#: Per attribute: a point inside, and a point inside only if the attribute were dropped.
+ATTRIBUTE_CASES = {
+    "nonpos": ([0.2, 0.3], [-0.2, 0.3]), "neg": ([0.2, 0.3], [0.3, -0.2]),
+    "pos": ([0.2, 0.3], [-0.2, 0.3]), "bounds": ([0.5, 0.4], [1.2, 0.0]),
+    "symmetric": ([0.4, 0.0], [0.8, 0.0]), "diag": ([0.4, 0.5], [0.8, 0.5]),
+    "PSD": ([0.5, 0.5], [0.8, 0.8]), "NSD": ([0.5, 0.5], [0.8, 0.8]),
+}
+
+
+@pytest.mark.parametrize("attribute", list(ATTRIBUTE_CASES))
+def test_every_attribute_of_an_auxiliary_variable_is_certified(attribute):
+    s = sc.ConvexArmSet(2, _square_of(attribute))
+    inside, outside = ATTRIBUTE_CASES[attribute]
+    assert s.contains(inside, tol=0.0) and not s.contains(outside, tol=1e-6)
+    # Solver arms are certified with the witness they came with (contains() of a boundary
+    # point would re-solve for one, within the solver's tolerance).
+    result = s.greedy_arm_batch(np.random.default_rng(2).standard_normal((10, 2)))
+    assert result.ok.all() and s.contains(result.arms, tol=1e-7).all()
+
+
+def test_a_parameter_stands_for_its_value_when_the_set_is_built():
+    center = cp.Parameter(2, value=[1.0, 1.0])
+    s = sc.ConvexArmSet(2, lambda x: [cp.norm(x - center) <= 1])
+    center.value = [5.0, 5.0]  # later: not the set's business
+    np.testing.assert_allclose(s.greedy_arm([1.0, 0.0]), [2.0, 1.0], atol=1e-7)
+    assert s.contains([1.5, 1.5]) and not s.contains([5.0, 5.0])

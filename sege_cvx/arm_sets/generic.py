@@ -14,7 +14,7 @@ import numpy as np
 from .._validation import _fmt, as_positive_int
 from .base import ArmSet
 from .exploration import Exploration, inscribed_cross_polytope
-from .lifted import LiftedMembership
+from .lifted import LiftedMembership, plain_constraints
 from .scaling import check_box_holds, solver_frame
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ MAX_DIM = 10_000
 class ConvexArmSet(ArmSet):
     """``{x in R^dim : constraints(x)}`` for a user function returning cvxpy constraints.
 
-    The constraints must be DCP and parameter-free, with no boolean or integer variables; the
+    The constraints must be DCP, with no boolean, integer or complex variables; the
     set must be bounded with a nonempty interior (checked at construction: ``2 * dim`` linear
     programs, and an inscribed cross-polytope whose vertices are verified, which SEGE then
     explores on).  Its extent must be at least
@@ -39,7 +39,11 @@ class ConvexArmSet(ArmSet):
 
     Constraints may create auxiliary variables (a *lifted* set ``{x : exists u, (x, u) in K}``:
     a convex hull by weights, an epigraph, a Minkowski sum), provided each call of
-    ``constraints`` creates its own (define them inside the function).  Every arm is then
+    ``constraints`` creates its own (define them inside the function).  They may be declared as
+    cvxpy users declare them, with attributes (``cp.Variable(k, nonneg=True)``, ``nonpos``,
+    ``pos``, ``neg``, ``bounds=``, ``symmetric``, ``diag``, ``PSD``, ``NSD``): each is restated as
+    the constraints it means (:func:`~sege_cvx.arm_sets.lifted.plain_constraints`).  A
+    ``cp.Parameter`` stands for its value when the set is built.  Every arm is then
     certified with a witness ``u`` (``witness_dim`` values, :mod:`.lifted`): a solver's arm with
     the auxiliary values it came with, a convex combination of arms with the same combination
     of their witnesses.  ``contains(x)`` for an arbitrary point first finds a witness by a small
@@ -69,8 +73,9 @@ class ConvexArmSet(ArmSet):
     TypeError
         ``dim`` not an integer, ``constraints`` not callable or not returning constraints.
     ValueError
-        Constraints that are not convex (DCP), use boolean or integer variables, auxiliary
-        variables shared between calls, or Parameters, or fail for ``x`` of shape ``(dim,)``; a
+        Constraints that are not convex (DCP), use boolean, integer or complex variables,
+        auxiliary variables shared between calls, or Parameters without a value, or fail for
+        ``x`` of shape ``(dim,)``; a
         set that is empty, unbounded, without interior, or too small for the solver's
         tolerances.
 
@@ -119,8 +124,6 @@ class ConvexArmSet(ArmSet):
         problem = cp.Problem(cp.Minimize(0), cons)
         if not problem.is_dcp():
             raise ValueError("constraints must follow the DCP rules (be convex as written)")
-        if problem.parameters():
-            raise ValueError("constraints must not contain cvxpy Parameters")
         self.bounding_box()  # raises ValueError if empty, unbounded or too small to certify
         self.diameter_bound()  # raises ValueError if not representable
         self.norm_bound()
@@ -182,7 +185,7 @@ class ConvexArmSet(ArmSet):
                 isinstance(c, cp.constraints.constraint.Constraint) for c in cons):
             raise TypeError("constraints(x) must return a nonempty list of cvxpy constraints, "
                             f"got {_fmt(cons)}")
-        return list(cons)
+        return plain_constraints(list(cons), x)
 
     def exploration(self) -> Exploration:
         """An inscribed cross-polytope, certified (its ``2d`` vertices verified in the set),

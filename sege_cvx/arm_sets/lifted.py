@@ -10,7 +10,8 @@ What "exact" means for a pair ``(x, u)`` (:meth:`LiftedMembership.certify`):
 
 * every inequality and cone constraint is evaluated by cvxpy at ``(x, u)`` and must hold with
   ``tol`` (0 for exact membership), as for any other arm set;
-* a sign attribute of an auxiliary variable (``nonneg``, ``nonpos``) likewise;
+* an attribute of an auxiliary variable (``nonneg``, ``PSD``, ...) is one of those constraints
+  (:func:`plain_constraints` states it so);
 * an affine equality ``a^T z + beta = 0`` (``z = (x, u)``) can rarely hold to the last bit after
   a contraction or a convex combination: it must hold to within ``tol`` plus the worst-case
   error of evaluating it in floating point, :data:`EQUALITY_ROUNDING` ``(n + 2) eps (|a|^T |z| +
@@ -37,8 +38,9 @@ if TYPE_CHECKING:
 #: affine equality counts as holding (see the module docstring).
 EQUALITY_ROUNDING = 2.0
 
-#: Sign attributes of auxiliary variables that membership checks; other attributes are refused.
-SIGN_ATTRIBUTES = ("nonneg", "nonpos")
+#: Attributes of auxiliary variables that :func:`plain_constraints` states as constraints.
+STATED_ATTRIBUTES = ("nonneg", "pos", "nonpos", "neg", "bounds", "symmetric", "diag", "PSD",
+                     "NSD")
 
 _EPS = np.finfo(float).eps
 
@@ -49,19 +51,100 @@ def check_auxiliary(aux: Sequence[cp.Variable]) -> None:
     Raises
     ------
     ValueError
-        A boolean or integer variable (the set would not be convex), or one declared with an
-        attribute other than ``nonneg``/``nonpos`` (state it as a constraint instead).
+        A boolean or integer variable (the set would not be convex), a complex one (arms and
+        witnesses are real), or one declared with an attribute :func:`plain_constraints` does
+        not state as a constraint (``sparsity``).
     """
     for v in aux:
         kinds = [k for k in ("boolean", "integer") if v.attributes.get(k)]
         if kinds:
             raise ValueError(f"arm-set constraints must be convex: variable {v.name()} {v.shape} "
                              f"is {'/'.join(kinds)}")
+        kinds = [k for k in ("complex", "imag", "hermitian") if v.attributes.get(k)]
+        if kinds:
+            raise ValueError(f"the auxiliary variable {v.name()} {v.shape} is {kinds[0]}: arms and "
+                             "their witnesses are real; write the set with real variables")
         other = [k for k, val in v.attributes.items()
-                 if k not in SIGN_ATTRIBUTES and val not in (False, None)]
+                 if k not in STATED_ATTRIBUTES and val not in (False, None)]
         if other:
             raise ValueError(f"the auxiliary variable {v.name()} {v.shape} is declared {other[0]}: "
-                             "only nonneg and nonpos are supported; state it as a constraint")
+                             "state it as constraints on a plain cp.Variable instead")
+
+
+def _attribute_constraints(v: cp.Variable, plain: cp.Variable) -> list:
+    """The constraints on ``plain`` that say what ``v``'s attributes say."""
+    import cvxpy as cp
+
+    a = v.attributes
+    out = []
+    if a.get("nonneg") or a.get("pos"):  # pos: its closure (the set is compact, hence closed)
+        out.append(plain >= 0)
+    if a.get("nonpos") or a.get("neg"):
+        out.append(plain <= 0)
+    if a.get("bounds") is not None:
+        for bound, upper in zip(a["bounds"], (False, True), strict=True):
+            if bound is None:
+                continue
+            value = np.broadcast_to(np.asarray(bound, dtype=np.float64), v.shape)
+            finite = np.isfinite(value)
+            if finite.all():
+                out.append(plain <= value if upper else plain >= value)
+            elif finite.any():  # only the finite entries bound
+                held = cp.multiply(finite.astype(np.float64), plain)
+                value = np.where(finite, value, 0.0)
+                out.append(held <= value if upper else held >= value)
+    if a.get("symmetric") or a.get("PSD") or a.get("NSD"):
+        out.append(plain == plain.T)
+    if a.get("PSD"):
+        out.append(plain >> 0)
+    if a.get("NSD"):
+        out.append(plain << 0)
+    if a.get("diag"):
+        n = v.shape[0]
+        out.extend(plain[i, j] == 0 for i in range(n) for j in range(n) if i != j)
+    return out
+
+
+def plain_constraints(cons: list, x) -> list:
+    """``cons`` as cvxpy users write them, restated for the set's programs and certificates.
+
+    * An auxiliary variable declared with attributes (``cp.Variable(k, nonneg=True)``, ``pos``,
+      ``nonpos``, ``neg``, ``bounds=``, ``symmetric``, ``diag``, ``PSD``, ``NSD``) is replaced by a
+      plain variable of the same shape and name, and its attributes by the constraints they
+      mean, appended after ``cons`` (so the witness layout is unchanged).  cvxpy would otherwise
+      replace such a variable when it compiles, and the witness could not be read.
+    * A ``cp.Parameter`` is replaced by its value (the set is the one it describes now; a later
+      change of the value does not change the set).
+
+    Applies to variables other than those of ``x``.  Raises ``ValueError`` for a Parameter
+    without a value and for attributes :func:`check_auxiliary` refuses.
+    """
+    import cvxpy as cp
+
+    own = {v.id for v in x.variables()} if hasattr(x, "variables") else set()
+    replace = {}
+    extra = []
+    seen = set()
+    for c in cons:
+        for v in c.variables():
+            if v.id in own or v.id in seen:
+                continue
+            seen.add(v.id)
+            check_auxiliary([v])
+            if any(val not in (False, None) for val in v.attributes.values()):
+                plain = cp.Variable(v.shape, name=v.name())
+                replace[id(v)] = plain
+                extra.extend(_attribute_constraints(v, plain))
+        for p in c.parameters():
+            if id(p) in replace:
+                continue
+            if p.value is None:
+                raise ValueError(f"the cvxpy Parameter {p.name()} {p.shape} has no value: give it "
+                                 "one before building the set (the set uses its value then)")
+            replace[id(p)] = cp.Constant(np.array(p.value, dtype=np.float64))
+    if not replace:
+        return list(cons)
+    return [c.tree_copy(id_objects=replace) for c in cons] + extra
 
 
 def flat_values(variables: Sequence[cp.Variable]) -> np.ndarray:
@@ -106,10 +189,6 @@ class LiftedMembership:
         sizes = [v.size for v in self.aux]
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
         self.witness_dim = int(self.offsets[-1])
-        sign = np.zeros(self.witness_dim, dtype=np.int8)
-        for v, lo, hi in zip(self.aux, self.offsets[:-1], self.offsets[1:], strict=True):
-            sign[lo:hi] = 1 if v.attributes.get("nonneg") else -1 if v.attributes.get("nonpos") else 0
-        self._nonneg, self._nonpos = np.flatnonzero(sign == 1), np.flatnonzero(sign == -1)
         self.equalities = [c for c in cons if isinstance(c, Equality | Zero)]
         self.inequalities = [c for c in cons if type(c) is Inequality]
         self.others = [c for c in cons if not isinstance(c, Equality | Zero | Inequality)]
@@ -171,8 +250,6 @@ class LiftedMembership:
         """Whether ``(x, u)`` satisfies every constraint: inequalities and cones with ``tol``,
         equalities with ``tol`` plus their rounding bound (module docstring)."""
         if not (np.all(np.isfinite(x)) and np.all(np.isfinite(u))):
-            return False
-        if not (np.all(u[self._nonneg] >= -tol) and np.all(u[self._nonpos] <= tol)):
             return False
         self.load(x, u)
         if self.equalities and not np.all(np.abs(self._eq_residual_loaded())
