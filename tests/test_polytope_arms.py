@@ -319,3 +319,33 @@ def test_vertex_bounds_are_the_exact_diameter_and_distances_up_to_their_margin()
     big = random_polytope("cut cube", 10, rng)
     assert big._vertices is None
     assert big.diameter_bound() == sc.ArmSet.diameter_bound(big)
+
+
+def test_ill_conditioned_and_badly_scaled_instances_are_still_certified():
+    """kappa(V) up to 1e10, sets scaled by 1e-4 to 1e4, estimates from 1e-6 to 1e6 (and 0), radii
+    0 to 30 ||theta||: every arm certified and exactly in the set.  (Without the refinement of
+    the face point, one LCB arm in ten failed its certificate at kappa(V) >= 1e8.)"""
+    rng = np.random.default_rng(8)
+    count = 0
+    for trial in range(60):
+        d = int(rng.choice([2, 3, 5, 8]))
+        base = random_polytope(KINDS[trial % len(KINDS)], d, rng)
+        A, b = _halfspaces(base)
+        arm_set = sc.Polytope(A, b * 10.0 ** rng.uniform(-4, 4))
+        n = 20
+        thetas = rng.standard_normal((n, d)) * 10.0 ** rng.uniform(-6, 6, (n, 1))
+        thetas[0] = 0.0
+        chols = np.empty((n, d, d))
+        for i in range(n):
+            q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+            V = (q * np.logspace(0.0, rng.uniform(0, 10), d)) @ q.T
+            chols[i] = np.linalg.cholesky(0.5 * (V + V.T))
+        radii = (rng.uniform(0, 3, n) * rng.choice([0.0, 1.0, 10.0], n)
+                 * np.linalg.norm(thetas, axis=1))
+        geometry = arm_set.compiled_arms.geometry()
+        arms, codes = polytope_arms.greedy_all(geometry, thetas)
+        lcb, lcb_codes = polytope_arms.lcb_all(geometry, thetas, chols, radii)
+        assert np.all(codes == VERIFIED) and np.all(lcb_codes == VERIFIED)
+        assert arm_set.contains(arms, tol=0.0).all() and arm_set.contains(lcb, tol=0.0).all()
+        count += n
+    assert count == 1200

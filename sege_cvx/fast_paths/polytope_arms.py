@@ -162,6 +162,37 @@ def _in_working_set(W, slot, k, row) -> bool:
     return False
 
 
+@njit(inline="always")
+def _refine_onto_face(A, b, chol, W, slot, k, mats, vecs) -> None:
+    """One step of iterative refinement of ``x = vecs[_X]`` onto its face ``A_W x = b_W``.
+
+    ``x = L z`` carries the rounding of ``z`` amplified by ``L``'s conditioning (up to
+    ``eps kappa(L) ||x||`` off the face), which the certificate's complementary slackness would
+    then charge; the residual ``A_W x - b_W``, computed from ``x`` itself, is removed by the
+    face's own correction ``L Q^T R^{-T} res`` (the least ``||.||_{V^{-1}}`` step onto the face),
+    also subtracted from ``z = vecs[_ZF]``.  Uses ``vecs[_T]`` and ``vecs[_U]``."""
+    d = A.shape[1]
+    for j in range(k):
+        row = W[slot, j]
+        s = -b[row]
+        for c in range(d):
+            s += A[row, c] * vecs[_X, c]
+        for i in range(j):
+            s -= mats[_R, i, j] * vecs[_T, i]
+        vecs[_T, j] = s / mats[_R, j, j]
+    for c in range(d):
+        s = 0.0
+        for j in range(k):
+            s += vecs[_T, j] * mats[_Q, j, c]
+        vecs[_U, c] = s
+        vecs[_ZF, c] -= s
+    for a in range(d):
+        s = 0.0
+        for c in range(a + 1):
+            s += chol[a, c] * vecs[_U, c]
+        vecs[_X, a] -= s
+
+
 @njit
 def solve_active_set(A, b, chol, whiten, r, W, slot, k, mats, vecs, max_iter) -> int:
     """Maximize ``theta^T x - r ||L^{-1} x||`` over ``A x <= b`` from the feasible point ``x`` with
@@ -270,6 +301,8 @@ def solve_active_set(A, b, chol, whiten, r, W, slot, k, mats, vecs, max_iter) ->
         if not stationary:
             for c in range(d):
                 vecs[_X, c] = vecs[_XF, c]
+            if whiten and k > 0:
+                _refine_onto_face(A, b, chol, W, slot, k, mats, vecs)
         elif k == d:  # a vertex: its point from the rows themselves, not the path to it
             for c in range(d):
                 s = 0.0
