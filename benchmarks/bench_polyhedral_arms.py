@@ -27,7 +27,14 @@ example (certified arms), with the problems of ``benchmarks/bench_arm_sets.py`` 
 0.8 b0``, ``c = 2 rho^2 sigma^2``); the median over ``--repeats`` of wall time / (runs x stages),
 after an untimed warm-up run.
 
-``--quick``: a smoke test (d = 2 and 5, small sizes), what CI runs.
+Part 3, the paper's study size on the built-in examples.  SEGE alone (``problem.sege(runs,
+run_seeds(0, runs)[0])`` and ``simulate``, both cores) on ``paper``, ``box``, ``polytope`` and
+``treatment-mix`` at ``--study-runs`` x ``--study-horizon`` (250 x 50,000), and on the l1.5 ball
+(``lp-ball``, Clarabel) at 20 runs x 1,000 stages; wall seconds, per run-stage, mean regret,
+violating (run, stage) pairs and fallbacks.
+
+``--parts`` picks the parts (default all); ``--quick``: a smoke test (d = 2 and 5, small sizes),
+what CI runs.
 
 Run from the repository root::
 
@@ -252,6 +259,30 @@ def bench_sege(args) -> list[list[str]]:
     return rows
 
 
+def bench_study(args) -> list[list[str]]:
+    from sege_cvx.experiments.examples import EXAMPLES
+
+    rows = []
+    for name in ("paper", "box", "polytope", "treatment-mix", "lp-ball"):
+        problem = EXAMPLES[name]()
+        runs, horizon = ((args.study_runs, args.study_horizon) if name != "lp-ball"
+                         else (min(20, args.study_runs), min(1000, args.study_horizon)))
+        policy_seeds, noise_seeds = sc.run_seeds(0, runs)
+        sc.simulate(problem.sege(2, policy_seeds[:2]),
+                    sc.LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds[:2]), 5)
+        policy = problem.sege(runs, policy_seeds)
+        result = sc.simulate(policy, sc.LinearBandit(problem.theta_star, problem.noise_sd,
+                                                     noise_seeds), horizon)
+        seconds = result.wall_seconds
+        rows.append([name, f"{runs} x {horizon}", f"{seconds:.2f}",
+                     f"{1e6 * seconds / (runs * horizon):.3f}",
+                     f"{result.stats.cum_regret.mean():.1f}",
+                     str(int(result.stats.total_violations.sum())),
+                     str(int(policy.solver_fallbacks.sum()))])
+        print(f"  study {name}: done", flush=True)
+    return rows
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dims", type=int, nargs="+", default=[2, 5, 10, 20])
@@ -261,6 +292,9 @@ def main(argv=None) -> None:
     parser.add_argument("--sege-dims", type=int, nargs="+", default=[2, 5, 20])
     parser.add_argument("--sege-runs", type=int, default=250)
     parser.add_argument("--sege-stages", type=int, default=2000)
+    parser.add_argument("--study-runs", type=int, default=250)
+    parser.add_argument("--study-horizon", type=int, default=50_000)
+    parser.add_argument("--parts", type=int, nargs="+", default=[1, 2, 3], choices=[1, 2, 3])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="a smoke test of every part")
@@ -269,26 +303,36 @@ def main(argv=None) -> None:
     if args.quick:
         args.dims, args.runs, args.stages, args.clarabel = [2, 5], 4, 100, 5
         args.sege_dims, args.sege_runs, args.sege_stages, args.repeats = [2, 5], 8, 100, 1
+        args.study_runs, args.study_horizon = 4, 200
     if min(args.runs, args.stages, args.clarabel, args.sege_runs, args.sege_stages,
-           args.repeats) < 1 or min(args.dims + args.sege_dims) < 2:
+           args.repeats, args.study_runs, args.study_horizon) < 1 or min(
+               args.dims + args.sege_dims) < 2:
         parser.error("sizes must be positive and dimensions at least 2")
     start = time.perf_counter()
     print("\n".join(machine()))
     print(f"{load()} (at start)")
-    solves = bench_solves(args)
-    sege = bench_sege(args)
-    print()
-    print(f"1. Per solve, warm started along {args.runs} sequences of {args.stages} instances "
-          f"(median of {args.repeats} repeats)")
-    print(render(["set", "d", "program", "us/solve", "warm", "fallbacks", "Clarabel us"], solves,
-                 args.markdown, left=3))
-    print("warm: solves whose working set was already optimal; fallbacks: certificates that "
-          "failed (then the arm is not played)")
-    print()
-    print(f"2. SEGE per run-stage: {args.sege_runs} runs x {args.sege_stages} stages, "
-          f"{numba.get_num_threads()} threads (median of {args.repeats})")
-    print(render(["set", "d", "us/run-stage", "range", "exploit/LCB/baseline", "fallbacks"], sege,
-                 args.markdown, left=1))
+    solves = bench_solves(args) if 1 in args.parts else None
+    sege = bench_sege(args) if 2 in args.parts else None
+    study = bench_study(args) if 3 in args.parts else None
+    if solves is not None:
+        print()
+        print(f"1. Per solve, warm started along {args.runs} sequences of {args.stages} instances "
+              f"(median of {args.repeats} repeats)")
+        print(render(["set", "d", "program", "us/solve", "warm", "fallbacks", "Clarabel us"],
+                     solves, args.markdown, left=3))
+        print("warm: solves whose working set was already optimal; fallbacks: certificates that "
+              "failed (then the arm is not played)")
+    if sege is not None:
+        print()
+        print(f"2. SEGE per run-stage: {args.sege_runs} runs x {args.sege_stages} stages, "
+              f"{numba.get_num_threads()} threads (median of {args.repeats})")
+        print(render(["set", "d", "us/run-stage", "range", "exploit/LCB/baseline", "fallbacks"],
+                     sege, args.markdown, left=1))
+    if study is not None:
+        print()
+        print(f"3. SEGE on the built-in examples, {numba.get_num_threads()} threads")
+        print(render(["example", "runs x stages", "seconds", "us/run-stage", "mean regret",
+                      "violating pairs", "fallbacks"], study, args.markdown, left=2))
     print(f"\n{load()} (at end); total {time.perf_counter() - start:.0f} s")
 
 
