@@ -116,12 +116,13 @@ def plain_constraints(cons: list, x) -> list:
     * A ``cp.Parameter`` is replaced by its value (the set is the one it describes now; a later
       change of the value does not change the set).
 
-    Applies to variables other than those of ``x``.  Raises ``ValueError`` for a Parameter
+    Applies to variables and parameters other than those of ``x``.  Raises ``ValueError`` for a Parameter
     without a value and for attributes :func:`check_auxiliary` refuses.
     """
     import cvxpy as cp
 
     own = {v.id for v in x.variables()} if hasattr(x, "variables") else set()
+    own_parameters = {p.id for p in x.parameters()} if hasattr(x, "parameters") else set()
     replace = {}
     extra = []
     seen = set()
@@ -136,7 +137,7 @@ def plain_constraints(cons: list, x) -> list:
                 replace[id(v)] = plain
                 extra.extend(_attribute_constraints(v, plain))
         for p in c.parameters():
-            if id(p) in replace:
+            if id(p) in replace or p.id in own_parameters:  # x's own data stay parameters
                 continue
             if p.value is None:
                 raise ValueError(f"the cvxpy Parameter {p.name()} {p.shape} has no value: give it "
