@@ -552,9 +552,12 @@ def empty_warm_state(n: int, center: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 @njit
-def greedy_all(geometry, thetas) -> tuple:
-    """:func:`greedy_one` per row, each from a cold start: arms and status codes."""
+def _cold_all(geometry, thetas, chols, radii, slot) -> tuple:
+    """:func:`arm_one` per row from a cold start (slot :data:`GREEDY`: the greedy arm, ``chols``
+    and ``radii`` unused; slot :data:`LCB`: the LCB arm): arms and status codes."""
+    A, b, center, norm_bound, z_bound, gap_rtol = geometry
     n, d = thetas.shape
+    lcb = slot == LCB
     W = np.zeros((2, d), dtype=np.int64)
     counts = np.zeros(2, dtype=np.int64)
     points = np.empty((2, d))
@@ -565,30 +568,24 @@ def greedy_all(geometry, thetas) -> tuple:
     vecs = np.empty((14, d))
     for i in range(n):
         counts[:] = 0
-        points[GREEDY] = geometry[2]
-        status[i] = greedy_one(geometry, thetas[i], W, counts, points, inverse, arms[i], mats,
-                               vecs)
+        points[slot] = center
+        status[i] = arm_one(A, b, center, norm_bound, z_bound, gap_rtol, thetas[i],
+                            chols[i] if lcb else inverse, lcb, radii[i] if lcb else 0.0, W, counts,
+                            points, inverse, slot, arms[i], mats, vecs)
     return arms, status
 
 
-@njit
-def lcb_all(geometry, thetas, chols, radii) -> tuple:
-    """:func:`lcb_one` per row, each from a cold start: arms and status codes."""
-    n, d = thetas.shape
-    W = np.zeros((2, d), dtype=np.int64)
-    counts = np.zeros(2, dtype=np.int64)
-    points = np.empty((2, d))
-    inverse = np.empty((d, d))
-    arms = np.empty((n, d))
-    status = np.empty(n, dtype=np.int64)
-    mats = np.empty((2, d, d))
-    vecs = np.empty((14, d))
-    for i in range(n):
-        counts[:] = 0
-        points[LCB] = geometry[2]
-        status[i] = lcb_one(geometry, thetas[i], chols[i], radii[i], W, counts, points, inverse,
-                            arms[i], mats, vecs)
-    return arms, status
+def greedy_all(geometry: tuple, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`greedy_one` per row of ``thetas``, each from a cold start: arms and status codes."""
+    n = thetas.shape[0]
+    return _cold_all(geometry, thetas, np.empty((n, 0, 0)), np.empty(n), GREEDY)
+
+
+def lcb_all(geometry: tuple, thetas: np.ndarray, chols: np.ndarray,
+            radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`lcb_one` per row (Cholesky factors ``chols``, radii ``radii``), each from a cold
+    start: arms and status codes."""
+    return _cold_all(geometry, thetas, chols, radii, LCB)
 
 
 class PolytopeArms:
