@@ -8,16 +8,76 @@ home); :func:`njit` then compiles without a disk cache and warns once, so that
 Every kernel uses ``error_model="numpy"`` (a division by zero gives inf/NaN, as in numpy,
 instead of raising) and no ``fastmath``: IEEE arithmetic, so that a kernel computes each run
 with the same operations in the same order whatever else is in the batch.
+
+A cached kernel holds the compiled code of every kernel it calls, but numba checks only the
+source file of the kernel itself: after an edit of ``polytope_arms.py`` alone, a cached SEGE
+stage loop would still run the old arms, while ``select`` might run the new ones.  The kernels
+of this package are therefore cached under a stamp of the whole package's source
+(:func:`source_digest`, through :class:`PackageSourceLocator`): any change of any file
+recompiles them all.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 import numba
+from numba.core import caching
 
 _warned = False
+_ROOT = Path(__file__).resolve().parent
+
+
+@functools.lru_cache(maxsize=1)
+def source_digest() -> str:
+    """SHA-256 (16 hex digits) of the ``*.py`` files of the imported sege_cvx, by relative path
+    and content."""
+    digest = hashlib.sha256()
+    for path in sorted(_ROOT.rglob("*.py")):
+        digest.update(path.relative_to(_ROOT).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+class PackageSourceLocator(caching._CacheLocator):
+    """numba's cache locator for this package's kernels: where numba's own locators would put
+    the cache, stamped with :func:`source_digest` instead of the kernel's own file."""
+
+    def __init__(self, inner: caching._CacheLocator) -> None:
+        self._inner = inner
+
+    def ensure_cache_path(self) -> None:
+        self._inner.ensure_cache_path()
+
+    def get_cache_path(self) -> str:
+        return self._inner.get_cache_path()
+
+    def get_source_stamp(self) -> str:
+        return source_digest()
+
+    def get_disambiguator(self) -> str:
+        return self._inner.get_disambiguator()
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        try:
+            Path(py_file).resolve().relative_to(_ROOT)
+        except (OSError, ValueError):
+            return None  # not this package's: numba's own locators
+        for locator in caching.CacheImpl._locator_classes:
+            if locator is not cls:
+                inner = locator.from_function(py_func, py_file)
+                if inner is not None:
+                    return cls(inner)
+        return None
+
+
+if PackageSourceLocator not in caching.CacheImpl._locator_classes:
+    caching.CacheImpl._locator_classes.insert(0, PackageSourceLocator)
 
 
 def _warn_no_cache(name: str, reason: str) -> None:

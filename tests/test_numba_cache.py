@@ -22,3 +22,24 @@ print(sum("no writable numba cache" in str(w.message) for w in caught))
 def test_import_falls_back_to_uncached_kernels_with_one_warning():
     out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[:2] == ["[3.0, 3.0]", "1"]
+
+
+def test_package_kernels_are_stamped_with_the_whole_package_source():
+    # A cached kernel embeds the kernels it calls; numba stamps it with its own file only, so an
+    # edit of a callee's module alone would leave the caller running the old callee.
+    import numba
+
+    from sege_cvx._numba import PackageSourceLocator, source_digest
+    from sege_cvx._rowwise import row_dot
+    from sege_cvx.policies import sege_rule
+
+    for kernel in (row_dot, sege_rule.run_stages):
+        locator = kernel._cache._impl.locator
+        assert isinstance(locator, PackageSourceLocator)
+        assert locator.get_source_stamp() == source_digest()
+
+    @numba.njit(cache=True)
+    def outside(x):  # a kernel of another package keeps numba's own locator and stamp
+        return x + 1
+
+    assert not isinstance(outside._cache._impl.locator, PackageSourceLocator)

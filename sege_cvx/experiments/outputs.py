@@ -28,8 +28,6 @@ sege_cvx.experiments.files.OutputPathError: out_dir ... already exists and is no
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
 import json
 import os
 import platform
@@ -42,6 +40,7 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
+from .._numba import source_digest
 from .files import Directory, OutputPathError
 
 __all__ = ["MANIFEST", "OutputPathError", "atomic_output_dir", "check_output_dir",
@@ -327,22 +326,10 @@ def runtime_versions() -> dict[str, str | None]:
     its version string): a run's numbers are promised bit for bit only under the same ones."""
     from .. import __version__
 
-    versions = {"sege_cvx": __version__, "sege_cvx_source": _source_digest(),
+    versions = {"sege_cvx": __version__, "sege_cvx_source": source_digest(),
                 "python": platform.python_version()}
     versions.update({pkg: _version(pkg) for pkg in PROVENANCE_PACKAGES})
     return versions
-
-
-@functools.lru_cache(maxsize=1)
-def _source_digest() -> str:
-    """SHA-256 (16 hex digits) of the ``*.py`` files of the imported sege_cvx, by relative
-    path and content."""
-    root = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
 
 
 def provenance(command_line: Sequence[str] | None = None, seed: object = None) -> dict:
