@@ -13,7 +13,10 @@ Part 1, SEGE per run-stage.  For each dimension ``d`` (default 2, 5, 10, 20) and
   active-set arms; part 2 times its Clarabel programs);
 * ``lp-ball``: ``ConvexArmSet(d, lambda x: [cp.pnorm(x - 1, 1.5) <= 1])`` (Clarabel);
 * ``treatment-mix``: doses ``0 <= x_i <= u_i``, ``u = linspace(1, 0.5, d)``, and a total budget
-  ``sum(x) <= 0.6 sum(u)``, as a ``Polytope`` (certified active-set arms),
+  ``sum(x) <= 0.6 sum(u)``, as a ``Polytope`` (certified active-set arms);
+* ``convex-hull``: ``ConvexHull`` of ``max(20, 2d)`` points around ``(1, ..., 1)`` at distances
+  uniform in [0.5, 1] (the best point; certified active-set LCB arms over the weights,
+  :mod:`sege_cvx.fast_paths.hull_arms`),
 
 the script builds one problem: ``theta* = 0.9 |g| / ||g||`` (``g`` standard normal, the same for
 every type at a given ``d``; ``S = 1``), the baseline arm halfway between the set's exploration
@@ -126,6 +129,13 @@ def treatment_mix(d: int, rng: np.random.Generator) -> sc.Polytope:
     return sc.Polytope(A, np.concatenate([upper, np.zeros(d), [0.6 * upper.sum()]]))
 
 
+def convex_hull(d: int, rng: np.random.Generator) -> sc.ConvexHull:
+    """``max(20, 2d)`` points around ``(1, ..., 1)``, at distances uniform in [0.5, 1]."""
+    g = rng.standard_normal((max(20, 2 * d), d))
+    radii = rng.uniform(0.5, 1.0, (g.shape[0], 1))
+    return sc.ConvexHull(1.0 + radii * g / np.linalg.norm(g, axis=1, keepdims=True))
+
+
 @dataclass(frozen=True)
 class Case:
     """One arm-set type: a builder ``(d, rng) -> ArmSet`` and SEGE's ``lcb_method``."""
@@ -143,9 +153,11 @@ CASES = (
     Case("polytope", cut_cube),
     Case("lp-ball", lp_ball),
     Case("treatment-mix", treatment_mix),
+    Case("convex-hull", convex_hull),
 )
-#: Arm-set types whose compiled arms are certified active-set solves (sege_cvx.fast_paths.polytope_arms).
-CERTIFIED_CASES = ("box", "polytope", "treatment-mix")
+#: Arm-set types whose compiled arms are certified active-set solves (sege_cvx.fast_paths:
+#: polytope_arms, hull_arms).
+CERTIFIED_CASES = ("box", "polytope", "treatment-mix", "convex-hull")
 #: Part 2's arm-set types (both programs on Clarabel).
 SOLVER_CASES = ("polytope", "lp-ball")
 

@@ -21,11 +21,11 @@ whose certificate failed (``fallbacks``), and Clarabel's per-solve median on ``-
 instances of the same kind (the set's compiled conic programs, ``program.solve``, in place).
 
 Part 2, SEGE per run-stage.  ``sc.simulate`` of ``--sege-runs`` runs for ``--sege-stages``
-stages (both cores) on the disk (closed forms), the box, the polytope and the treatment-mix
-example (certified arms), with the problems of ``benchmarks/bench_arm_sets.py`` (``theta* = 0.9
-|g| / ||g||``, the baseline arm halfway between the exploration centre and the greedy arm, ``b =
-0.8 b0``, ``c = 2 rho^2 sigma^2``); the median over ``--repeats`` of wall time / (runs x stages),
-after an untimed warm-up run.
+stages (both cores) on the disk (closed forms), the box, the polytope, the treatment-mix
+example and a convex hull of ``max(20, 2d)`` points (certified arms), with the problems of
+``benchmarks/bench_arm_sets.py`` (``theta* = 0.9 |g| / ||g||``, the baseline arm halfway between
+the exploration centre and the greedy arm, ``b = 0.8 b0``, ``c = 2 rho^2 sigma^2``); the median
+over ``--repeats`` of wall time / (runs x stages), after an untimed warm-up run.
 
 Part 3, the paper's study size on the built-in examples.  SEGE alone (``problem.sege(runs,
 run_seeds(0, runs)[0])`` and ``simulate``, both cores) on ``paper``, ``box``, ``polytope`` and
@@ -236,7 +236,7 @@ def bench_sege(args) -> list[list[str]]:
     for d in args.sege_dims:
         g = np.random.default_rng([args.seed, d, 1]).standard_normal(d)
         theta = 0.9 * np.abs(g) / np.linalg.norm(g)
-        for name in ("ball", "box", "polytope", "treatment-mix"):
+        for name in ("ball", "box", "polytope", "treatment-mix", "convex-hull"):
             arm_set = cases[name].build(d, np.random.default_rng([args.seed, d]))
             x0 = 0.5 * arm_set.exploration().center + 0.5 * arm_set.greedy_arm(theta)
             b0 = float(x0 @ theta)

@@ -68,10 +68,10 @@ def _policy(case, n_runs, seeds):
         hull = sc.ConvexHull([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0], [2.0, 2.0], [1.0, 1.5]])
         return sc.ROFUL(hull, [1.0, 0.5], 1.0, 0.6, S=1.0, noise_sd=NOISE, n_directions=24,
                         n_runs=n_runs)
-    if case == "SEGE lifted (ConvexHull)":
+    if case in ("SEGE lifted (ConvexHull)", "SEGE lifted solver (ConvexHull)"):
         hull = sc.ConvexHull([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0], [2.0, 2.0], [1.0, 1.5]])
         return sc.SEGE(hull, [1.0, 1.0], 1.4, 0.8, S=1.0, noise_sd=NOISE, c=0.01, n_runs=n_runs,
-                       seed=seeds)
+                       seed=seeds, lcb_method="solver" if "solver" in case else "auto")
     return paper_problem(noise_sd=NOISE).clucb(n_runs)
 
 
@@ -95,7 +95,7 @@ def _trajectories(case, runs, policy_seeds, noise_seeds):
 CASES = ["SEGE closed form (disk)", "SEGE closed form (3-D ellipsoid)", "SEGE solver (disk)",
          "SEGE certified active set (polytope)", "SEGE solver (polytope)",
          "SEGE certified active set (box)",
-         "SEGE solver (ConvexArmSet)", "SEGE lifted (ConvexHull)",
+         "SEGE solver (ConvexArmSet)", "SEGE lifted (ConvexHull)", "SEGE lifted solver (ConvexHull)",
          "SEGE self-normalized radius (disk)", "CLUCB", "CLUCB self-normalized radius",
          "ROFUL (disk)", "ROFUL (polytope)", "ROFUL (ConvexArmSet)", "ROFUL lifted (ConvexHull)"]
 #: Decision codes each case must show in the last batch (so every branch is compared).

@@ -1,5 +1,6 @@
 """SEGE and CLUCB: parameters, reproducibility, and the invariants of every arm they play."""
 
+import cvxpy as cp
 import numpy as np
 import pytest
 from _decisions import sege_decision_margins
@@ -98,8 +99,8 @@ def test_baseline_on_the_boundary_is_played_exactly_inside_with_a_certified_rewa
 
 def test_closed_form_lcb_method_needs_a_closed_form():
     with pytest.raises(ValueError, match="no closed-form"):
-        sc.SEGE(sc.ConvexHull([[0, 0], [2, 0], [0, 2], [2, 2]]), [1, 1], 1.4, 1.2, S=1.0,
-                noise_sd=1.0, lcb_method="closed_form")
+        sc.SEGE(sc.ConvexArmSet(2, lambda x: [cp.pnorm(x - 1.0, 1.5) <= 1]), [1, 1], 1.4, 1.2,
+                S=1.0, noise_sd=1.0, lcb_method="closed_form")
 
 
 def test_step_protocol_is_enforced():

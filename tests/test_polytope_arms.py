@@ -1,4 +1,5 @@
-"""Certified active-set arms of polyhedral sets (sege_cvx.fast_paths.polytope_arms).
+"""Certified active-set arms of polyhedral sets (sege_cvx.fast_paths.polytope_arms; the arms of a
+convex hull, over its weights, are cross-checked in test_hull_arms.py).
 
 Cross-checked against Clarabel at tight tolerances on 1,000 random instances per set type
 (greedy linear programs and LCB second-order cone programs, d = 2 to 20), including degenerate
@@ -7,6 +8,7 @@ certificate's fallback, and SEGE's compiled stages on these sets (bitwise equal 
 alone or in a batch, before and after a pickle).
 """
 
+import itertools
 import pickle
 import warnings
 
@@ -161,7 +163,9 @@ def test_the_public_methods_use_the_certified_arms_and_cross_check_with_the_solv
         box.lcb_arm(theta, V, r, cross_check=True)
         greedy = tm.greedy_arm(theta)
         assert tm.contains(greedy, tol=0.0)
-        assert abs(theta @ greedy - tm.support(theta)) == 0.0
+        # Two ways of summing a 3-term dot product: within 2 d ulps of ||theta|| ||greedy||.
+        assert_close_ulps(theta @ greedy, tm.support(theta), 6,
+                          scale=np.linalg.norm(theta) * np.linalg.norm(greedy))
 
 
 def _uncertifiable(arm_set):
@@ -231,6 +235,10 @@ POLYHEDRA = {
     "polytope": lambda: (polytope_problem().arm_set, [0.4, 0.5, 0.4], 0.59, 0.47, 2e-3),
     "treatment mix": lambda: (treatment_mix_problem().arm_set, [0.6, 0.2, 0.2], 0.48, 0.384,
                               2e-3),
+    # The cube's corners, two duplicates and points inside: its arms come from the weights.
+    "convex hull": lambda: (sc.ConvexHull(np.vstack([
+        np.array(list(itertools.product([0.0, 1.0], repeat=3))), [[1.0, 1.0, 1.0], [0.0, 0.0, 0.0]],
+        np.random.default_rng(5).uniform(0.2, 0.8, (6, 3))])), [0.5, 0.5, 0.5], 0.5, 0.3, 5e-3),
 }
 THETA = np.array([0.4, 0.7, 0.5])
 

@@ -106,8 +106,10 @@ class ArmSet(ABC):
     witness_dim: int = 0
 
     #: The data of compiled per-point greedy and LCB arms, for sets that have them (ellipsoids:
-    #: :class:`~sege_cvx.fast_paths.ellipsoid_arms.EllipsoidArms`); SEGE then runs whole stages
-    #: as compiled code.  ``None``: SEGE calls the set's methods.
+    #: :class:`~sege_cvx.fast_paths.ellipsoid_arms.EllipsoidArms`; boxes and polytopes:
+    #: :class:`~sege_cvx.fast_paths.polytope_arms.PolytopeArms`; convex hulls:
+    #: :class:`~sege_cvx.fast_paths.hull_arms.HullArms`); SEGE then runs whole stages as
+    #: compiled code.  ``None``: SEGE calls the set's methods.
     compiled_arms = None
 
     @property
@@ -528,6 +530,27 @@ class ArmSet(ABC):
             return self._closed_form_each(self._lcb_closed_form, thetas, chols, radii)
         # M = r L^{-1} up to an exact power of two (see conic.programs and .scaling).
         return self._solve_each(self._lcb_program, *scale_lcb_data(thetas, chols, radii))
+
+    def _certified_or_solved(self, arms: np.ndarray, codes: np.ndarray, witnesses: np.ndarray,
+                             method: str, solve) -> BatchArms:
+        """Compiled certified arms (status codes of :mod:`sege_cvx.fast_paths.status`, with
+        their witnesses on a lifted set), verified; with ``method="auto"`` the instances that
+        did not certify or verify are replaced by ``solve(rows)`` (Clarabel's)."""
+        from ..fast_paths.status import STATUS, VERIFIED
+
+        ok = codes == VERIFIED
+        arms[~ok] = np.nan
+        witnesses[~ok] = np.nan
+        result = self._verified(arms, [STATUS[c] for c in codes], witnesses)
+        failed = np.flatnonzero(~result.ok)
+        if method == "auto" and failed.size:
+            solved = solve(failed)
+            result.arms[failed] = solved.arms
+            result.ok[failed] = solved.ok
+            result.witnesses[failed] = solved.witnesses
+            for j, i in enumerate(failed):
+                result.status[i] = solved.status[j]
+        return result
 
     @property
     def has_closed_form_lcb(self) -> bool:

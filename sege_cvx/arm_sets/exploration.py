@@ -131,10 +131,14 @@ class Exploration:
     def witness_points(self, gaussians: np.ndarray) -> np.ndarray:
         """The witnesses of :meth:`points` ``(gaussians)``: each drawn vertex's own, the centre's
         for an all-zero draw.  Shape ``(n, k)``; needs :attr:`witnesses`."""
+        return self.witness_table()[self.vertex_indices(gaussians)]  # -1: the centre's row
+
+    def witness_table(self) -> np.ndarray:
+        """The vertices' witnesses then the centre's, shape ``(2d + 1, k)``; needs
+        :attr:`witnesses`."""
         if self.witnesses is None:
             raise ValueError("this Exploration has no witnesses")
-        table = np.vstack([self.witnesses, self.center_witness])
-        return table[self.vertex_indices(gaussians)]  # index -1: the centre's row
+        return np.vstack([self.witnesses, self.center_witness])
 
     def vertices(self) -> np.ndarray:
         """The ``2d`` points ``center +- B e_i``: the support of ``U`` for ``kind="cross"``."""

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._rowwise import row_matvec
 from .._validation import _fmt, as_batch_of_vectors, as_finite_array, scaled_norm
+from ..fast_paths import hull_arms
 from .base import BatchArms
 from .generic import MAX_DIM, ConvexArmSet
 from .scaling import scale_directions
@@ -25,7 +27,9 @@ class ConvexHull(ConvexArmSet):
     Its constraints are ``x == P^T w, w >= 0, sum(w) == 1`` (``witness_dim = K``).  Greedy arms
     are closed form and exact: the best point itself (the first of ties), with the unit weight
     vector as witness, so CLUCB plays exact vertices; :meth:`support` is the exact best value
-    among the points.  LCB arms are solved on Clarabel; ``contains(x)`` solves a small linear
+    among the points.  LCB arms come from a certified active-set method over the weights
+    (:mod:`sege_cvx.fast_paths.hull_arms`; Clarabel where a certificate fails), which SEGE's
+    compiled stages call warm started per run; ``contains(x)`` solves a small linear
     program for the weights and certifies them (see :class:`ConvexArmSet` for what membership of
     a lifted set means).  :meth:`bounding_box` is the points' coordinate-wise range,
     :meth:`norm_bound` the largest point norm and :meth:`diameter_bound` the largest pairwise
@@ -128,6 +132,36 @@ class ConvexHull(ConvexArmSet):
             raise ValueError(f"theta {_fmt(thetas[~np.isfinite(values)][0])} gives a support value "
                              "beyond the float range: rescale the problem")
         return float(values[0]) if single else values
+
+    @cached_property
+    def compiled_arms(self) -> hull_arms.HullArms:
+        """The data of the compiled certified arms (see :class:`ArmSet`)."""
+        return hull_arms.HullArms(self.points, self.norm_bound())
+
+    @property
+    def has_closed_form_lcb(self) -> bool:
+        return True
+
+    def lcb_arm_batch(self, thetas: np.ndarray, chols: np.ndarray, radii: np.ndarray,
+                      method: str = "auto") -> BatchArms:
+        """Certified active-set LCB arms over the weights (:mod:`sege_cvx.fast_paths.hull_arms`),
+        each from a cold start, with their weights as witnesses.
+
+        An instance whose certificate fails is reported as ``"NotCertified"`` with
+        ``method="closed_form"`` and solved on Clarabel with ``"auto"``; ``"solver"`` is
+        Clarabel alone (``lcb_arm(..., cross_check=True)`` compares the two).  SEGE's compiled
+        stages call the same functions, warm started per run.
+        """
+        if method == "solver":
+            return super().lcb_arm_batch(thetas, chols, radii, "solver")
+        arms, weights, codes = hull_arms.lcb_all(
+            self.compiled_arms.geometry(), np.ascontiguousarray(thetas, dtype=np.float64),
+            np.ascontiguousarray(chols, dtype=np.float64),
+            np.ascontiguousarray(radii, dtype=np.float64))
+        return self._certified_or_solved(
+            arms, codes, weights, method,
+            lambda rows: super(ConvexHull, self).lcb_arm_batch(
+                thetas[rows], chols[rows], radii[rows], "solver"))
 
     def _find_witnesses(self, points: np.ndarray) -> np.ndarray:
         """The solve's weights (:meth:`ConvexArmSet._find_witnesses`), refit on their support

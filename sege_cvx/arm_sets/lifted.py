@@ -83,6 +83,11 @@ def _attribute_constraints(v: cp.Variable, plain: cp.Variable) -> list:
         out.append(plain <= 0)
     if a.get("bounds") is not None:
         for bound, upper in zip(a["bounds"], (False, True), strict=True):
+            if isinstance(bound, cp.Expression):  # a Parameter: its value now, as elsewhere
+                if bound.value is None:
+                    raise ValueError(f"a bound of {v.name()} {v.shape} has no value: give its "
+                                     "Parameter one before building the set")
+                bound = bound.value
             if bound is None:
                 continue
             value = np.broadcast_to(np.asarray(bound, dtype=np.float64), v.shape)

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import _pull_in
-from .._rowwise import row_matvec
+from .._rowwise import row_dots, row_matvec
 from .._validation import _fmt, as_finite_array, as_vector, scaled_norm
 from ..fast_paths import polytope_arms
-from ..fast_paths.status import STATUS, VERIFIED
+from ..fast_paths.status import VERIFIED
 from .base import ArmSet, BatchArms
 from .exploration import Exploration, max_volume_inscribed_ellipsoid
 from .scaling import check_box_holds, scale_directions, solver_frame
@@ -71,8 +71,15 @@ def checked_vertices(polytope: Polytope, interior: np.ndarray) -> np.ndarray | N
     if np.max(vertices @ polytope.A.T - polytope.b) > tol:  # each vertex in the polytope
         return None
     normals = np.ascontiguousarray(hull.equations[:, :-1])  # unit normals, n x + offset <= 0
-    support = polytope.support(normals)  # certified arms (polytope_arms), exact to ~1e-10
-    if np.max(support + hull.equations[:, -1]) > tol:  # the polytope in their hull
+    # The polytope in their hull: its support in each normal, bounded from above by a certified
+    # arm's value plus the certificate's accepted gap (GAP_RTOL times about norm_bound + |b|_1;
+    # both far below tol).  No solver fallback: its value is a lower bound only to tolerance.
+    arms, codes = polytope_arms.greedy_all(polytope.compiled_arms.geometry(), normals)
+    if np.any(codes != VERIFIED):
+        return None
+    gap = polytope_arms.GAP_RTOL * (polytope.norm_bound() + np.abs(polytope.b).sum())
+    support = row_dots(arms, normals)
+    if np.max(support + hull.equations[:, -1]) > tol - gap:
         return None
     return vertices
 
@@ -113,26 +120,9 @@ class _CertifiedPolyhedron(ArmSet):
             np.ascontiguousarray(chols, dtype=np.float64),
             np.ascontiguousarray(radii, dtype=np.float64))
         return self._certified_or_solved(
-            arms, codes, method,
+            arms, codes, np.empty((arms.shape[0], 0)), method,
             lambda rows: super(_CertifiedPolyhedron, self).lcb_arm_batch(
                 thetas[rows], chols[rows], radii[rows], "solver"))
-
-    def _certified_or_solved(self, arms: np.ndarray, codes: np.ndarray, method: str,
-                             solve) -> BatchArms:
-        """The compiled arms, verified; with ``method="auto"`` the uncertified instances are
-        replaced by ``solve(rows)`` (Clarabel's)."""
-        n = arms.shape[0]
-        ok = codes == VERIFIED
-        arms[~ok] = np.nan
-        result = self._verified(arms, [STATUS[c] for c in codes], np.empty((n, 0)))
-        failed = np.flatnonzero(~result.ok)
-        if method == "auto" and failed.size:
-            solved = solve(failed)
-            result.arms[failed] = solved.arms
-            result.ok[failed] = solved.ok
-            for j, i in enumerate(failed):
-                result.status[i] = solved.status[j]
-        return result
 
 
 class Box(_CertifiedPolyhedron):
@@ -404,4 +394,5 @@ class Polytope(_CertifiedPolyhedron):
         thetas = scale_directions(thetas)
         arms, codes = polytope_arms.greedy_all(self.compiled_arms.geometry(), thetas)
         return self._certified_or_solved(
-            arms, codes, "auto", lambda rows: super(Polytope, self).greedy_arm_batch(thetas[rows]))
+            arms, codes, np.empty((arms.shape[0], 0)), "auto",
+            lambda rows: super(Polytope, self).greedy_arm_batch(thetas[rows]))

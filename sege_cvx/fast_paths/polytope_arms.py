@@ -77,12 +77,15 @@ RANK_TOL = 1e-10
 #: A projected gradient below this fraction of the gradient is zero (the linear program is
 #: then stationary on its face).
 STATIONARY_RTOL = 1e-13
+#: A step toward the face maximizer shorter than this, relative to the points' norms, is
+#: rounding: the point is already the maximizer.
+STEP_RTOL = 1e-14
 #: Slacks below this (relative to ``max(1, |b_i|)``) are ties at 0 (degenerate vertices).
 SLACK_TOL = 1e-14
 
 _ORDER_ONE_LOW, _ORDER_ONE_HIGH = 2.0**-9, 2.0**8
 
-# Rows of the scratch ``vecs`` (14, d) and ``mats`` (2, d, d).  The kernels index scratch by row
+# Rows of the scratch ``vecs`` (at least 13, d) and ``mats`` (2, d, d).  The kernels index scratch by row
 # rather than take views of it: a view costs two atomic reference-count updates, which at a few
 # hundred flops per solve would be most of its time.
 _G, _GN, _T, _ZF, _XF, _P, _U, _QTG, _SCALED, _MU, _X, _W1, _W2 = range(13)
@@ -203,7 +206,7 @@ def solve_active_set(A, b, chol, whiten, r, W, slot, k, mats, vecs, max_iter) ->
     maximizer in ``vecs[_X]``); -1 if the rows became dependent, a ray met no row (the polytope
     is bounded: only rounding can cause it) or ``max_iter`` iterations passed.
     ``whiten=False`` takes ``L = I`` (the linear program, with ``r = 0``).
-    ``mats``: scratch (2, d, d); ``vecs``: scratch (14, d).
+    ``mats``: scratch (2, d, d); ``vecs``: scratch (13, d).
     """
     m, d = A.shape
     g_norm = 0.0
@@ -250,7 +253,7 @@ def solve_active_set(A, b, chol, whiten, r, W, slot, k, mats, vecs, max_iter) ->
         ray = False
         stationary = False
         if r > gn_norm:
-            scale = t_norm / math.sqrt((r - gn_norm) * (r + gn_norm))
+            scale = t_norm / (math.sqrt(r - gn_norm) * math.sqrt(r + gn_norm))  # no underflow
             for c in range(d):
                 s = scale * vecs[_GN, c]
                 for j in range(k):
@@ -267,13 +270,18 @@ def solve_active_set(A, b, chol, whiten, r, W, slot, k, mats, vecs, max_iter) ->
             ray = True
             _unwhiten(chol, whiten, vecs, _GN, _P)
         p_norm = 0.0
+        x_norm = 0.0
         for c in range(d):
             p_norm += vecs[_P, c] * vecs[_P, c]
+            x_norm += vecs[_X, c] * vecs[_X, c] + vecs[_XF, c] * vecs[_XF, c]
         p_norm = math.sqrt(p_norm)
+        # Already at the face maximizer, the step is rounding (as at a vertex): its direction
+        # would let a row dependent on the working set block it.
+        at_maximizer = not ray and p_norm <= STEP_RTOL * math.sqrt(x_norm)
         # Ratio test: the first row the step would cross (ties: the smallest row).
         best = np.inf if ray else 1.0
         block = -1
-        if p_norm > 0.0 and k < d:  # at a vertex p is rounding: the face is the point
+        if p_norm > 0.0 and k < d and not at_maximizer:
             for i in range(m):
                 ap = 0.0
                 for c in range(d):
@@ -417,7 +425,20 @@ def certified(A, b, chol, whiten, r, W, slot, k, norm_bound, z_bound, gap_rtol, 
         upper += excess * z_bound
     gap = upper - value
     scale = theta_norm * norm_bound + r * x_norm + dual_scale
-    return math.isfinite(gap) and gap <= gap_rtol * scale
+    # A gap below -tolerance is impossible for a point of P: the data are not what they claim.
+    return gap_rtol >= 0.0 and math.isfinite(gap) and abs(gap) <= gap_rtol * scale
+
+
+@njit(inline="always")
+def _valid_working_set(W, slot, k, m, d) -> bool:
+    """``0 <= k <= d`` rows, each within ``[0, m)`` (dependent rows are caught by the face
+    basis)."""
+    if not 0 <= k <= d:
+        return False
+    for j in range(k):
+        if not 0 <= W[slot, j] < m:
+            return False
+    return True
 
 
 @njit(inline="always")
@@ -425,14 +446,21 @@ def _vertex_still_optimal(A, b, W, inverse, points, slot, norm_bound, gap_rtol, 
     """The linear program's warm check: at the stored vertex ``A_W x = b_W`` (its verified arm
     ``points[slot]``, the inverse of ``A_W`` in ``inverse``), whether ``mu = A_W^{-T} theta`` is
     certified (:func:`certified` with ``L = I``, ``r = 0``), leaving ``mu`` and the arm in
-    ``vecs[_MU]`` and ``vecs[_X]``."""
-    d = A.shape[1]
+    ``vecs[_MU]`` and ``vecs[_X]``.  The stored point is checked to lie in ``P`` again (``tol=0``): the warm
+    state is the run's public state, and a point from elsewhere must not pass as the vertex."""
+    m, d = A.shape
     for j in range(d):
         s = 0.0
         for c in range(d):
             s += inverse[c, j] * vecs[_SCALED, c]
         vecs[_MU, j] = s
         vecs[_X, j] = points[slot, j]
+    for i in range(m):  # as in_polytope, without a view of the state
+        s = 0.0
+        for c in range(d):
+            s += A[i, c] * vecs[_X, c]
+        if not s <= b[i]:
+            return False
     return certified(A, b, inverse, False, 0.0, W, slot, d, norm_bound, 0.0, gap_rtol, vecs)
 
 
@@ -458,7 +486,7 @@ def arm_one(A, b, center, norm_bound, z_bound, gap_rtol, theta, chol, whiten, r,
     updates; returns its status (:mod:`.status`).
 
     ``(theta, r)`` are first scaled by a power of two near ``max(|theta_i|, r)`` (exact; the arm
-    is unchanged).  ``mats``: scratch (2, d, d); ``vecs``: scratch (14, d).
+    is unchanged).  ``mats``: scratch (2, d, d); ``vecs``: scratch (13, d).
     """
     m, d = A.shape
     biggest = r
@@ -473,7 +501,13 @@ def arm_one(A, b, center, norm_bound, z_bound, gap_rtol, theta, chol, whiten, r,
     rs = math.ldexp(r, -e) if e != 0 else r
     # The linear program at a vertex: the previous arm stays optimal unless a multiplier changed
     # sign (one d x d mat-vec), the common case.
-    if not whiten and counts[slot] == d and _vertex_still_optimal(
+    # The warm state is the run's public state: checked, not trusted (rows index A).
+    warm = _valid_working_set(W, slot, counts[slot], m, d)
+    if not warm:
+        counts[slot] = 0
+        for c in range(d):
+            points[slot, c] = center[c]
+    if not whiten and warm and counts[slot] == d and _vertex_still_optimal(
             A, b, W, inverse, points, slot, norm_bound, gap_rtol, vecs):
         for c in range(d):
             out[c] = vecs[_X, c]
@@ -565,13 +599,15 @@ def _cold_all(geometry, thetas, chols, radii, slot) -> tuple:
     arms = np.empty((n, d))
     status = np.empty(n, dtype=np.int64)
     mats = np.empty((2, d, d))
-    vecs = np.empty((14, d))
+    vecs = np.empty((13, d))
     for i in range(n):
         counts[:] = 0
         points[slot] = center
         status[i] = arm_one(A, b, center, norm_bound, z_bound, gap_rtol, thetas[i],
                             chols[i] if lcb else inverse, lcb, radii[i] if lcb else 0.0, W, counts,
                             points, inverse, slot, arms[i], mats, vecs)
+        if status[i] != VERIFIED:
+            arms[i] = np.nan  # not the scratch a failed solve left
     return arms, status
 
 

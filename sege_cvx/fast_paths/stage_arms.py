@@ -1,26 +1,33 @@
 """The arms of a compiled SEGE stage, chosen by the type of the set's geometry.
 
 SEGE's compiled stage (:func:`sege_cvx.policies.sege_rule.stage_one`) is written once and calls
-:func:`greedy_arm`, :func:`lcb_arm` and :func:`pull_inside`; numba resolves each to the
-ellipsoid's closed forms (:mod:`.ellipsoid_arms`, whose geometry begins with the centre, a 1-D
-array) or to the polytope's certified active-set solves (:mod:`.polytope_arms`, whose geometry
-begins with the matrix ``A``, a 2-D array) when it compiles the stage for that geometry.  Each
+:func:`greedy_arm`, :func:`lcb_arm` and :func:`pull_inside`; numba resolves each, when it compiles
+the stage for a geometry (:func:`_kind`), to the ellipsoid's closed forms (:mod:`.ellipsoid_arms`,
+whose geometry begins with the centre, a 1-D array), the polytope's certified active-set solves
+(:mod:`.polytope_arms`, beginning with the rows ``A`` and ``b``) or the convex hull's certified
+solves over its weights (:mod:`.hull_arms`, beginning with the points and a float).  Each
 returns a status code of :mod:`.status`; only :data:`~.status.VERIFIED` arms are played.
 
-``warm`` is the run's warm-start state ``(rows, counts, points, inverse)``
-(:mod:`.polytope_arms`); ellipsoids ignore it.  ``mats`` (6, d, d) and ``vecs`` (18, d) are the
-stage's scratch: the arms use ``mats[:5]`` and ``vecs[:16]``.
+``warm`` is the run's warm-start state (:mod:`.polytope_arms`: ``(rows, counts, points,
+inverse)``; :mod:`.hull_arms`: ``(rows, counts, weights, unused)``); ellipsoids ignore it.
+``mats`` (6, d, d) and ``vecs`` (18, d) are the stage's scratch: the arms use ``mats[:5]`` and
+``vecs[:16]``.
 """
 
 from __future__ import annotations
 
+from numba import types
 from numba.extending import overload
 
-from . import ellipsoid_arms, polytope_arms
+from . import ellipsoid_arms, hull_arms, polytope_arms
 
 
-def _is_polytope(geometry) -> bool:
-    return geometry.types[0].ndim == 2
+def _kind(geometry) -> str:
+    """``"ellipsoid"`` (geometry begins with the centre, 1-D), ``"polytope"`` (the rows ``A`` then
+    ``b``) or ``"hull"`` (the points then the norm bound, a float)."""
+    if geometry.types[0].ndim == 1:
+        return "ellipsoid"
+    return "polytope" if isinstance(geometry.types[1], types.Array) else "hull"
 
 
 def greedy_arm(geometry, theta, warm, out, mats, vecs) -> int:
@@ -33,14 +40,22 @@ def lcb_arm(geometry, theta, chol, r, warm, out, mats, vecs) -> int:
     raise NotImplementedError("compiled only")
 
 
-def pull_inside(geometry, x, offset, trial) -> bool:
-    """Move ``x`` exactly into the set; False (``x`` unchanged) if it cannot be."""
+def pull_inside(geometry, x, warm, use_lcb, rho, g, offset, trial) -> bool:
+    """Move SEGE's mix ``x`` exactly into the set; False if it cannot be.  A hull forms the mix
+    in weight space instead, from the run's ``warm`` LCB weights (``use_lcb``) or the
+    baseline's, ``rho`` and the exploration draw ``g`` (:func:`.hull_arms.pull_inside_one`)."""
     raise NotImplementedError("compiled only")
 
 
 @overload(greedy_arm)
 def _greedy_arm(geometry, theta, warm, out, mats, vecs):
-    if _is_polytope(geometry):
+    if _kind(geometry) == "hull":
+        def hull(geometry, theta, warm, out, mats, vecs):
+            rows, counts, weights, unused = warm
+            return hull_arms.greedy_one(geometry, theta, rows, counts, weights, unused, out,
+                                        mats, vecs)
+        return hull
+    if _kind(geometry) == "polytope":
         def polytope(geometry, theta, warm, out, mats, vecs):
             rows, counts, points, inverse = warm
             return polytope_arms.greedy_one(geometry, theta, rows, counts, points, inverse, out,
@@ -56,7 +71,13 @@ def _greedy_arm(geometry, theta, warm, out, mats, vecs):
 
 @overload(lcb_arm)
 def _lcb_arm(geometry, theta, chol, r, warm, out, mats, vecs):
-    if _is_polytope(geometry):
+    if _kind(geometry) == "hull":
+        def hull(geometry, theta, chol, r, warm, out, mats, vecs):
+            rows, counts, weights, unused = warm
+            return hull_arms.lcb_one(geometry, theta, chol, r, rows, counts, weights, unused,
+                                     out, mats, vecs)
+        return hull
+    if _kind(geometry) == "polytope":
         def polytope(geometry, theta, chol, r, warm, out, mats, vecs):
             rows, counts, points, inverse = warm
             return polytope_arms.lcb_one(geometry, theta, chol, r, rows, counts, points, inverse,
@@ -71,12 +92,16 @@ def _lcb_arm(geometry, theta, chol, r, warm, out, mats, vecs):
 
 
 @overload(pull_inside)
-def _pull_inside(geometry, x, offset, trial):
-    if _is_polytope(geometry):
-        def polytope(geometry, x, offset, trial):
+def _pull_inside(geometry, x, warm, use_lcb, rho, g, offset, trial):
+    if _kind(geometry) == "hull":
+        def hull(geometry, x, warm, use_lcb, rho, g, offset, trial):
+            return hull_arms.pull_inside_one(geometry, x, warm, use_lcb, rho, g)
+        return hull
+    if _kind(geometry) == "polytope":
+        def polytope(geometry, x, warm, use_lcb, rho, g, offset, trial):
             return polytope_arms.pull_inside_one(geometry, x, offset, trial)
         return polytope
 
-    def ellipsoid(geometry, x, offset, trial):
+    def ellipsoid(geometry, x, warm, use_lcb, rho, g, offset, trial):
         return ellipsoid_arms.pull_inside_one(x, geometry[0], geometry[3], offset, trial)
     return ellipsoid

@@ -59,12 +59,14 @@ class SEGE(BatchPolicy):
 
     On a lifted arm set (``arm_set.witness_dim > 0``) the exploration arm is certified with the
     same convex combination of witnesses: ``(1 - rho) w^S + rho w^U``, ``w^S`` the LCB arm's or
-    the baseline's, ``w^U`` the drawn cross-polytope vertex's.
+    the baseline's, ``w^U`` the drawn cross-polytope vertex's (a convex hull's compiled stages
+    form the arm itself from that combination of weights).
 
     The rule is written once, as per-run compiled functions (:mod:`.sege_rule`).  On sets with
     compiled arms (``arm_set.compiled_arms``, with ``lcb_method`` other than ``"solver"``:
-    ellipsoids and balls, by closed forms; boxes and polytopes, by certified active-set solves
-    warm started from the run's previous arms, :attr:`warm_start`) a whole stage is compiled,
+    ellipsoids and balls, by closed forms; boxes, polytopes and convex hulls, by certified
+    active-set solves warm started from the run's previous arms, :attr:`warm_start`) a whole
+    stage is compiled,
     and :func:`~sege_cvx.simulate` runs many stages per call with the runs spread over threads;
     on other sets the same rule is applied around the set's greedy and LCB arms (closed forms
     or Clarabel solves).  Either way a run's numbers do not depend on the other runs.
@@ -140,9 +142,9 @@ class SEGE(BatchPolicy):
         How often each failure status (e.g. ``"NotMember"``, ``"NotCertified"``,
         ``"error: RuntimeError"``) forced a fallback, over all runs.
     warm_start : tuple of ndarray, or None
-        On sets with compiled arms, each run's warm start ``(rows, counts, points, inverse)``
-        (:mod:`sege_cvx.fast_paths.polytope_arms`; empty for ellipsoids): part of the run's
-        state, kept by a pickle.
+        On sets with compiled arms, each run's warm start: its working sets
+        (:mod:`sege_cvx.fast_paths.polytope_arms`, :mod:`sege_cvx.fast_paths.hull_arms`; empty
+        for ellipsoids), part of the run's state, kept by a pickle.
 
     Examples
     --------
@@ -231,12 +233,19 @@ class SEGE(BatchPolicy):
         self._fallback_reasons: Counter[str] = Counter()
         self._compiled_fallbacks = np.zeros((self.n_runs, len(STATUS)), dtype=np.int64)
         compiled = arm_set.compiled_arms
-        self._compiled = None if compiled is None or lcb_method == "solver" else (
-            compiled.geometry(self.lam),
-            (self.exploration.center, self.exploration.B, self.exploration.kind == "cross"))
-        #: Per run, the compiled arms' warm start (``(rows, counts, points, inverse)``, slots greedy and
-        #: LCB; :mod:`sege_cvx.fast_paths.polytope_arms`): part of the run's state, so that a
-        #: run computes the same arms alone, in any batch, and after a pickle.
+        self._compiled = None
+        if compiled is not None and lcb_method != "solver":
+            # A lifted set's stage mixes arms in weight space: it needs the baseline's weights
+            # and the exploration vertices' (fast_paths.hull_arms).
+            geometry = (compiled.geometry(self.lam, (self.baseline_witness,
+                                                     self.exploration.witness_table()))
+                        if arm_set.witness_dim else compiled.geometry(self.lam))
+            self._compiled = (geometry, (self.exploration.center, self.exploration.B,
+                                         self.exploration.kind == "cross"))
+        #: Per run, the compiled arms' warm start (the working sets of the greedy and LCB
+        #: solves; :mod:`sege_cvx.fast_paths.polytope_arms`, :mod:`~sege_cvx.fast_paths.hull_arms`):
+        #: part of the run's state, so that a run computes the same arms alone, in any batch,
+        #: and after a pickle.
         self.warm_start = None if self._compiled is None else compiled.warm_state(self.n_runs)
 
     @property

@@ -121,12 +121,12 @@ def stage_one(bound, rule, stage_value, V, chol, theta_hat, draws, cursor, i, ge
     if status != VERIFIED:
         fallbacks[0] += 1
         fallbacks[status] += 1
-    exploration_point(draws[i, cursor[i]], exploration[0], exploration[1], exploration[2], U,
-                      vecs[17])
+    g = draws[i, cursor[i]]
+    exploration_point(g, exploration[0], exploration[1], exploration[2], U, vecs[17])
     cursor[i] += 1
     use_lcb = safe_exploration_arm(lcb_point, status == VERIFIED, theta_hat, chol, r, b0,
                                    baseline, U, rho, vecs[14], safe, out)
-    if not pull_inside(geometry, out, vecs[14], vecs[15]):
+    if not pull_inside(geometry, out, warm, use_lcb, rho, g, vecs[14], vecs[15]):
         fallbacks[0] += 1
         fallbacks[NOT_MEMBER] += 1
         out[:] = baseline

@@ -1,0 +1,728 @@
+r"""Exact greedy and LCB arms of a convex hull ``conv{p_1, ..., p_K}``, over its weights, with
+certificates.
+
+An arm of the hull is ``x = P^T w`` with weights ``w`` on the simplex (``w >= 0``, ``sum(w) =
+1``), and it is *computed* from them (``x_j = sum_k w_k P_kj`` in index order): the weights are
+its witness, and the pair lies in the hull by construction, to the rounding of ``sum(w)``, which
+is checked against the bound :class:`~sege_cvx.arm_sets.lifted.LiftedMembership` accepts for
+that equality (so the Python check of the same pair agrees).
+
+* The greedy arm, ``max theta^T x`` (paper eq. (greedy arm)), is the best point, the first of
+  ties, with the unit weight vector.
+* The LCB arm, ``max f(x) = theta^T x - r ||x||_{V^{-1}}`` (paper eq. (lcb arm)), is found by a
+  primal active-set method over the points (simplicial decomposition): a working set ``S`` of
+  affinely independent points (at most ``d + 1``) carrying positive weights, and per iteration
+
+  1. the maximizer of ``f`` on the affine hull of ``S``, in closed form (below);
+  2. a step of the weights toward it, stopped by the first weight it would make negative (that
+     point leaves ``S``), or
+  3. at the face's maximizer, the Frank-Wolfe test: the point ``p_k`` that maximizes the
+     gradient ``grad^T p_k`` enters ``S`` if it improves on ``grad^T x``; none does at the
+     optimum.  At ``y = 0``, where ``f`` is not differentiable, the test is the projection
+     ``delta`` of ``g`` onto the hull's tangent cone there (:func:`cone_projection`): ``0`` is
+     the maximizer if ``||delta|| <= r``; otherwise ``f`` grows along ``delta`` and the method
+     restarts from the convex combination of its generators, where ``f > 0``.
+
+**The face maximizer** is the closed form of :mod:`.polytope_arms` in whitened coordinates
+``y = L^{-1} x`` (``V = L L^T``, ``theta^T x = g^T y`` with ``g = L^T theta``): the face is ``c +
+span(Q)`` with ``c`` the first point of ``S`` and ``Q`` (rows) an orthonormal basis of the other
+points' offsets from it (classical Gram-Schmidt twice, ``M = Q^T R``).  With ``c = c_perp + Q^T
+t``, ``h = Q g`` and ``a = ||c_perp||``, ``f = g^T c_perp + h^T v - r sqrt(a^2 + ||v||^2)`` in the
+face coordinate ``v = t + R z``; for ``r > ||h||`` its maximizer is ``v = a h / sqrt(r^2 -
+||h||^2)`` (``y = 0`` on a face through the origin), otherwise ``f`` grows without bound along
+``h`` and the step runs until a weight reaches 0.  The weights of ``y = c + M z`` are ``z`` and
+``1 - sum(z)`` for ``c``.
+
+**Certificate.**  For any ``u`` with ``||u|| <= 1`` and any ``x'`` in the hull, ``f(x') <=
+theta^T x' - r u^T L^{-1} x' = (L^{-T} grad)^T x' <= max_k (L^{-T} grad)^T p_k`` with ``grad = g -
+r u``, and ``r (||u|| - 1) Z`` more if rounding leaves ``||u||`` above 1 (``Z >= max ||L^{-1} x'||``
+over the hull).  The method's last ``grad`` is ``g - r y / ||y||`` (the gradient), or at ``y = 0``
+``g - delta`` (``u = delta / r``).  An arm is accepted only when this upper bound differs from
+``f`` at the arm by at most :data:`GAP_RTOL` times ``||theta|| norm_bound + r ||L^{-1} x||``, and
+its weights are on the simplex.
+
+**Warm start.**  A run keeps its working set and weights from one stage to the next (the hull
+does not change, and ``theta_hat`` and ``V`` change little), so a solve usually ends after one
+face solve and one Frank-Wolfe test (``O(K d)``).  Should a warm solve not certify, it is repeated
+from the greedy point; only if that fails too is :data:`NOT_CERTIFIED` returned.
+
+The geometry a compiled stage receives is ``(P, norm_bound, z_bound, gap_rtol, baseline,
+table)`` (:meth:`HullArms.geometry`): the points, a certified bound on ``max ||x||`` over the
+hull, a bound on ``||x||_{V^{-1}}`` (0: computed where needed), the accepted gap, and for SEGE the
+baseline arm's weights and the weights of the exploration's ``2d`` vertices and centre (rows of
+``table``, in the order of :meth:`~sege_cvx.arm_sets.exploration.Exploration.witness_points`).
+SEGE's mix ``(1 - rho) X^S + rho U`` is formed in weight space (:func:`pull_inside_one`).  A
+run's warm state is ``(rows, counts, weights, unused)`` of shapes ``(3, d + 1)``, ``(3,)``,
+``(3, d + 1)`` and ``(0, 0)``: slots :data:`GREEDY`, :data:`LCB` (the working set's point
+indices, increasing, and weights) and :data:`CONE` (scratch).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._numba import njit
+from ..arm_sets.lifted import EQUALITY_ROUNDING
+from .polytope_arms import GAP_RTOL, RANK_TOL, _order_one_exponent, inverse_frobenius
+from .status import NOT_CERTIFIED, NOT_FINITE, VERIFIED
+
+#: Slots of a run's warm state (:data:`CONE`: scratch of :func:`cone_projection`).
+GREEDY, LCB, CONE = 0, 1, 2
+#: The Frank-Wolfe test admits a point only if it improves on ``grad^T x`` by more than this
+#: fraction of the certificate's scale (below it, the certificate decides).
+ENTER_RTOL = 1e-13
+
+#: A face passes through the origin when its point nearest the origin is this close to it,
+#: relative to the face's first point (whitened): rounding level.
+ORIGIN_RTOL = 1e-12
+
+_EPS = float(np.finfo(np.float64).eps)
+
+# Rows of the scratch ``vecs`` (at least 14 rows of length d) and ``mats`` (2, d, d), indexed by
+# row rather than viewed (a view costs atomic reference-count updates; see polytope_arms).
+_G, _C, _H, _T, _Z, _Y, _GRAD, _PHAT, _SCALED, _X, _W1, _DIFF, _CPERP, _DELTA = range(14)
+_Q, _R = 0, 1
+
+
+@njit(inline="always")
+def _forward(chol, vecs, src, dst) -> float:
+    """``vecs[dst] = L^{-1} vecs[src]``; returns its squared norm."""
+    d = chol.shape[0]
+    norm2 = 0.0
+    for i in range(d):
+        s = vecs[src, i]
+        for c in range(i):
+            s -= chol[i, c] * vecs[dst, c]
+        s /= chol[i, i]
+        vecs[dst, i] = s
+        norm2 += s * s
+    return norm2
+
+
+@njit(inline="always")
+def _backward(chol, vecs, src, dst) -> None:
+    """``vecs[dst] = L^{-T} vecs[src]``."""
+    d = chol.shape[0]
+    for i in range(d - 1, -1, -1):
+        s = vecs[src, i]
+        for c in range(i + 1, d):
+            s -= chol[c, i] * vecs[dst, c]
+        vecs[dst, i] = s / chol[i, i]
+
+
+@njit(inline="always")
+def _arm_from_weights(P, S, weights, slot, m, vecs, dst) -> None:
+    """``vecs[dst] = sum_j weights[slot, j] P[S[slot, j]]``, in index order (``S`` increases)."""
+    d = P.shape[1]
+    for c in range(d):
+        vecs[dst, c] = 0.0
+    for j in range(m):
+        w = weights[slot, j]
+        k = S[slot, j]
+        for c in range(d):
+            vecs[dst, c] += w * P[k, c]
+
+
+@njit(inline="always")
+def sum_tolerance(total_abs: float, K: int) -> float:
+    """The rounding bound on ``|sum(w) - 1|`` that the lifted check accepts for ``K`` weights
+    (:data:`~sege_cvx.arm_sets.lifted.EQUALITY_ROUNDING` ``(K + 3) eps (sum|w| + 1)``)."""
+    return EQUALITY_ROUNDING * (K + 3.0) * _EPS * (total_abs + 1.0)
+
+
+@njit(inline="always")
+def _on_simplex(weights, slot, m, K) -> bool:
+    total = 0.0
+    for j in range(m):
+        w = weights[slot, j]
+        if not (w >= 0.0 and math.isfinite(w)):
+            return False
+        total += w
+    return abs(total - 1.0) <= sum_tolerance(total, K)
+
+
+@njit
+def _basis(P, chol, S, slot, first, n, mats, vecs) -> bool:
+    """Rows ``Q[:n]``: an orthonormal basis of the whitened columns ``L^{-1} (p_{S_j} - o)``,
+    ``j = first .. first + n - 1``, with ``o = p_{S_0}`` (``first = 1``: a face's directions,
+    ``vecs[_C] = L^{-1} o``) or ``o = 0`` (``first = 0``: a cone's generators); ``M = Q^T R``,
+    ``R`` upper triangular, by classical Gram-Schmidt twice.  False if the columns are
+    numerically dependent."""
+    d = P.shape[1]
+    anchor = S[slot, 0]
+    if first == 1:
+        for c in range(d):
+            vecs[_DIFF, c] = P[anchor, c]
+        _forward(chol, vecs, _DIFF, _C)
+    for j in range(n):
+        k = S[slot, j + first]
+        for c in range(d):
+            vecs[_DIFF, c] = P[k, c] - P[anchor, c] if first == 1 else P[k, c]
+        norm2 = _forward(chol, vecs, _DIFF, _W1)
+        for c in range(d):
+            mats[_Q, j, c] = vecs[_W1, c]
+        for i in range(n):
+            mats[_R, i, j] = 0.0
+        for _ in range(2):
+            for i in range(j):
+                h = 0.0
+                for c in range(d):
+                    h += mats[_Q, i, c] * mats[_Q, j, c]
+                mats[_R, i, j] += h
+                for c in range(d):
+                    mats[_Q, j, c] -= h * mats[_Q, i, c]
+        rjj = 0.0
+        for c in range(d):
+            rjj += mats[_Q, j, c] * mats[_Q, j, c]
+        rjj = math.sqrt(rjj)
+        if not rjj > RANK_TOL * math.sqrt(norm2):
+            return False
+        mats[_R, j, j] = rjj
+        for c in range(d):
+            mats[_Q, j, c] /= rjj
+    return True
+
+
+@njit
+def cone_projection(P, chol, S, weights, mats, vecs, max_iter) -> int:
+    """``delta = sum_j beta_j q_{S_j}``, the projection of ``g = vecs[_G]`` onto the cone of the
+    whitened points ``q_k = L^{-1} p_k`` (nonnegative least squares, Lawson & Hanson's active-set
+    method), into ``vecs[_DELTA]``; the generators and ``beta`` in slot :data:`CONE` of ``S``
+    and ``weights``.  Returns their number (at most ``d``; -1 if the method did not end).
+
+    At ``y = 0``, a point of the hull, the cone is its tangent cone, and by Moreau's
+    decomposition ``g - delta`` is in the polar cone: ``u = delta / r`` certifies ``0`` as the
+    maximizer when ``||delta|| <= r``; otherwise ``f`` increases along ``delta``."""
+    K, d = P.shape
+    g_norm = 0.0
+    for c in range(d):
+        g_norm += vecs[_G, c] * vecs[_G, c]
+    g_norm = math.sqrt(g_norm)
+    q_max = 0.0
+    for k in range(K):
+        for c in range(d):
+            vecs[_DIFF, c] = P[k, c]
+        q_max = max(q_max, math.sqrt(_forward(chol, vecs, _DIFF, _W1)))
+    tol = ENTER_RTOL * g_norm * q_max
+    n = 0
+    for c in range(d):
+        vecs[_DELTA, c] = 0.0
+    for _ in range(max_iter):
+        # The dual: q_k^T (g - delta) = p_k^T L^{-T} (g - delta); the best generator enters.
+        for c in range(d):
+            vecs[_W1, c] = vecs[_G, c] - vecs[_DELTA, c]
+        _backward(chol, vecs, _W1, _PHAT)
+        best = tol
+        enter = -1
+        j = 0
+        for k in range(K):
+            if j < n and S[CONE, j] == k:
+                j += 1
+                continue
+            s = 0.0
+            for c in range(d):
+                s += vecs[_PHAT, c] * P[k, c]
+            if s > best:
+                best = s
+                enter = k
+        if enter < 0 or n == d:
+            return n
+        pos = 0
+        while pos < n and S[CONE, pos] < enter:
+            pos += 1
+        for j in range(n, pos, -1):
+            S[CONE, j] = S[CONE, j - 1]
+            weights[CONE, j] = weights[CONE, j - 1]
+        S[CONE, pos] = enter
+        weights[CONE, pos] = 0.0
+        n += 1
+        while True:  # least squares on the passive set, kept feasible (beta >= 0)
+            if not _basis(P, chol, S, CONE, 0, n, mats, vecs):
+                return -1
+            for i in range(n):
+                h = 0.0
+                for c in range(d):
+                    h += mats[_Q, i, c] * vecs[_G, c]
+                vecs[_H, i] = h
+            _solve_upper(mats, vecs, n, _H)
+            alpha = 1.0
+            block = -1
+            for i in range(n):
+                step = vecs[_Z, i] - weights[CONE, i]
+                if vecs[_Z, i] <= 0.0 and step < 0.0 and weights[CONE, i] / -step < alpha:
+                    alpha = weights[CONE, i] / -step
+                    block = i
+            if block < 0:
+                for i in range(n):
+                    weights[CONE, i] = vecs[_Z, i]
+                break
+            if S[CONE, block] == enter and alpha == 0.0:
+                n = _remove(S, weights, CONE, n, block)
+                return n  # rounding: the entering generator cannot improve; converged
+            for i in range(n - 1, -1, -1):
+                step = vecs[_Z, i] - weights[CONE, i]
+                weights[CONE, i] = max(weights[CONE, i] + alpha * step, 0.0)
+                if i == block or weights[CONE, i] == 0.0:
+                    n = _remove(S, weights, CONE, n, i)
+            if n == 0:
+                break
+        # delta = Q^T (Q g) on the passive set (its projection), from the basis just built.
+        for c in range(d):
+            s = 0.0
+            for i in range(n):
+                s += vecs[_H, i] * mats[_Q, i, c]
+            vecs[_DELTA, c] = s if n > 0 else 0.0
+    return -1
+
+
+@njit(inline="always")
+def _solve_upper(mats, vecs, n, row) -> None:
+    """``vecs[_Z, :n] = R^{-1} vecs[row, :n]``."""
+    for i in range(n - 1, -1, -1):
+        s = vecs[row, i]
+        for j in range(i + 1, n):
+            s -= mats[_R, i, j] * vecs[_Z, j]
+        vecs[_Z, i] = s / mats[_R, i, i]
+
+
+@njit(inline="always")
+def _weight_step(vecs, weights, slot, j, total, bounded) -> float:
+    """Component ``j`` of the weights' direction: ``w*_j - w_j`` toward the face's maximizer
+    (``w* = (1 - sum z, z)``), or along the ray ``(-sum z, z)``; ``z = vecs[_Z]``."""
+    if bounded:
+        return (1.0 - total if j == 0 else vecs[_Z, j - 1]) - weights[slot, j]
+    return -total if j == 0 else vecs[_Z, j - 1]
+
+
+@njit(inline="always")
+def _remove(S, weights, slot, m, j) -> int:
+    for i in range(j, m - 1):
+        S[slot, i] = S[slot, i + 1]
+        weights[slot, i] = weights[slot, i + 1]
+    return m - 1
+
+
+@njit
+def solve_weights(P, chol, r, S, weights, slot, m, mats, vecs, max_iter, scale) -> int:
+    """The active-set method (module docstring) from the working set ``S[slot, :m]`` with
+    weights ``weights[slot, :m]`` (positive, summing to 1) for ``theta = vecs[_SCALED]``;
+    returns the final working-set size (``S`` and the weights updated, ``vecs[_GRAD]`` the last
+    (super)gradient), or -1 if it did not end.  ``scale``: the
+    certificate's, for the Frank-Wolfe test."""
+    K, d = P.shape
+    for a in range(d):  # g = L^T theta
+        s = 0.0
+        for c in range(a, d):
+            s += chol[c, a] * vecs[_SCALED, c]
+        vecs[_G, a] = s
+    escaped = False
+    for _ in range(max_iter):
+        if not _basis(P, chol, S, slot, 1, m - 1, mats, vecs):
+            return -1
+        n = m - 1
+        h_norm2 = 0.0
+        for j in range(n):  # h = Q g, t = Q c
+            h = 0.0
+            t = 0.0
+            for c in range(d):
+                h += mats[_Q, j, c] * vecs[_G, c]
+                t += mats[_Q, j, c] * vecs[_C, c]
+            vecs[_H, j] = h
+            vecs[_T, j] = t
+            h_norm2 += h * h
+        # c_perp, the face's point nearest the origin, from c itself (no cancellation).
+        a2 = 0.0
+        c_norm2 = 0.0
+        for c in range(d):
+            s = vecs[_C, c]
+            for j in range(n):
+                s -= vecs[_T, j] * mats[_Q, j, c]
+            vecs[_CPERP, c] = s
+            a2 += s * s
+            c_norm2 += vecs[_C, c] * vecs[_C, c]
+        a = math.sqrt(a2)
+        h_norm = math.sqrt(h_norm2)
+        bounded = r > h_norm
+        if n > 0:
+            if bounded:
+                factor = a / (math.sqrt(r - h_norm) * math.sqrt(r + h_norm))  # no underflow
+                for j in range(n):  # v - t, v = a h / sqrt(r^2 - ||h||^2)
+                    vecs[_W1, j] = factor * vecs[_H, j] - vecs[_T, j]
+                _solve_upper(mats, vecs, n, _W1)
+            else:
+                _solve_upper(mats, vecs, n, _H)
+            # The weights' direction dw (:func:`_weight_step`): toward w* = (1 - sum z, z) when
+            # bounded, else along (-sum z, z); the first weight to reach 0 blocks.
+            total = 0.0
+            for j in range(n):
+                total += vecs[_Z, j]
+            alpha = 1.0 if bounded else math.inf
+            block = -1
+            for j in range(m):
+                dw = _weight_step(vecs, weights, slot, j, total, bounded)
+                if dw < 0.0 and weights[slot, j] / -dw < alpha:
+                    alpha = weights[slot, j] / -dw
+                    block = j
+            if block < 0:
+                if not bounded:
+                    return -1
+                weights[slot, 0] = 1.0 - total
+                for j in range(n):
+                    weights[slot, j + 1] = vecs[_Z, j]
+            else:
+                # Every point whose weight the step takes to 0 leaves (the blocking one and
+                # ties); a point that just entered at weight 0 and is not decreasing stays.
+                for j in range(m - 1, -1, -1):
+                    dw = _weight_step(vecs, weights, slot, j, total, bounded)
+                    weights[slot, j] = max(weights[slot, j] + alpha * dw, 0.0)
+                    if j == block or (dw < 0.0 and weights[slot, j] == 0.0):
+                        m = _remove(S, weights, slot, m, j)
+                continue
+        # At the face's maximizer: the Frank-Wolfe test.
+        _arm_from_weights(P, S, weights, slot, m, vecs, _X)
+        if r > 0.0 and not a > ORIGIN_RTOL * math.sqrt(c_norm2):
+            # y = 0 (a face through the origin, a at rounding level): f is not differentiable
+            # there, and the tangent cone's projection decides (cone_projection).
+            if escaped:
+                return m  # back at 0 after leaving it (rounding): the certificate decides
+            n = cone_projection(P, chol, S, weights, mats, vecs, max_iter)
+            if n < 0:
+                return -1
+            delta_norm = 0.0
+            for c in range(d):
+                vecs[_GRAD, c] = vecs[_G, c] - vecs[_DELTA, c]
+                delta_norm += vecs[_DELTA, c] * vecs[_DELTA, c]
+            if n == 0 or not math.sqrt(delta_norm) > r:
+                return m  # 0 is the maximizer, certified with u = delta / r
+            # f grows along delta: restart from the generators' convex combination, where f > 0.
+            total = 0.0
+            for j in range(n):
+                total += weights[CONE, j]
+            for j in range(n):
+                S[slot, j] = S[CONE, j]
+                weights[slot, j] = weights[CONE, j] / total
+            m = n
+            escaped = True
+            continue
+        # The gradient g - r u, u = y / ||y|| = Q^T h / r + c_perp sqrt(r^2 - ||h||^2) / (a r).
+        across = math.sqrt(r - h_norm) * math.sqrt(r + h_norm) / a if r > 0.0 else 0.0
+        for c in range(d):
+            s = vecs[_G, c] - across * vecs[_CPERP, c]
+            if r > 0.0:
+                for j in range(m - 1):
+                    s -= vecs[_H, j] * mats[_Q, j, c]
+            vecs[_GRAD, c] = s
+        _backward(chol, vecs, _GRAD, _PHAT)
+        current = 0.0
+        for c in range(d):
+            current += vecs[_PHAT, c] * vecs[_X, c]
+        best = -math.inf
+        enter = -1
+        for k in range(K):
+            s = 0.0
+            for c in range(d):
+                s += vecs[_PHAT, c] * P[k, c]
+            if s > best:
+                best = s
+                enter = k
+        if not best - current > ENTER_RTOL * scale or m == d + 1:
+            return m
+        pos = 0
+        while pos < m and S[slot, pos] < enter:
+            pos += 1
+        if pos < m and S[slot, pos] == enter:
+            return m  # already in S: rounding; the certificate decides
+        for j in range(m, pos, -1):
+            S[slot, j] = S[slot, j - 1]
+            weights[slot, j] = weights[slot, j - 1]
+        S[slot, pos] = enter
+        weights[slot, pos] = 0.0
+        m += 1
+    return -1
+
+
+@njit
+def certified(P, chol, r, S, weights, slot, m, norm_bound, z_bound, gap_rtol, vecs) -> bool:
+    """Whether the arm ``vecs[_X]`` with whitened ``vecs[_Y]`` and the method's last
+    (super)gradient ``vecs[_GRAD]`` is within ``gap_rtol`` of optimal for ``theta =
+    vecs[_SCALED]`` (module docstring), its weights on the simplex."""
+    K, d = P.shape
+    if not _on_simplex(weights, slot, m, K):
+        return False
+    # ||u|| = ||g - grad|| / r.
+    u_norm2 = 0.0
+    for c in range(d):
+        u_norm2 += (vecs[_G, c] - vecs[_GRAD, c]) ** 2
+    _backward(chol, vecs, _GRAD, _PHAT)
+    upper = -math.inf
+    for k in range(K):
+        s = 0.0
+        for c in range(d):
+            s += vecs[_PHAT, c] * P[k, c]
+        upper = max(upper, s)
+    if r > 0.0:
+        excess = math.sqrt(u_norm2) / r - 1.0
+        if excess > 0.0:
+            if not z_bound > 0.0:
+                z_bound = norm_bound * inverse_frobenius(chol, vecs, _W1)
+            upper += r * excess * z_bound
+    linear = 0.0
+    theta_norm = 0.0
+    y_norm = 0.0
+    for c in range(d):
+        linear += vecs[_SCALED, c] * vecs[_X, c]
+        theta_norm += vecs[_SCALED, c] * vecs[_SCALED, c]
+        y_norm += vecs[_Y, c] * vecs[_Y, c]
+    y_norm = math.sqrt(y_norm)
+    gap = upper - (linear - r * y_norm)
+    scale = math.sqrt(theta_norm) * norm_bound + r * y_norm
+    # A gap below -tolerance is impossible for a point of the hull: the data are not sound.
+    return gap_rtol >= 0.0 and math.isfinite(gap) and abs(gap) <= gap_rtol * scale
+
+
+@njit(inline="always")
+def _scaled_theta(theta, r, vecs) -> float:
+    """``vecs[_SCALED] = theta / 2^e`` for ``2^e`` near ``max(|theta_i|, r)`` (exact); returns
+    ``r / 2^e``, or NaN if ``theta`` is not finite."""
+    d = theta.shape[0]
+    biggest = r
+    for c in range(d):
+        biggest = max(biggest, abs(theta[c]))
+    e = _order_one_exponent(biggest)
+    for c in range(d):
+        vecs[_SCALED, c] = math.ldexp(theta[c], -e) if e != 0 else theta[c]
+        if not math.isfinite(vecs[_SCALED, c]):
+            return math.nan
+    return math.ldexp(r, -e) if e != 0 else r
+
+
+@njit(inline="always")
+def _best_point(P, vecs) -> int:
+    """The first ``k`` maximizing ``vecs[_SCALED]^T p_k`` (-1 if none is comparable)."""
+    K, d = P.shape
+    best = -math.inf
+    index = -1
+    for k in range(K):
+        s = 0.0
+        for c in range(d):
+            s += vecs[_SCALED, c] * P[k, c]
+        if s > best:
+            best = s
+            index = k
+    return index
+
+
+@njit(inline="always")
+def _valid_warm_start(S, weights, m, K, d) -> bool:
+    """Whether slot :data:`LCB` holds a working set the method can start from: ``1 <= m <= d +
+    1`` points, indices increasing within ``[0, K)``, finite nonnegative weights (the state is
+    the run's public state: it is checked, not trusted)."""
+    if not 1 <= m <= d + 1:
+        return False
+    for j in range(m):
+        k = S[LCB, j]
+        w = weights[LCB, j]
+        if not (0 <= k < K and (j == 0 or S[LCB, j - 1] < k) and w >= 0.0 and math.isfinite(w)):
+            return False
+    return True
+
+
+@njit
+def greedy_one(geometry, theta, S, counts, weights, unused, out, mats, vecs) -> int:
+    """The greedy arm (paper eq. (greedy arm)): the best point, its unit weights in slot
+    :data:`GREEDY`."""
+    P = geometry[0]
+    d = P.shape[1]
+    if not math.isfinite(_scaled_theta(theta, 0.0, vecs)):
+        counts[GREEDY] = 0
+        return NOT_FINITE
+    k = _best_point(P, vecs)
+    if k < 0:
+        counts[GREEDY] = 0
+        return NOT_FINITE
+    S[GREEDY, 0] = k
+    weights[GREEDY, 0] = 1.0
+    counts[GREEDY] = 1
+    for c in range(d):
+        out[c] = P[k, c]
+    return VERIFIED
+
+
+@njit
+def lcb_one(geometry, theta, chol, r, S, counts, weights, unused, out, mats, vecs) -> int:
+    """The certified LCB arm (paper eq. (lcb arm)) from the Cholesky factor ``chol`` of ``V``,
+    warm started from slot :data:`LCB` (its working set and weights, updated)."""
+    P, norm_bound, z_bound, gap_rtol = geometry[0], geometry[1], geometry[2], geometry[3]
+    K, d = P.shape
+    rs = _scaled_theta(theta, r, vecs)
+    if not math.isfinite(rs):
+        counts[LCB] = 0
+        return NOT_FINITE
+    theta_norm = 0.0
+    for c in range(d):
+        theta_norm += vecs[_SCALED, c] * vecs[_SCALED, c]
+    scale = math.sqrt(theta_norm) * norm_bound
+    max_iter = 4 * (K + d) + 20
+    warm = _valid_warm_start(S, weights, counts[LCB], K, d)
+    for attempt in range(2 if warm else 1):  # warm start, then cold from the greedy point
+        if attempt == 0 and warm:
+            m = counts[LCB]
+        else:
+            S[LCB, 0] = _best_point(P, vecs)
+            if S[LCB, 0] < 0:  # no point's value is comparable (overflow)
+                break
+            weights[LCB, 0] = 1.0
+            m = 1
+        m = solve_weights(P, chol, rs, S, weights, LCB, m, mats, vecs, max_iter, scale)
+        if m > 0:
+            _arm_from_weights(P, S, weights, LCB, m, vecs, _X)
+            _forward(chol, vecs, _X, _Y)
+            if certified(P, chol, rs, S, weights, LCB, m, norm_bound, z_bound, gap_rtol, vecs):
+                counts[LCB] = m
+                for c in range(d):
+                    out[c] = vecs[_X, c]
+                return VERIFIED
+    counts[LCB] = 0  # the next solve starts cold
+    return NOT_CERTIFIED
+
+
+@njit
+def pull_inside_one(geometry, x, warm, use_lcb, rho, g) -> bool:
+    """SEGE's mix ``(1 - rho) X^S + rho U`` (paper eq. (safe exp arm)) formed in weight space:
+    ``x = P^T w`` with ``w = (1 - rho) w^S + rho w^U``, ``w^S`` the LCB arm's weights (slot
+    :data:`LCB` of ``warm``) or the baseline's, ``w^U`` the weights of the exploration vertex
+    that the normal draw ``g`` selects (as
+    :meth:`~sege_cvx.arm_sets.exploration.Exploration.vertex_indices`).  True when ``w`` is on
+    the simplex (it is nonnegative by construction; its sum is checked)."""
+    P, baseline, table = geometry[0], geometry[4], geometry[5]
+    S, counts, weights = warm[0], warm[1], warm[2]
+    K, d = P.shape
+    k = 0
+    for j in range(1, d):
+        if abs(g[j]) > abs(g[k]):
+            k = j
+    vertex = k if g[k] > 0.0 else (d + k if g[k] < 0.0 else 2 * d)
+    for c in range(d):
+        x[c] = 0.0
+    total = 0.0
+    ok = True
+    m = counts[LCB]
+    j = 0
+    for p in range(K):
+        safe = 0.0
+        if use_lcb:
+            if j < m and S[LCB, j] == p:
+                safe = weights[LCB, j]
+                j += 1
+        else:
+            safe = baseline[p]
+        w = (1.0 - rho) * safe + rho * table[vertex, p]
+        ok = ok and w >= 0.0 and math.isfinite(w)
+        total += w
+        for c in range(d):
+            x[c] += w * P[p, c]
+    return ok and abs(total - 1.0) <= sum_tolerance(total, K)
+
+
+def empty_warm_state(n: int, d: int) -> tuple[np.ndarray, ...]:
+    """Cold warm-start state of ``n`` runs: empty working sets (``(rows, counts, weights,
+    unused)``, shapes ``(n, 3, d + 1)``, ``(n, 3)``, ``(n, 3, d + 1)``, ``(n, 0, 0)``)."""
+    return (np.zeros((n, 3, d + 1), dtype=np.int64), np.zeros((n, 3), dtype=np.int64),
+            np.zeros((n, 3, d + 1)), np.zeros((n, 0, 0)))
+
+
+@njit
+def _cold_all(geometry, thetas, chols, radii, lcb) -> tuple:
+    """:func:`greedy_one` or :func:`lcb_one` per row from a cold start: arms, dense weights
+    ``(n, K)`` and status codes."""
+    P = geometry[0]
+    K, d = P.shape
+    n = thetas.shape[0]
+    S = np.zeros((3, d + 1), dtype=np.int64)
+    counts = np.zeros(3, dtype=np.int64)
+    weights = np.zeros((3, d + 1))
+    unused = np.zeros((0, 0))
+    arms = np.full((n, d), np.nan)
+    dense = np.full((n, K), np.nan)
+    status = np.empty(n, dtype=np.int64)
+    mats = np.empty((2, d, d))
+    vecs = np.empty((14, d))
+    slot = LCB if lcb else GREEDY
+    for i in range(n):
+        counts[:] = 0
+        if lcb:
+            status[i] = lcb_one(geometry, thetas[i], chols[i], radii[i], S, counts, weights,
+                                unused, arms[i], mats, vecs)
+        else:
+            status[i] = greedy_one(geometry, thetas[i], S, counts, weights, unused, arms[i],
+                                   mats, vecs)
+        if status[i] == VERIFIED:
+            dense[i] = 0.0
+            for j in range(counts[slot]):
+                dense[i, S[slot, j]] = weights[slot, j]
+        else:
+            arms[i] = np.nan
+    return arms, dense, status
+
+
+def greedy_all(geometry: tuple, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`greedy_one` per row of ``thetas``: arms, weights ``(n, K)`` and status codes."""
+    n = thetas.shape[0]
+    return _cold_all(geometry, thetas, np.empty((n, 0, 0)), np.empty(n), False)
+
+
+def lcb_all(geometry: tuple, thetas: np.ndarray, chols: np.ndarray,
+            radii: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`lcb_one` per row (Cholesky factors ``chols``, radii ``radii``), each from a cold
+    start: arms, weights ``(n, K)`` and status codes."""
+    return _cold_all(geometry, thetas, chols, radii, True)
+
+
+class HullArms:
+    """A convex hull's data for the compiled arms.
+
+    Parameters
+    ----------
+    points : ndarray, shape (K, d)
+    norm_bound : float
+        Certified ``max ||x||`` over the hull.
+    gap_rtol : float, default :data:`GAP_RTOL`
+        The certificate's accepted relative duality gap (a negative value certifies nothing:
+        every LCB arm then falls back, which the tests use).
+    """
+
+    def __init__(self, points: np.ndarray, norm_bound: float, gap_rtol: float = GAP_RTOL) -> None:
+        self.points = np.ascontiguousarray(points, dtype=np.float64)
+        self.norm_bound = float(norm_bound)
+        self.gap_rtol = float(gap_rtol)
+
+    def geometry(self, lam: float | None = None,
+                 witnesses: tuple[np.ndarray, np.ndarray] | None = None) -> tuple:
+        """``(P, norm_bound, z_bound, gap_rtol, baseline, table)``, what the compiled arms receive.
+
+        ``z_bound`` as :meth:`~sege_cvx.fast_paths.polytope_arms.PolytopeArms.geometry`.
+        ``witnesses``: SEGE's ``(baseline weights (K,), exploration table (2d + 1, K))``, the
+        rows of :meth:`~sege_cvx.arm_sets.exploration.Exploration.witness_points`' table;
+        empty without them (the arms alone do not need them).
+        """
+        K, d = self.points.shape
+        z_bound = 0.0 if lam is None else self.norm_bound / math.sqrt(lam) * (1.0 + 1e-6)
+        if witnesses is None:
+            baseline, table = np.zeros(K), np.zeros((2 * d + 1, K))
+        else:
+            baseline = np.ascontiguousarray(witnesses[0], dtype=np.float64)
+            table = np.ascontiguousarray(witnesses[1], dtype=np.float64)
+            if baseline.shape != (K,) or table.shape != (2 * d + 1, K):
+                raise ValueError(f"hull witnesses must have shapes ({K},) and ({2 * d + 1}, {K}), "
+                                 f"got {baseline.shape} and {table.shape}")
+        return (self.points, self.norm_bound, z_bound, self.gap_rtol, baseline, table)
+
+    def warm_state(self, n: int) -> tuple[np.ndarray, ...]:
+        """The cold warm-start state of ``n`` runs (:func:`empty_warm_state`)."""
+        return empty_warm_state(n, self.points.shape[1])
+
+    def checked_lcb_arm(self, theta_hat: object, V: object, radius: object) -> None:
+        """No single-call shortcut: the general path validates and solves."""
+        return None
