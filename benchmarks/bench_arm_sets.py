@@ -40,6 +40,9 @@ It reports
   off while timing.  ``simulate`` also takes one greedy arm for the optimal reward.  The per-stage
   Python overhead is shared by the runs, so closed-form sets get cheaper per run-stage as
   ``--runs`` grows, solver-backed ones hardly;
+* ``Clarabel us``: the time spent inside Clarabel's own ``solve()`` per run-stage (every tier
+  tried; ``CompiledConicProgram.solver_seconds``), and ``x Clarabel``: the mean run-stage time
+  over it, side by side in the same runs (the issue's target for sets on the solver: <= 1.3x);
 * ``explored``: the fraction of timed run-stages that explored (each took an LCB arm), and
   ``calls/run-stage``: calls of the compiled conic programs per run-stage (a call runs one
   Clarabel solve per accuracy tier it tries);
@@ -219,6 +222,7 @@ class StageResult:
     calls: int = 0  # program calls in the timed window
     run_stages: int = 0
     tiers: dict[str, np.ndarray] | None = None  # per program: accepted at t0, t1, t2; failed
+    clarabel: float = 0.0  # seconds inside Clarabel's solve() in the timed window
     fallbacks: int = 0
     errors: list[str] = field(default_factory=list)
 
@@ -263,6 +267,7 @@ def bench_stages(case: Case, d: int, theta_star: np.ndarray, runs: int, stages: 
     try:
         run(min(10, stages))  # warm-up: numba, Clarabel solvers
         before = {name: np.array(p.tier_counts) for name, p in programs.items()}
+        inside = sum(p.solver_seconds for p in programs.values())
         walls, explored = [], 0
         with counted_calls(programs) as calls:
             for _ in range(repeats):
@@ -278,6 +283,7 @@ def bench_stages(case: Case, d: int, theta_star: np.ndarray, runs: int, stages: 
         accepted = np.array(program.tier_counts) - before[name]
         res.tiers[name] = np.append(accepted, calls[name][0] - accepted.sum())
     res.calls = sum(count[0] for count in calls.values())
+    res.clarabel = sum(p.solver_seconds for p in programs.values()) - inside
     res.run_stages = repeats * runs * stages
     res.per_run_stage = np.array(walls) / (runs * stages)
     res.explored = explored / res.run_stages
@@ -431,6 +437,8 @@ def stage_rows(results: dict[tuple[str, int], StageResult]) -> list[list[str]]:
             f"{r.c:.1e}" if np.isfinite(r.c) else "-",
             fmt_us(np.median(times)) if ok else "FAILED",
             f"{fmt_us(times.min())}-{fmt_us(times.max())}" if ok else "-",
+            fmt_us(r.clarabel / r.run_stages) if ok and r.calls else "-",
+            f"{np.mean(times) * r.run_stages / r.clarabel:.2f}x" if ok and r.clarabel else "-",
             f"{100 * r.explored:.0f}%" if ok else "-",
             f"{r.calls / r.run_stages:.2f}" if ok else "-",
             fmt_tiers(r.tiers.get("greedy")) if r.tiers else "-",
@@ -528,8 +536,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print()
     print("1. SEGE per run-stage (median over repeats; wall time of simulate / (runs x stages))")
     header = ["set", "d", "greedy", "LCB arm", "setup ms", "compile ms", "c", "us/run-stage",
-              "range", "explored", "calls/run-stage", "greedy tiers", "LCB tiers", "fallbacks",
-              "errors"]
+              "range", "Clarabel us", "x Clarabel", "explored", "calls/run-stage",
+              "greedy tiers", "LCB tiers", "fallbacks", "errors"]
     print(render(header, stage_rows(stage_results), args.markdown, left=4))
     print("tiers: timed calls accepted at accuracy tier t0/t1/t2, and failed at every tier; "
           "calls/run-stage: calls of the\ncompiled programs (one Clarabel solve per tier tried); "

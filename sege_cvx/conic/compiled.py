@@ -204,6 +204,9 @@ class CompiledConicProgram:
         self._solvers: list[clarabel.DefaultSolver | None] = [None] * len(self._tiers)
         #: Number of solves that ended at each tier.
         self.tier_counts = [0] * len(self._tiers)
+        #: Wall seconds spent inside Clarabel's ``solve()`` over all calls (every tier tried):
+        #: what the library adds around the solver is the rest of a call's time.
+        self.solver_seconds = 0.0
 
     def _values(self, flat: np.ndarray) -> dict[int, np.ndarray]:
         out, k = {}, 0
@@ -276,7 +279,9 @@ class CompiledConicProgram:
                 if update is None:
                     update = {key: data[part].tolist() for key, part in self._varying}
                 solver.update(**update)
+            started = time.perf_counter()
             result = solver.solve()
+            self.solver_seconds += time.perf_counter() - started
             status = str(result.status)
             if status in accept:
                 self.tier_counts[tier] += 1
