@@ -185,3 +185,34 @@ def test_a_corrupted_warm_start_is_not_trusted():
         assert np.all(w[1, :counts[1]] >= 0.0)
         # The same optimum from another start: rounding of the face solves only.
         np.testing.assert_allclose(out, cold[0], rtol=0.0, atol=1e-12)
+
+
+def test_the_compiled_pair_check_agrees_with_the_lifted_check():
+    # ConvexHull._certify_pair is LiftedMembership.certify compiled for the hull's constraints:
+    # the same decisions on pairs on the simplex, off it, and with x off P^T w.
+    rng = np.random.default_rng(11)
+    for d, K in [(2, 6), (5, 20), (10, 30)]:
+        P = rng.standard_normal((K, d))
+        hull = sc.ConvexHull(P)
+        lifted = hull._lifted
+        decisions = []
+        for i in range(200):
+            w = rng.dirichlet(np.full(K, 0.3))
+            if i % 5 == 0:  # a face: some weights exactly 0
+                w[rng.integers(K)] = 0.0
+                w /= w.sum()
+            x = P.T @ w
+            if i % 4 == 1:
+                x = x + 1e-6 * rng.standard_normal(d)  # off the hull's equalities
+            elif i % 4 == 2:
+                w = w.copy()
+                w[0] -= 1e-3  # a weight off the simplex (negative where w[0] < 1e-3)
+                w[1] += 1e-3
+            elif i % 4 == 3:
+                x = x * (1.0 + 1e-15)  # rounding: repaired
+            fast, slow = hull._certify_pair(x, w, 0.0), lifted.certify(x, w, 0.0)
+            assert fast[0] == slow[0], (d, i)
+            if fast[0]:
+                np.testing.assert_allclose(fast[1], slow[1], rtol=0.0, atol=1e-12)
+            decisions.append(fast[0])
+        assert 0 < sum(decisions) < len(decisions)  # both outcomes are exercised

@@ -163,6 +163,25 @@ class ConvexHull(ConvexArmSet):
             lambda rows: super(ConvexHull, self).lcb_arm_batch(
                 thetas[rows], chols[rows], radii[rows], "solver"))
 
+    def _certify_pair(self, x: np.ndarray, u: np.ndarray, tol: float) -> tuple[bool, np.ndarray]:
+        """:meth:`LiftedMembership.certify <sege_cvx.arm_sets.lifted.LiftedMembership.certify>`
+        of the hull's own constraints, compiled (:func:`~sege_cvx.fast_paths.hull_arms.certify_pair`)
+        rather than evaluated through cvxpy's expression trees: ROFUL and CLUCB certify every
+        arm they play.
+
+        The same repair, equalities, rounding bound and inequality: the coefficients of ``x ==
+        P^T w`` and ``sum(w) == 1`` are the points' coordinates and ones, exactly, so only the
+        order of the sums differs from cvxpy's evaluation, which the bound
+        (:data:`~sege_cvx.arm_sets.lifted.EQUALITY_ROUNDING` ``(n + 2) eps`` times the terms'
+        magnitude) covers.
+        """
+        lifted = self._lifted
+        ok, u = hull_arms.certify_pair(
+            self.points, np.ascontiguousarray(x, dtype=np.float64),
+            np.ascontiguousarray(u, dtype=np.float64), float(tol), lifted._pinv_u,
+            lifted._abs_A, lifted._abs_beta, lifted._round)
+        return bool(ok), u
+
     def _find_witnesses(self, points: np.ndarray) -> np.ndarray:
         """The solve's weights (:meth:`ConvexArmSet._find_witnesses`), refit on their support
         where they came out negative.

@@ -626,6 +626,71 @@ def pull_inside_one(geometry, x, warm, use_lcb, rho, g) -> bool:
     return ok and abs(total - 1.0) <= sum_tolerance(total, K)
 
 
+@njit(inline="always")
+def _hull_residual(P, x, u, r) -> bool:
+    """``r = [x - P^T u, sum(u) - 1]`` (the hull's equalities, in their order); whether finite."""
+    K, d = P.shape
+    finite = True
+    for j in range(d):
+        s = x[j]
+        for k in range(K):
+            s -= P[k, j] * u[k]
+        r[j] = s
+        finite = finite and math.isfinite(s)
+    s = 0.0
+    for k in range(K):
+        s += u[k]
+    r[d] = s - 1.0
+    return finite and math.isfinite(r[d])
+
+
+@njit(inline="always")
+def _within(x, u, r, tol, abs_A, abs_beta, rounding) -> bool:
+    """``|r_i| <= tol + rounding_i (|A_i| |z| + |beta_i|)`` for every row, ``z = [x, u]``
+    (:meth:`~sege_cvx.arm_sets.lifted.LiftedMembership._eq_tolerance`)."""
+    d = x.shape[0]
+    for i in range(r.shape[0]):
+        t = abs_beta[i]
+        for c in range(d):
+            t += abs_A[i, c] * abs(x[c])
+        for k in range(u.shape[0]):
+            t += abs_A[i, d + k] * abs(u[k])
+        if not abs(r[i]) <= tol + rounding[i] * t:
+            return False
+    return True
+
+
+@njit
+def certify_pair(P, x, u, tol, pinv, abs_A, abs_beta, rounding) -> tuple:
+    """:meth:`~sege_cvx.arm_sets.lifted.LiftedMembership.certify` of the pair ``(x, u)`` for the
+    hull's constraints ``x == P^T u``, ``sum(u) == 1``, ``u >= 0``, compiled: the same repair
+    (at most two least-squares corrections ``u -= pinv r`` while the equalities miss their
+    rounding bound), then the equalities within ``tol`` plus that bound and ``-u <= tol``.
+    ``pinv``, ``abs_A``, ``abs_beta`` and ``rounding`` are the lifted check's own arrays.
+    Returns ``(holds, repaired u)``."""
+    K, d = P.shape
+    u = u.copy()
+    r = np.empty(d + 1)
+    for c in range(d):
+        if not math.isfinite(x[c]):
+            return False, u
+    for k in range(K):
+        if not math.isfinite(u[k]):
+            return False, u
+    for _ in range(2):
+        if not _hull_residual(P, x, u, r) or _within(x, u, r, 0.0, abs_A, abs_beta, rounding):
+            break
+        for k in range(K):
+            s = 0.0
+            for i in range(d + 1):
+                s += pinv[k, i] * r[i]
+            u[k] -= s
+    for k in range(K):
+        if not (math.isfinite(u[k]) and -u[k] <= tol):
+            return False, u
+    return _hull_residual(P, x, u, r) and _within(x, u, r, tol, abs_A, abs_beta, rounding), u
+
+
 def empty_warm_state(n: int, d: int) -> tuple[np.ndarray, ...]:
     """Cold warm-start state of ``n`` runs: empty working sets (``(rows, counts, weights,
     unused)``, shapes ``(n, 3, d + 1)``, ``(n, 3)``, ``(n, 3, d + 1)``, ``(n, 0, 0)``)."""
