@@ -7,6 +7,7 @@ import numpy as np
 from numba import prange
 
 from .._numba import njit
+from .._rowwise import row_matvec
 from .._validation import as_batch_of_vectors, as_positive_int, as_scalar
 from ..arm_sets.base import ArmSet
 from ..arm_sets.finite import FiniteArmSet
@@ -88,7 +89,17 @@ def _check_arm_set(arm_set: object) -> ArmSet:
     return arm_set
 
 
-def discretization_error(arm_set: ArmSet, arms: np.ndarray, S: float) -> float:
+def support_tests(arm_set: ArmSet) -> tuple[np.ndarray, np.ndarray]:
+    """The test directions of :func:`discretization_error` (3,600 in the plane, ``1000 d``
+    otherwise) and the set's support values on them: one greedy arm per direction, so worth
+    computing once for every ``K`` tried (:func:`default_arm_count`)."""
+    d = _check_arm_set(arm_set).dim
+    tests = sphere_directions(d, 3600 if d == 2 else 1000 * d)
+    return tests, arm_set.support(tests)
+
+
+def discretization_error(arm_set: ArmSet, arms: np.ndarray, S: float, *,
+                         tests: tuple[np.ndarray, np.ndarray] | None = None) -> float:
     """``S * max_u [h(u) - max_k <a_k, u>]`` over a dense set of unit test directions ``u``.
 
     Bounds (up to the test grid) the loss in optimal reward from restricting to ``arms`` when
@@ -100,12 +111,15 @@ def discretization_error(arm_set: ArmSet, arms: np.ndarray, S: float) -> float:
     arms : array_like, shape (K, d)
     S : float
         ``S > 0``.
+    tests : tuple of ndarray, optional
+        :func:`support_tests` of ``arm_set``, computed when not given.
     """
     d = _check_arm_set(arm_set).dim
     arms, _ = as_batch_of_vectors("arms", arms, d)
     S = as_scalar("S", S, low=0.0, low_open=True)
-    tests = sphere_directions(d, 3600 if d == 2 else 1000 * d)
-    gap = arm_set.support(tests) - (tests @ arms.T).max(axis=1)
+    directions, support = support_tests(arm_set) if tests is None else tests
+    # Row by row (not BLAS), so that the chosen K does not depend on the CPU's kernels.
+    gap = support - row_matvec(directions, arms).max(axis=1)
     return float(S * max(gap.max(), 0.0))
 
 
@@ -135,10 +149,12 @@ def discretize_with_witnesses(arm_set: ArmSet, n_arms: int) -> tuple[np.ndarray,
 
 
 def default_arm_count(arm_set: ArmSet, S: float, tol: float = DEFAULT_DISCRETIZATION_TOL,
-                      max_arms: int = 4096) -> int:
+                      max_arms: int = 4096, *,
+                      tests: tuple[np.ndarray, np.ndarray] | None = None) -> int:
     """Smallest ``K`` (by doubling then bisection) whose discretization error is ``<= tol``.
 
-    ``d = 1``: 2 (the interval's endpoints; the error is then 0).
+    ``d = 1``: 2 (the interval's endpoints; the error is then 0).  ``tests``:
+    :func:`support_tests` of ``arm_set``, computed once when not given.
     """
     _check_arm_set(arm_set)
     S = as_scalar("S", S, low=0.0, low_open=True)
@@ -146,15 +162,21 @@ def default_arm_count(arm_set: ArmSet, S: float, tol: float = DEFAULT_DISCRETIZA
     max_arms = as_positive_int("max_arms", max_arms)
     if arm_set.dim == 1:
         return 2
+    if tests is None:
+        tests = support_tests(arm_set)
+
+    def error(K: int) -> float:
+        return discretization_error(arm_set, discretize(arm_set, K), S, tests=tests)
+
     hi = min(8, max_arms)
-    while discretization_error(arm_set, discretize(arm_set, hi), S) > tol:
+    while error(hi) > tol:
         if hi >= max_arms:
             return max_arms
         hi = min(2 * hi, max_arms)
     lo = hi // 2
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if discretization_error(arm_set, discretize(arm_set, mid), S) <= tol:
+        if error(mid) <= tol:
             hi = mid
         else:
             lo = mid
@@ -398,10 +420,12 @@ class CLUCB(BatchPolicy):
             self.arm_witnesses = np.empty((self.arms.shape[0], 0))
             self.discretization_error = 0.0
         else:
-            K = (default_arm_count(arm_set, self.S) if n_arms is None
+            tests = support_tests(arm_set)  # one greedy arm per direction, used twice
+            K = (default_arm_count(arm_set, self.S, tests=tests) if n_arms is None
                  else as_arm_count("n_arms", n_arms))
             self.arms, self.arm_witnesses = discretize_with_witnesses(arm_set, K)
-            self.discretization_error = discretization_error(arm_set, self.arms, self.S)
+            self.discretization_error = discretization_error(arm_set, self.arms, self.S,
+                                                             tests=tests)
         self._arms_t = np.ascontiguousarray(self.arms.T)  # arms as columns: vectorized scans
         self.L = arm_set.norm_bound()
         self._check_lam(self.L)
