@@ -216,3 +216,51 @@ def test_the_compiled_pair_check_agrees_with_the_lifted_check():
                 np.testing.assert_allclose(fast[1], slow[1], rtol=0.0, atol=1e-12)
             decisions.append(fast[0])
         assert 0 < sum(decisions) < len(decisions)  # both outcomes are exercised
+
+
+def test_hard_cases_found_by_review_are_certified():
+    """Faces through and near the origin with ill-conditioned V, theta = 0 at an interior 0, and
+    a face holding more than d points (a grid), each of which once ended "NotCertified"."""
+    geometry = lambda hull: hull.compiled_arms.geometry()  # noqa: E731
+    c, s = np.cos(0.3), np.sin(0.3)
+    rotation = np.array([[c, -s], [s, c]])
+    theta = np.array([0.3, -1.0])
+    for cond in (1.0, 1e2, 1e4):
+        V = rotation @ np.diag([1.0, cond]) @ rotation.T
+        r = 5.0 * np.sqrt(theta @ V @ theta)  # the optimum is the face's point nearest 0
+        for eps in (1e-1, 1e-3, 1e-6, 1e-9, 0.0):
+            hull = sc.ConvexHull([[-1.0, eps], [1.0, eps], [0.0, 2.0]])
+            _, _, code = hull_arms.lcb_all(geometry(hull), theta[None],
+                                           np.linalg.cholesky(V)[None], np.array([r]))
+            assert code[0] == VERIFIED, (cond, eps)
+    interior = sc.ConvexHull(np.random.default_rng(0).standard_normal((9, 3)))
+    for scale in (0.0, 1e-7, 1e-3):
+        _, _, code = hull_arms.lcb_all(geometry(interior), np.full((1, 3), scale),
+                                       2.0 * np.eye(3)[None], np.array([1.0]))
+        assert code[0] == VERIFIED, scale
+    grid = np.linspace(-1.0, 1.0, 4).round(3)
+    top = np.array([[a, b, 2.0] for a in grid for b in grid])
+    bottom = np.array([[0.141, -0.672, 0.0], [-0.759, 0.973, 0.0], [-0.783, -0.272, 0.0],
+                       [0.113, 0.637, 0.0]])
+    chol = np.array([[7.451837317552264, 0.0, 0.0],
+                     [-6.424779518031876, 7.650464315056556, 0.0],
+                     [-19.113950232659164, 22.410103685736377, 3.1192403564196756]])
+    _, _, code = hull_arms.lcb_all(geometry(sc.ConvexHull(np.vstack([top, bottom]))),
+                                   np.array([[0.0, -0.06, 1.0]]), chol[None],
+                                   np.array([22.4235654593419]))
+    assert code[0] == VERIFIED
+
+
+def test_a_warm_start_of_another_layout_is_refused():
+    hull = sc.ConvexHull(np.array(list(itertools.product([0.0, 1.0], repeat=3))))
+    policy = sc.SEGE(hull, [0.5, 0.5, 0.5], 0.8, 0.6, S=1.0, noise_sd=0.3, c=5e-3, n_runs=4,
+                     seed=1)
+    other = sc.SEGE(hull, [0.5, 0.5, 0.5], 0.8, 0.6, S=1.0, noise_sd=0.3, c=5e-3, n_runs=1,
+                    seed=1)
+    policy.warm_start = other.warm_start  # one run's state for four runs
+    with pytest.raises(ValueError, match="warm_start must be a tuple of C-contiguous arrays"):
+        policy.select()
+    policy.warm_start = tuple(a[:, :, :1] if a.ndim == 3 else a for a in
+                              hull.compiled_arms.warm_state(4))  # too narrow
+    with pytest.raises(ValueError, match="warm_start must be"):
+        sc.simulate(policy, sc.LinearBandit([0.4, 0.7, 0.5], 0.3, sc.run_seeds(2, 4)[1]), 10)

@@ -38,8 +38,8 @@ theta^T x' - r u^T L^{-1} x' = (L^{-T} grad)^T x' <= max_k (L^{-T} grad)^T p_k``
 r u``, and ``r (||u|| - 1) Z`` more if rounding leaves ``||u||`` above 1 (``Z >= max ||L^{-1} x'||``
 over the hull).  The method's last ``grad`` is ``g - r y / ||y||`` (the gradient), or at ``y = 0``
 ``g - delta`` (``u = delta / r``).  An arm is accepted only when this upper bound differs from
-``f`` at the arm by at most :data:`GAP_RTOL` times ``||theta|| norm_bound + r ||L^{-1} x||``, and
-its weights are on the simplex.
+``f`` at the arm by at most :data:`GAP_RTOL` times ``||theta|| norm_bound + r Z``, the scale of
+the objective's terms over the hull, and its weights are on the simplex.
 
 **Warm start.**  A run keeps its working set and weights from one stage to the next (the hull
 does not change, and ``theta_hat`` and ``V`` change little), so a solve usually ends after one
@@ -318,9 +318,16 @@ def solve_weights(P, chol, r, S, weights, slot, m, mats, vecs, max_iter, scale) 
             s += chol[c, a] * vecs[_SCALED, c]
         vecs[_G, a] = s
     escaped = False
+    entered = -1  # the position of the point the Frank-Wolfe test just added
     for _ in range(max_iter):
         if not _basis(P, chol, S, slot, 1, m - 1, mats, vecs):
-            return -1
+            if entered < 0:
+                return -1
+            # It entered on a rounding-level gain (a point of the face's own affine hull, which
+            # the test can admit by 1e-13): without it the point was the face's maximizer, and
+            # the certificate decides.
+            return _remove(S, weights, slot, m, entered)
+        entered = -1
         n = m - 1
         h_norm2 = 0.0
         for j in range(n):  # h = Q g, t = Q c
@@ -332,16 +339,30 @@ def solve_weights(P, chol, r, S, weights, slot, m, mats, vecs, max_iter, scale) 
             vecs[_H, j] = h
             vecs[_T, j] = t
             h_norm2 += h * h
-        # c_perp, the face's point nearest the origin, from c itself (no cancellation).
-        a2 = 0.0
+        # c_perp, the face's point nearest the origin: c - Q^T Q c, orthogonalized twice.  Once
+        # leaves a component along the face of eps ||c||, which for a face passing near the
+        # origin (||c_perp|| << ||c||) turns the direction of y, hence u, and the certificate.
         c_norm2 = 0.0
         for c in range(d):
             s = vecs[_C, c]
             for j in range(n):
                 s -= vecs[_T, j] * mats[_Q, j, c]
             vecs[_CPERP, c] = s
-            a2 += s * s
             c_norm2 += vecs[_C, c] * vecs[_C, c]
+        for j in range(n):
+            t = 0.0
+            for c in range(d):
+                t += mats[_Q, j, c] * vecs[_CPERP, c]
+            vecs[_W1, j] = t
+        a2 = 0.0
+        for c in range(d):
+            s = vecs[_CPERP, c]
+            for j in range(n):
+                s -= vecs[_W1, j] * mats[_Q, j, c]
+            vecs[_CPERP, c] = s
+            a2 += s * s
+        for j in range(n):
+            vecs[_T, j] += vecs[_W1, j]
         a = math.sqrt(a2)
         h_norm = math.sqrt(h_norm2)
         bounded = r > h_norm
@@ -368,9 +389,11 @@ def solve_weights(P, chol, r, S, weights, slot, m, mats, vecs, max_iter, scale) 
             if block < 0:
                 if not bounded:
                     return -1
-                weights[slot, 0] = 1.0 - total
+                # The ratio test passed at alpha = 1, so a negative target weight is rounding
+                # (a ratio of 1 - 1e-17 rounds to 1): it is 0.
+                weights[slot, 0] = max(1.0 - total, 0.0)
                 for j in range(n):
-                    weights[slot, j + 1] = vecs[_Z, j]
+                    weights[slot, j + 1] = max(vecs[_Z, j], 0.0)
             else:
                 # Every point whose weight the step takes to 0 leaves (the blocking one and
                 # ties); a point that just entered at weight 0 and is not decreasing stays.
@@ -439,6 +462,7 @@ def solve_weights(P, chol, r, S, weights, slot, m, mats, vecs, max_iter, scale) 
             weights[slot, j] = weights[slot, j - 1]
         S[slot, pos] = enter
         weights[slot, pos] = 0.0
+        entered = pos
         m += 1
     return -1
 
@@ -462,11 +486,11 @@ def certified(P, chol, r, S, weights, slot, m, norm_bound, z_bound, gap_rtol, ve
         for c in range(d):
             s += vecs[_PHAT, c] * P[k, c]
         upper = max(upper, s)
+    if r > 0.0 and not z_bound > 0.0:
+        z_bound = norm_bound * inverse_frobenius(chol, vecs, _W1)
     if r > 0.0:
         excess = math.sqrt(u_norm2) / r - 1.0
         if excess > 0.0:
-            if not z_bound > 0.0:
-                z_bound = norm_bound * inverse_frobenius(chol, vecs, _W1)
             upper += r * excess * z_bound
     linear = 0.0
     theta_norm = 0.0
@@ -477,7 +501,11 @@ def certified(P, chol, r, S, weights, slot, m, norm_bound, z_bound, gap_rtol, ve
         y_norm += vecs[_Y, c] * vecs[_Y, c]
     y_norm = math.sqrt(y_norm)
     gap = upper - (linear - r * y_norm)
-    scale = math.sqrt(theta_norm) * norm_bound + r * y_norm
+    # The objective's scale over the hull: |theta^T x| <= ||theta|| norm_bound and
+    # r ||L^{-1} x|| <= r Z.  (Relative to r ||L^{-1} x|| at the arm instead, an arm at or near
+    # 0 -- theta = 0, a face through or near the origin -- could never certify: its weights
+    # put x there only to the rounding of the points, and u = y / ||y|| is then as inexact.)
+    scale = math.sqrt(theta_norm) * norm_bound + (r * z_bound if r > 0.0 else 0.0)
     # A gap below -tolerance is impossible for a point of the hull: the data are not sound.
     return gap_rtol >= 0.0 and math.isfinite(gap) and abs(gap) <= gap_rtol * scale
 

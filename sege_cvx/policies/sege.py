@@ -247,6 +247,22 @@ class SEGE(BatchPolicy):
         #: part of the run's state, so that a run computes the same arms alone, in any batch,
         #: and after a pickle.
         self.warm_start = None if self._compiled is None else compiled.warm_state(self.n_runs)
+        self._warm_layout = None if self.warm_start is None else [
+            (a.shape, a.dtype) for a in self.warm_start]
+
+    def _checked_warm_start(self) -> tuple[np.ndarray, ...]:
+        """:attr:`warm_start`, checked to have its layout: the compiled stages index it without
+        bounds checks, so a tuple of other shapes (say, assigned from another policy) would
+        read and write outside its arrays.  Its contents are checked by the solves."""
+        warm = self.warm_start
+        if (not isinstance(warm, tuple) or len(warm) != len(self._warm_layout)
+                or not all(isinstance(a, np.ndarray) and a.flags.c_contiguous
+                           and (a.shape, a.dtype) == layout
+                           for a, layout in zip(warm, self._warm_layout, strict=False))):
+            expected = ", ".join(f"{dtype}{list(shape)}" for shape, dtype in self._warm_layout)
+            raise ValueError(f"warm_start must be a tuple of C-contiguous arrays {expected} "
+                             f"(one row per run), got {_describe(warm)}")
+        return warm
 
     @property
     def _fused_stages(self) -> bool:
@@ -303,7 +319,7 @@ class SEGE(BatchPolicy):
                                  self.baseline_arm, self.threshold,
                                  self.baseline_reward, arms, self.last_safe_arm,
                                  self.last_exploration_arm, decision, self._compiled_fallbacks,
-                                 self.warm_start)
+                                 self._checked_warm_start())
         else:
             arms, decision = self._select_around_arm_set(self.radii(t), bound)
         self.last_decision = decision
@@ -377,7 +393,7 @@ class SEGE(BatchPolicy):
         conf, st = self.confidence, stats
         state = (conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
                  self.decision_counts, self.last_decision, self.last_safe_arm,
-                 self.last_exploration_arm, self._compiled_fallbacks, *self.warm_start)
+                 self.last_exploration_arm, self._compiled_fallbacks, *self._checked_warm_start())
         rows = np.empty(self.n_runs, dtype=np.int64)
         failed = np.zeros(self.n_runs, dtype=np.int64)
         sege_rule.run_stages(
@@ -400,3 +416,11 @@ class SEGE(BatchPolicy):
         """
         xs, ys = self._observation(x, y)
         self.confidence._update(xs, ys)
+
+
+def _describe(value: object) -> str:
+    """Shapes and dtypes of a tuple of arrays (for an error message)."""
+    if isinstance(value, tuple):
+        return "(" + ", ".join(f"{a.dtype}{list(a.shape)}" if isinstance(a, np.ndarray)
+                               else type(a).__name__ for a in value) + ")"
+    return type(value).__name__
