@@ -33,6 +33,10 @@ run_seeds(0, runs)[0])`` and ``simulate``, both cores) on ``paper``, ``box``, ``
 (``lp-ball``, Clarabel) at 20 runs x 1,000 stages; wall seconds, per run-stage, mean regret,
 violating (run, stage) pairs and fallbacks.
 
+Part 4, CLUCB and ROFUL on the convex hull of part 2 (``--sege-dims``): CLUCB's construction
+(its discretization certifies every arm with its weights), ROFUL's construction, and ROFUL per
+run-stage over 20 runs x 500 stages after a warm-up.
+
 ``--parts`` picks the parts (default all); ``--quick``: a smoke test (d = 2 and 5, small sizes),
 what CI runs.
 
@@ -47,6 +51,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numba
@@ -283,6 +288,39 @@ def bench_study(args) -> list[list[str]]:
     return rows
 
 
+def bench_hull_policies(args) -> list[list[str]]:
+    """Part 4: CLUCB's and ROFUL's construction, and ROFUL per run-stage, on the convex hull of
+    ``bench_arm_sets.py`` (their pairs (x, w) certified by the compiled lifted check)."""
+    from bench_arm_sets import convex_hull
+
+    rows = []
+    for d in args.sege_dims:
+        rng = np.random.default_rng([args.seed, d])
+        hull = convex_hull(d, rng)
+        g = np.random.default_rng([args.seed, d, 1]).standard_normal(d)
+        theta = 0.9 * np.abs(g) / np.linalg.norm(g)
+        x0 = hull.exploration().center
+        b0 = float(x0 @ theta)
+        runs = min(20, args.sege_runs)
+        start = time.perf_counter()
+        clucb = sc.CLUCB(hull, x0, b0, 0.8 * b0, S=1.0, noise_sd=0.5, n_runs=runs)
+        clucb_s = time.perf_counter() - start
+
+        roful = partial(sc.ROFUL, hull, x0, b0, 0.8 * b0, S=1.0, noise_sd=0.5, n_runs=runs)
+        _, noise_seeds = sc.run_seeds(args.seed, runs)
+        sc.simulate(roful(), sc.LinearBandit(theta, 0.5, noise_seeds), 5)  # warm-up
+        start = time.perf_counter()
+        policy = roful()
+        roful_s = time.perf_counter() - start
+        stages = min(500, args.sege_stages)
+        result = sc.simulate(policy, sc.LinearBandit(theta, 0.5, noise_seeds), stages)
+        rows.append([str(d), str(hull.points.shape[0]), f"{clucb_s:.2f}", str(clucb.arms.shape[0]),
+                     f"{roful_s:.2f}", f"{1e6 * result.wall_seconds / (runs * stages):.1f}",
+                     str(int(policy.solver_fallbacks.sum()))])
+        print(f"  hull policies d={d}: done", flush=True)
+    return rows
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dims", type=int, nargs="+", default=[2, 5, 10, 20])
@@ -294,7 +332,8 @@ def main(argv=None) -> None:
     parser.add_argument("--sege-stages", type=int, default=2000)
     parser.add_argument("--study-runs", type=int, default=250)
     parser.add_argument("--study-horizon", type=int, default=50_000)
-    parser.add_argument("--parts", type=int, nargs="+", default=[1, 2, 3], choices=[1, 2, 3])
+    parser.add_argument("--parts", type=int, nargs="+", default=[1, 2, 3, 4],
+                        choices=[1, 2, 3, 4])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="a smoke test of every part")
@@ -314,6 +353,7 @@ def main(argv=None) -> None:
     solves = bench_solves(args) if 1 in args.parts else None
     sege = bench_sege(args) if 2 in args.parts else None
     study = bench_study(args) if 3 in args.parts else None
+    hull = bench_hull_policies(args) if 4 in args.parts else None
     if solves is not None:
         print()
         print(f"1. Per solve, warm started along {args.runs} sequences of {args.stages} instances "
@@ -333,6 +373,11 @@ def main(argv=None) -> None:
         print(f"3. SEGE on the built-in examples, {numba.get_num_threads()} threads")
         print(render(["example", "runs x stages", "seconds", "us/run-stage", "mean regret",
                       "violating pairs", "fallbacks"], study, args.markdown, left=2))
+    if hull is not None:
+        print()
+        print("4. CLUCB and ROFUL on the convex hull (20 runs; ROFUL: 500 stages after a warm-up)")
+        print(render(["d", "points", "CLUCB build s", "CLUCB arms", "ROFUL build s",
+                      "ROFUL us/run-stage", "fallbacks"], hull, args.markdown, left=0))
     print(f"\n{load()} (at end); total {time.perf_counter() - start:.0f} s")
 
 
