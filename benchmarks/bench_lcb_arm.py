@@ -43,6 +43,7 @@ Run from the repository root::
 
     python benchmarks/bench_lcb_arm.py                     # d = 2, 10, 50; under a minute
     python benchmarks/bench_lcb_arm.py --dims 2 --instances 500 --repeats 5 --markdown
+    python benchmarks/bench_lcb_arm.py --quick             # a smoke test
 """
 
 from __future__ import annotations
@@ -204,7 +205,7 @@ def bench_dim(d: int, n_inst: int, n_batch: int, repeats: int, rng: np.random.Ge
     res["ours_fail"] = 0
     for rep in sols:
         raw = np.array([s.x if isinstance(s, ConicSolution) else np.full(d, np.nan) for s in rep])
-        verified = ell._verified(raw, ["Solved"] * len(raw))
+        verified = ell._verified(raw, ["Solved"] * len(raw), np.empty((len(raw), 0)))
         x_sv, sv_ok = verified.arms, verified.ok  # the last repeat's arms are compared below
         res["ours_fail"] += int(np.sum(~sv_ok))
     res["calls"] = repeats * n_inst
@@ -341,7 +342,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--batch", type=int, default=1000, help="batch size of the batched kernel")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--markdown", action="store_true", help="print a markdown table")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke test: d = 2 and 5, 10 instances, 1 repeat, batch 50")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.dims, args.instances, args.repeats, args.batch = [2, 5], 10, 1, 50
     if min(args.dims) < 1 or args.repeats < 1 or args.batch < 1 or (
             args.instances is not None and args.instances < 1):
         parser.error("--dims, --instances, --repeats and --batch must be positive")
