@@ -65,7 +65,7 @@ import numpy as np
 
 from .._numba import njit
 from ..arm_sets.lifted import EQUALITY_ROUNDING
-from .polytope_arms import GAP_RTOL, RANK_TOL, _order_one_exponent, inverse_frobenius
+from .polytope_arms import GAP_RTOL, _order_one_exponent, inverse_frobenius, orthonormalize_row
 from .status import NOT_CERTIFIED, NOT_FINITE, VERIFIED
 
 #: Slots of a run's warm state (:data:`CONE`: scratch of :func:`cone_projection`).
@@ -163,25 +163,8 @@ def _basis(P, chol, S, slot, first, n, mats, vecs) -> bool:
         norm2 = _forward(chol, vecs, _DIFF, _W1)
         for c in range(d):
             mats[_Q, j, c] = vecs[_W1, c]
-        for i in range(n):
-            mats[_R, i, j] = 0.0
-        for _ in range(2):
-            for i in range(j):
-                h = 0.0
-                for c in range(d):
-                    h += mats[_Q, i, c] * mats[_Q, j, c]
-                mats[_R, i, j] += h
-                for c in range(d):
-                    mats[_Q, j, c] -= h * mats[_Q, i, c]
-        rjj = 0.0
-        for c in range(d):
-            rjj += mats[_Q, j, c] * mats[_Q, j, c]
-        rjj = math.sqrt(rjj)
-        if not rjj > RANK_TOL * math.sqrt(norm2):
+        if not orthonormalize_row(mats, j, norm2):
             return False
-        mats[_R, j, j] = rjj
-        for c in range(d):
-            mats[_Q, j, c] /= rjj
     return True
 
 
@@ -441,15 +424,7 @@ def solve_weights(P, chol, r, S, weights, slot, m, mats, vecs, max_iter, scale) 
         current = 0.0
         for c in range(d):
             current += vecs[_PHAT, c] * vecs[_X, c]
-        best = -math.inf
-        enter = -1
-        for k in range(K):
-            s = 0.0
-            for c in range(d):
-                s += vecs[_PHAT, c] * P[k, c]
-            if s > best:
-                best = s
-                enter = k
+        enter, best = _best_point(P, vecs, _PHAT)
         if not best - current > ENTER_RTOL * scale or m == d + 1:
             return m
         pos = 0
@@ -480,12 +455,7 @@ def certified(P, chol, r, S, weights, slot, m, norm_bound, z_bound, gap_rtol, ve
     for c in range(d):
         u_norm2 += (vecs[_G, c] - vecs[_GRAD, c]) ** 2
     _backward(chol, vecs, _GRAD, _PHAT)
-    upper = -math.inf
-    for k in range(K):
-        s = 0.0
-        for c in range(d):
-            s += vecs[_PHAT, c] * P[k, c]
-        upper = max(upper, s)
+    upper = _best_point(P, vecs, _PHAT)[1]
     if r > 0.0 and not z_bound > 0.0:
         z_bound = norm_bound * inverse_frobenius(chol, vecs, _W1)
     if r > 0.0:
@@ -527,19 +497,20 @@ def _scaled_theta(theta, r, vecs) -> float:
 
 
 @njit(inline="always")
-def _best_point(P, vecs) -> int:
-    """The first ``k`` maximizing ``vecs[_SCALED]^T p_k`` (-1 if none is comparable)."""
+def _best_point(P, vecs, row) -> tuple:
+    """The first ``k`` maximizing ``vecs[row]^T p_k`` and that maximum (-1 and -inf if none is
+    comparable)."""
     K, d = P.shape
     best = -math.inf
     index = -1
     for k in range(K):
         s = 0.0
         for c in range(d):
-            s += vecs[_SCALED, c] * P[k, c]
+            s += vecs[row, c] * P[k, c]
         if s > best:
             best = s
             index = k
-    return index
+    return index, best
 
 
 @njit(inline="always")
@@ -566,7 +537,7 @@ def greedy_one(geometry, theta, S, counts, weights, unused, out, mats, vecs) -> 
     if not math.isfinite(_scaled_theta(theta, 0.0, vecs)):
         counts[GREEDY] = 0
         return NOT_FINITE
-    k = _best_point(P, vecs)
+    k = _best_point(P, vecs, _SCALED)[0]
     if k < 0:
         counts[GREEDY] = 0
         return NOT_FINITE
@@ -598,7 +569,7 @@ def lcb_one(geometry, theta, chol, r, S, counts, weights, unused, out, mats, vec
         if attempt == 0 and warm:
             m = counts[LCB]
         else:
-            S[LCB, 0] = _best_point(P, vecs)
+            S[LCB, 0] = _best_point(P, vecs, _SCALED)[0]
             if S[LCB, 0] < 0:  # no point's value is comparable (overflow)
                 break
             weights[LCB, 0] = 1.0

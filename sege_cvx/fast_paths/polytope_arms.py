@@ -121,25 +121,37 @@ def _face_basis(A, W, slot, start, k, chol, whiten, mats) -> bool:
                 s = A[row, a]
             mats[_Q, j, a] = s
             norm2 += s * s
-        for i in range(k):
-            mats[_R, i, j] = 0.0
-        for _ in range(2):
-            for i in range(j):
-                h = 0.0
-                for c in range(d):
-                    h += mats[_Q, i, c] * mats[_Q, j, c]
-                mats[_R, i, j] += h
-                for c in range(d):
-                    mats[_Q, j, c] -= h * mats[_Q, i, c]
-        rjj = 0.0
-        for c in range(d):
-            rjj += mats[_Q, j, c] * mats[_Q, j, c]
-        rjj = math.sqrt(rjj)
-        if not rjj > RANK_TOL * math.sqrt(norm2):
+        if not orthonormalize_row(mats, j, norm2):
             return False
-        mats[_R, j, j] = rjj
-        for c in range(d):
-            mats[_Q, j, c] /= rjj
+    return True
+
+
+@njit(inline="always")
+def orthonormalize_row(mats, j, norm2) -> bool:
+    """Row ``Q[j]`` of ``mats[0]`` made orthonormal to the rows ``Q[:j]`` by classical
+    Gram-Schmidt applied twice, its coefficients into ``R[:j, j]`` and its remaining norm into
+    ``R[j, j]`` (``R = mats[1]``, upper triangular); False if less than :data:`RANK_TOL` of its
+    norm ``sqrt(norm2)`` before remains (numerically dependent)."""
+    d = mats.shape[2]
+    for i in range(j):
+        mats[_R, i, j] = 0.0
+    for _ in range(2):
+        for i in range(j):
+            h = 0.0
+            for c in range(d):
+                h += mats[_Q, i, c] * mats[_Q, j, c]
+            mats[_R, i, j] += h
+            for c in range(d):
+                mats[_Q, j, c] -= h * mats[_Q, i, c]
+    rjj = 0.0
+    for c in range(d):
+        rjj += mats[_Q, j, c] * mats[_Q, j, c]
+    rjj = math.sqrt(rjj)
+    if not rjj > RANK_TOL * math.sqrt(norm2):
+        return False
+    mats[_R, j, j] = rjj
+    for c in range(d):
+        mats[_Q, j, c] /= rjj
     return True
 
 
