@@ -65,7 +65,13 @@ import numpy as np
 
 from .._numba import njit
 from ..arm_sets.lifted import EQUALITY_ROUNDING
-from .polytope_arms import GAP_RTOL, _order_one_exponent, inverse_frobenius, orthonormalize_row
+from .polytope_arms import (
+    GAP_RTOL,
+    _order_one_exponent,
+    inverse_frobenius,
+    orthonormalize_row,
+    project_out,
+)
 from .status import NOT_CERTIFIED, NOT_FINITE, VERIFIED
 
 #: Slots of a run's warm state (:data:`CONE`: scratch of :func:`cone_projection`).
@@ -313,37 +319,21 @@ def solve_weights(P, chol, r, S, weights, slot, m, mats, vecs, max_iter, scale) 
         entered = -1
         n = m - 1
         h_norm2 = 0.0
-        for j in range(n):  # h = Q g, t = Q c
+        for j in range(n):  # h = Q g
             h = 0.0
-            t = 0.0
             for c in range(d):
                 h += mats[_Q, j, c] * vecs[_G, c]
-                t += mats[_Q, j, c] * vecs[_C, c]
             vecs[_H, j] = h
-            vecs[_T, j] = t
             h_norm2 += h * h
-        # c_perp, the face's point nearest the origin: c - Q^T Q c, orthogonalized twice.  Once
-        # leaves a component along the face of eps ||c||, which for a face passing near the
-        # origin (||c_perp|| << ||c||) turns the direction of y, hence u, and the certificate.
+        # c_perp, the face's point nearest the origin: c - Q^T Q c (t = Q c), orthogonalized
+        # twice.  Once leaves a component along the face of eps ||c||, which for a face passing
+        # near the origin (||c_perp|| << ||c||) turns the direction of y, hence u, and the
+        # certificate.
         c_norm2 = 0.0
         for c in range(d):
-            s = vecs[_C, c]
-            for j in range(n):
-                s -= vecs[_T, j] * mats[_Q, j, c]
-            vecs[_CPERP, c] = s
             c_norm2 += vecs[_C, c] * vecs[_C, c]
-        for j in range(n):
-            t = 0.0
-            for c in range(d):
-                t += mats[_Q, j, c] * vecs[_CPERP, c]
-            vecs[_W1, j] = t
-        a2 = 0.0
-        for c in range(d):
-            s = vecs[_CPERP, c]
-            for j in range(n):
-                s -= vecs[_W1, j] * mats[_Q, j, c]
-            vecs[_CPERP, c] = s
-            a2 += s * s
+        project_out(mats, vecs, _C, _T, _CPERP, n)
+        a2 = project_out(mats, vecs, _CPERP, _W1, _CPERP, n)
         for j in range(n):
             vecs[_T, j] += vecs[_W1, j]
         a = math.sqrt(a2)

@@ -127,6 +127,27 @@ def _face_basis(A, W, slot, start, k, chol, whiten, mats) -> bool:
 
 
 @njit(inline="always")
+def project_out(mats, vecs, src, coef, dst, k) -> float:
+    """``vecs[coef, :k] = Q[:k] vecs[src]`` and ``vecs[dst] = vecs[src] - Q[:k]^T vecs[coef, :k]``
+    (``Q = mats[0]``, orthonormal rows; ``dst`` may be ``src``): the part of ``vecs[src]``
+    orthogonal to the rows.  Returns its squared norm."""
+    d = mats.shape[2]
+    for j in range(k):
+        s = 0.0
+        for c in range(d):
+            s += mats[_Q, j, c] * vecs[src, c]
+        vecs[coef, j] = s
+    norm2 = 0.0
+    for c in range(d):
+        s = vecs[src, c]
+        for j in range(k):
+            s -= vecs[coef, j] * mats[_Q, j, c]
+        vecs[dst, c] = s
+        norm2 += s * s
+    return norm2
+
+
+@njit(inline="always")
 def orthonormalize_row(mats, j, norm2) -> bool:
     """Row ``Q[j]`` of ``mats[0]`` made orthonormal to the rows ``Q[:j]`` by classical
     Gram-Schmidt applied twice, its coefficients into ``R[:j, j]`` and its remaining norm into
@@ -239,19 +260,7 @@ def solve_active_set(A, b, chol, whiten, r, W, slot, k, mats, vecs, max_iter) ->
             return -1
         start = k
         # g_N = g - Q^T Q g, the gradient's component along the face.
-        for j in range(k):
-            s = 0.0
-            for c in range(d):
-                s += mats[_Q, j, c] * vecs[_G, c]
-            vecs[_QTG, j] = s
-        gn_norm = 0.0
-        for c in range(d):
-            s = vecs[_G, c]
-            for j in range(k):
-                s -= vecs[_QTG, j] * mats[_Q, j, c]
-            vecs[_GN, c] = s
-            gn_norm += s * s
-        gn_norm = math.sqrt(gn_norm)
+        gn_norm = math.sqrt(project_out(mats, vecs, _G, _QTG, _GN, k))
         # z0 = Q^T t with R^T t = b_W: the face's point nearest the origin, ||z0|| = ||t||.
         t_norm = 0.0
         for j in range(k):
