@@ -74,6 +74,8 @@ Run from the repository root (about a minute on 2 cores with the defaults)::
 
     python benchmarks/bench_arm_sets.py
     python benchmarks/bench_arm_sets.py --dims 2 5 --runs 8 --stages 300 --markdown
+    python benchmarks/bench_arm_sets.py --sets lp-ball --dims 2 5   # one set type
+    python benchmarks/bench_arm_sets.py --quick                     # a smoke test (CI)
 """
 
 from __future__ import annotations
@@ -493,7 +495,14 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="SEGE's c = c_factor rho^2 sigma^2 (default %(default)s)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--markdown", action="store_true", help="print markdown tables")
+    parser.add_argument("--sets", nargs="+", choices=[case.name for case in CASES],
+                        metavar="SET", default=[case.name for case in CASES],
+                        help="arm-set types to time (default: all: %(default)s)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke test: d = 2 and 5, 2 runs, 20 stages, 1 repeat, 3 instances")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.dims, args.runs, args.stages, args.repeats, args.instances = [2, 5], 2, 20, 1, 3
     if min(args.dims) < 2:
         parser.error("--dims must be >= 2 (the polytope cuts with x_1 - x_2)")
     if args.c_factor <= 0:
@@ -514,12 +523,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         theta_star = 0.9 * np.abs(g) / np.linalg.norm(g)
         stages = args.stages or (150 if d <= 10 else 100)
         sets = {}
-        for case in CASES:
+        for case in (case for case in CASES if case.name in args.sets):
             stage_results[(case.name, d)], sets[case.name] = bench_stages(
                 case, d, theta_star, args.runs, stages, args.repeats, args.c_factor, args.seed)
         rng = np.random.default_rng([args.seed, d, 2])
         for name in SOLVER_CASES:
-            arm_set = sets[name]
+            arm_set = sets.get(name)
             if arm_set is None:
                 continue
             thetas = [rng.standard_normal(d) for _ in range(args.instances)]

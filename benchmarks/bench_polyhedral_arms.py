@@ -34,8 +34,11 @@ run_seeds(0, runs)[0])`` and ``simulate``, both cores) on ``paper``, ``box``, ``
 violating (run, stage) pairs and fallbacks.
 
 Part 4, CLUCB and ROFUL on the convex hull of part 2 (``--sege-dims``): CLUCB's construction
-(its discretization certifies every arm with its weights), ROFUL's construction, and ROFUL per
-run-stage over 20 runs x 500 stages after a warm-up.
+(its discretization certifies every arm with its weights); CLUCB's construction on the same
+hull written as cvxpy users write it, ``x == P^T w, sum(w) == 1`` with ``w = cp.Variable(k,
+nonneg=True)`` (a lifted ``ConvexArmSet``: arms from Clarabel, each pair ``(x, w)`` certified
+through cvxpy's expressions, :mod:`sege_cvx.arm_sets.evaluation`); ROFUL's construction, and
+ROFUL per run-stage over 20 runs x 500 stages after a warm-up.
 
 ``--parts`` picks the parts (default all); ``--quick``: a smoke test (d = 2 and 5, small sizes),
 what CI runs.
@@ -54,6 +57,7 @@ import time
 from functools import partial
 from pathlib import Path
 
+import cvxpy as cp
 import numba
 import numpy as np
 
@@ -288,6 +292,12 @@ def bench_study(args) -> list[list[str]]:
     return rows
 
 
+def hull_by_weights(points: np.ndarray, x) -> list:
+    """The hull of ``points`` as a cvxpy user writes it: ``x = P^T w``, ``w`` on the simplex."""
+    w = cp.Variable(points.shape[0], nonneg=True)
+    return [x == points.T @ w, cp.sum(w) == 1]
+
+
 def bench_hull_policies(args) -> list[list[str]]:
     """Part 4: CLUCB's and ROFUL's construction, and ROFUL per run-stage, on the convex hull of
     ``bench_arm_sets.py`` (their pairs (x, w) certified by the compiled lifted check)."""
@@ -305,6 +315,13 @@ def bench_hull_policies(args) -> list[list[str]]:
         start = time.perf_counter()
         clucb = sc.CLUCB(hull, x0, b0, 0.8 * b0, S=1.0, noise_sd=0.5, n_runs=runs)
         clucb_s = time.perf_counter() - start
+        # The same hull as users write it in cvxpy: a lifted ConvexArmSet (weights w >= 0),
+        # its arms from Clarabel and their pairs (x, w) certified through cvxpy's expressions.
+        lifted = sc.ConvexArmSet(d, partial(hull_by_weights, hull.points))
+        start = time.perf_counter()
+        lifted_clucb = sc.CLUCB(lifted, lifted.exploration().center, b0, 0.8 * b0, S=1.0,
+                                noise_sd=0.5, n_runs=runs)
+        lifted_s = time.perf_counter() - start
 
         roful = partial(sc.ROFUL, hull, x0, b0, 0.8 * b0, S=1.0, noise_sd=0.5, n_runs=runs)
         _, noise_seeds = sc.run_seeds(args.seed, runs)
@@ -315,6 +332,7 @@ def bench_hull_policies(args) -> list[list[str]]:
         stages = min(500, args.sege_stages)
         result = sc.simulate(policy, sc.LinearBandit(theta, 0.5, noise_seeds), stages)
         rows.append([str(d), str(hull.points.shape[0]), f"{clucb_s:.2f}", str(clucb.arms.shape[0]),
+                     f"{lifted_s:.2f}", str(lifted_clucb.arms.shape[0]),
                      f"{roful_s:.2f}", f"{1e6 * result.wall_seconds / (runs * stages):.1f}",
                      str(int(policy.solver_fallbacks.sum()))])
         print(f"  hull policies d={d}: done", flush=True)
@@ -376,7 +394,8 @@ def main(argv=None) -> None:
     if hull is not None:
         print()
         print("4. CLUCB and ROFUL on the convex hull (20 runs; ROFUL: 500 stages after a warm-up)")
-        print(render(["d", "points", "CLUCB build s", "CLUCB arms", "ROFUL build s",
+        print(render(["d", "points", "CLUCB build s", "CLUCB arms", "by weights: build s",
+                      "arms", "ROFUL build s",
                       "ROFUL us/run-stage", "fallbacks"], hull, args.markdown, left=0))
     print(f"\n{load()} (at end); total {time.perf_counter() - start:.0f} s")
 

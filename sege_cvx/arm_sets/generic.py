@@ -13,6 +13,7 @@ import numpy as np
 
 from .._validation import _fmt, as_positive_int
 from .base import ArmSet
+from .evaluation import ConstraintEvaluator
 from .exploration import Exploration, inscribed_cross_polytope
 from .lifted import LiftedMembership, plain_constraints
 from .scaling import check_box_holds, solver_frame
@@ -99,7 +100,8 @@ class ConvexArmSet(ArmSet):
     """
 
     # The membership expressions and the witness program are rebuilt after loading.
-    _UNPICKLED_CACHES = (*ArmSet._UNPICKLED_CACHES, "_membership", "_lifted", "_witness_program")
+    _UNPICKLED_CACHES = (*ArmSet._UNPICKLED_CACHES, "_membership", "_center_margins",
+                         "_center_pair_margins", "_lifted", "_witness_program")
 
     def __init__(self, dim: int, constraints: Callable[[cp.Variable], list]) -> None:
 
@@ -223,6 +225,15 @@ class ConvexArmSet(ArmSet):
     def _certify_pair(self, x: np.ndarray, u: np.ndarray, tol: float) -> tuple[bool, np.ndarray]:
         return self._lifted.certify(x, u, tol)
 
+    def _pair_contraction_start(self, x: np.ndarray, u: np.ndarray) -> float:
+        return self._lifted.contraction_start(x, u, self._center_pair_margins)
+
+    @cached_property
+    def _center_pair_margins(self) -> list[np.ndarray]:
+        expl = self.exploration()
+        return self._lifted.evaluator.margins(self._lifted.values(expl.center,
+                                                                  expl.center_witness))
+
     def _find_witnesses(self, points: np.ndarray) -> np.ndarray:
         """A witness per row from :func:`~sege_cvx.conic.programs.witness_program` (NaN rows for
         non-finite points and failed solves)."""
@@ -239,24 +250,22 @@ class ConvexArmSet(ArmSet):
             witnesses = self._find_witnesses(xs)
             return np.array([self._certify_pair(x, u, tol)[0]
                              for x, u in zip(xs, witnesses, strict=True)], dtype=bool)
-        from cvxpy.constraints.nonpos import Inequality
+        holds = self._membership.inequalities_hold
+        return np.array([bool(np.isfinite(x).all()) and holds((x,), tol) for x in xs], dtype=bool)
 
-        var, cons = self._membership
-        inside = np.zeros(xs.shape[0], dtype=bool)
-        for i in np.flatnonzero(np.isfinite(xs).all(axis=1)):
-            # What the value setter would store (a finite float64 vector of the variable's shape,
-            # which has no attributes to project onto), without its checks.
-            var.save_value(xs[i])
-            # An inequality's violation() is max(expr, 0), evaluating expr twice; with tol >= 0,
-            # max(expr, 0) <= tol exactly when expr <= tol.
-            inside[i] = all(np.all(c.expr.value <= tol) if type(c) is Inequality
-                            else np.all(c.violation() <= tol) for c in cons)
-        return inside
+    def _contraction_start(self, x: np.ndarray) -> float:
+        # Convexity bounds the contraction the inequalities need (ConstraintEvaluator).
+        start = self._membership.contraction_start((x,), self._center_margins)
+        return 0.0 if np.isnan(start) else start
 
     @cached_property
-    def _membership(self) -> tuple[cp.Variable, list]:
+    def _membership(self) -> ConstraintEvaluator:
         import cvxpy as cp
 
         # Built once: constructing cvxpy expressions costs far more than evaluating them.
         var = cp.Variable(self.dim)
-        return var, self.constraints(var)
+        return ConstraintEvaluator(self.constraints(var), [var])
+
+    @cached_property
+    def _center_margins(self) -> list[np.ndarray]:
+        return self._membership.margins((self.exploration().center,))

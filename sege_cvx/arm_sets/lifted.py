@@ -181,10 +181,9 @@ class LiftedMembership:
 
     def __init__(self, dim: int, constraints: Callable[[cp.Variable], list]) -> None:
         import cvxpy as cp
-        from cvxpy.constraints.nonpos import Inequality
-        from cvxpy.constraints.zero import Equality, Zero
 
         from ..conic.programs import auxiliary_variables
+        from .evaluation import ConstraintEvaluator
 
         self.dim = dim
         self.x = cp.Variable(dim)
@@ -195,9 +194,7 @@ class LiftedMembership:
         sizes = [v.size for v in self.aux]
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
         self.witness_dim = int(self.offsets[-1])
-        self.equalities = [c for c in cons if isinstance(c, Equality | Zero)]
-        self.inequalities = [c for c in cons if type(c) is Inequality]
-        self.others = [c for c in cons if not isinstance(c, Equality | Zero | Inequality)]
+        self.evaluator = ConstraintEvaluator(cons, [self.x, *self.aux])
         self._extract_equalities()
 
     # ----------------------------------------------------------------- equalities
@@ -206,13 +203,11 @@ class LiftedMembership:
         at each unit vector (they are affine: DCP)."""
         n = self.dim + self.witness_dim
         z = np.zeros(n)
-        self._load_flat(z)
-        beta = self._eq_residual_loaded()
+        beta = self.evaluator.equality_residuals(self.values(z[:self.dim], z[self.dim:]))
         A = np.empty((beta.size, n))
         for j in range(n):
             z[j] = 1.0
-            self._load_flat(z)
-            A[:, j] = self._eq_residual_loaded() - beta
+            A[:, j] = self.evaluator.equality_residuals(self.values(z[:self.dim], z[self.dim:])) - beta
             z[j] = 0.0
         self._abs_A, self._abs_beta = np.abs(A), np.abs(beta)
         terms = np.count_nonzero(A, axis=1) + (beta != 0)
@@ -221,18 +216,13 @@ class LiftedMembership:
         # The least-squares correction of u onto the equalities for a given x.
         self._pinv_u = np.linalg.pinv(A[:, self.dim:]) if beta.size else None
 
-    def _load_flat(self, z: np.ndarray) -> None:
-        self.load(z[:self.dim], z[self.dim:])
-
-    def load(self, x: np.ndarray, u: np.ndarray) -> None:
-        """Set the variables' values to ``(x, u)`` (without cvxpy's checks)."""
-        self.x.save_value(np.asarray(x, dtype=np.float64))
-        for v, lo, hi in zip(self.aux, self.offsets[:-1], self.offsets[1:], strict=True):
-            v.save_value(np.asarray(u[lo:hi]).reshape(v.shape, order="F"))
-
-    def _eq_residual_loaded(self) -> np.ndarray:
-        parts = [np.asarray(c.expr.value, dtype=np.float64).ravel(order="F") for c in self.equalities]
-        return np.concatenate(parts) if parts else np.empty(0)
+    def values(self, x: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The variables' values at ``(x, u)``, in the evaluator's order (``u`` split and each
+        part reshaped column-major, cvxpy's order)."""
+        return (np.asarray(x, dtype=np.float64),
+                *(np.asarray(u[lo:hi]).reshape(shape, order="F")
+                  for shape, lo, hi in zip(self.shapes, self.offsets[:-1], self.offsets[1:],
+                                           strict=True)))
 
     def _eq_tolerance(self, x: np.ndarray, u: np.ndarray, tol: float) -> np.ndarray:
         z = np.abs(np.concatenate([x, u]))
@@ -241,47 +231,59 @@ class LiftedMembership:
     def repair(self, x: np.ndarray, u: np.ndarray) -> np.ndarray:
         """``u`` moved onto the equalities for this ``x`` (least-squares, two refinement steps);
         ``u`` itself where they already hold to rounding."""
-        if self._pinv_u is None:
-            return u
-        for _ in range(2):
-            self.load(x, u)
-            r = self._eq_residual_loaded()
-            if not np.all(np.isfinite(r)) or np.all(np.abs(r) <= self._eq_tolerance(x, u, 0.0)):
-                break
+        return self._repaired(x, u)[0]
+
+    def _repaired(self, x: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, tuple, np.ndarray]:
+        """:meth:`repair`, with the variables' values and the equalities' residuals at the ``u``
+        it returns (each residual evaluated once)."""
+        for step in range(3):
+            values = self.values(x, u)
+            r = self.evaluator.equality_residuals(values)
+            if (self._pinv_u is None or step == 2 or not np.isfinite(r).all()
+                    or (np.abs(r) <= self._eq_tolerance(x, u, 0.0)).all()):
+                return u, values, r
             u = u - self._pinv_u @ r
-        return u
+        raise AssertionError("unreachable")
 
     # ----------------------------------------------------------------- membership
     def holds(self, x: np.ndarray, u: np.ndarray, tol: float) -> bool:
         """Whether ``(x, u)`` satisfies every constraint: inequalities and cones with ``tol``,
         equalities with ``tol`` plus their rounding bound (module docstring)."""
-        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(u))):
+        values = self.values(x, u)
+        return self._holds(x, u, values, self.evaluator.equality_residuals(values), tol)
+
+    def _holds(self, x: np.ndarray, u: np.ndarray, values: tuple, residuals: np.ndarray,
+               tol: float) -> bool:
+        if not (np.isfinite(x).all() and np.isfinite(u).all()):
             return False
-        self.load(x, u)
-        if self.equalities and not np.all(np.abs(self._eq_residual_loaded())
-                                          <= self._eq_tolerance(x, u, tol)):
+        if residuals.size and not (np.abs(residuals) <= self._eq_tolerance(x, u, tol)).all():
             return False
-        # An inequality's violation() is max(expr, 0); with tol >= 0, max(expr, 0) <= tol exactly
-        # when expr <= tol.
-        return (all(np.all(c.expr.value <= tol) for c in self.inequalities)
-                and all(np.all(c.violation() <= tol) for c in self.others))
+        return self.evaluator.inequalities_hold(values, tol)
 
     def certify(self, x: np.ndarray, u: np.ndarray, tol: float) -> tuple[bool, np.ndarray]:
         """:meth:`repair` then :meth:`holds`: ``(whether it holds, the repaired witness)``."""
-        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(u))):
+        if not (np.isfinite(x).all() and np.isfinite(u).all()):
             return False, u
-        u = self.repair(x, u)
-        return self.holds(x, u, tol), u
+        u, values, residuals = self._repaired(x, u)
+        return self._holds(x, u, values, residuals, tol), u
+
+    def contraction_start(self, x: np.ndarray, u: np.ndarray, center: list[np.ndarray]) -> float:
+        """:meth:`~sege_cvx.arm_sets.evaluation.ConstraintEvaluator.contraction_start` of the pair
+        (``center``: the inequalities' values at the interior pair); 0 if it cannot say."""
+        start = self.evaluator.contraction_start(self.values(x, u), center)
+        return 0.0 if np.isnan(start) else start
 
 
 def pull_in_pairs(points: np.ndarray, witnesses: np.ndarray, certify, center: np.ndarray,
-                  center_witness: np.ndarray) -> np.ndarray:
+                  center_witness: np.ndarray,
+                  start: Callable[[np.ndarray, np.ndarray], float] | None = None) -> np.ndarray:
     """Move each pair ``(x, u)`` exactly into the lifted set, in place; returns ``ok``.
 
     The schedule of :meth:`~sege_cvx.arm_sets.base.ArmSet.pull_inside`, applied to the pair:
     ``(c, u_c) + (1 - eps)((x, u) - (c, u_c))`` toward the certified interior pair for ``eps``
     from 1e-15 up to :data:`~sege_cvx._pull_in.MAX_CONTRACTION` (or 16 ulps of ``x``'s
-    coordinates), the first that :func:`certify` accepts at ``tol=0``.  Row by row: a row's result
+    coordinates), the least that :func:`certify` accepts at ``tol=0``, searched from
+    ``start(x, u)`` (:func:`sege_cvx._pull_in.least_contraction`).  Row by row: a row's result
     does not depend on the others.
 
     Parameters
@@ -292,6 +294,8 @@ def pull_in_pairs(points: np.ndarray, witnesses: np.ndarray, certify, center: np
         ``certify(x, u, tol) -> (bool, u)``, as :meth:`LiftedMembership.certify`.
     center, center_witness : ndarray
         A certified pair ``(c, u_c)`` in the relative interior (the exploration centre).
+    start : callable, optional
+        ``start(x, u) -> eps``, where the search starts (default: the schedule's first).
     """
     from .. import _pull_in
 
@@ -299,23 +303,23 @@ def pull_in_pairs(points: np.ndarray, witnesses: np.ndarray, certify, center: np
     ok = np.zeros(n, dtype=bool)
     for i in range(n):
         x, u = points[i], witnesses[i]
-        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(u))):
+        if not (np.isfinite(x).all() and np.isfinite(u).all()):
             continue
         good, fixed = certify(x, u, 0.0)
         if good:
             witnesses[i], ok[i] = fixed, True
             continue
         offset, w_offset = x - center, u - center_witness
+
+        def trial(eps: float, offset=offset, w_offset=w_offset):
+            factor = 1.0 - eps
+            point = center + factor * offset
+            good, fixed = certify(point, center_witness + factor * w_offset, 0.0)
+            return (point, fixed) if good else None
+
         limit = min(1.0, _pull_in.contraction_limit(x, center, offset))
-        eps = _pull_in.FIRST_CONTRACTION
-        while eps <= limit * 10.0:
-            factor = 1.0 - min(eps, limit)
-            trial = center + factor * offset
-            good, fixed = certify(trial, center_witness + factor * w_offset, 0.0)
-            if good:
-                points[i], witnesses[i], ok[i] = trial, fixed, True
-                break
-            if not eps < limit:
-                break
-            eps *= 10.0
+        moved = _pull_in.least_contraction(trial, limit, 0.0 if start is None else start(x, u))
+        if moved is not None:
+            points[i], witnesses[i] = moved
+            ok[i] = True
     return ok

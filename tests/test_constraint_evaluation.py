@@ -1,0 +1,107 @@
+"""The compiled evaluation of cvxpy constraints (arm_sets.evaluation) and the pull-in's search
+from a start (_pull_in.least_contraction): the same numbers and the same decisions as cvxpy's
+own evaluation and as the schedule tried from its first contraction."""
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import sege_cvx as sc
+from sege_cvx import _pull_in
+from sege_cvx.arm_sets.evaluation import ConstraintEvaluator, compile_expression
+
+
+def _expressions(x, u):
+    c = np.array([1.0, -0.5, 0.25])
+    Q = np.array([[2.0, 0.3, 0.0], [0.3, 1.0, 0.1], [0.0, 0.1, 0.5]])
+    return [
+        cp.pnorm(x - c, 1.5) - 1,
+        cp.norm(x, 2) + cp.norm1(u) - 3,
+        cp.quad_form(x, Q) - u[0],
+        cp.log_sum_exp(x) + cp.sum_squares(u) - 2,
+        cp.maximum(x[0] + 2 * x[1], -x[2]) - cp.abs(u[1]),
+        cp.norm_inf(cp.hstack([x, u])) - 1,
+        cp.sum(cp.multiply(c, x)) - cp.geo_mean(cp.hstack([u[0] + 2, u[1] + 2])),
+        x[1:] @ np.ones(2) - 0.5,
+    ]
+
+
+def test_compiled_expressions_equal_cvxpy_bitwise():
+    x, u = cp.Variable(3), cp.Variable(2)
+    slots = {x.id: 0, u.id: 1}
+    rng = np.random.default_rng(0)
+    for expr in _expressions(x, u):
+        f = compile_expression(expr, slots)
+        assert f is not None, expr
+        for _ in range(50):
+            xv, uv = rng.standard_normal(3), rng.standard_normal(2)
+            x.save_value(xv)
+            u.save_value(uv)
+            with np.errstate(invalid="ignore"):  # geo_mean of negative entries: NaN, both ways
+                expect = np.asarray(expr.value)
+                got = np.asarray(f((xv, uv)))
+            assert got.shape == expect.shape
+            assert np.array_equal(got, expect, equal_nan=True), expr
+
+
+def test_atoms_with_their_own_evaluation_and_cones_go_to_cvxpy():
+    X = cp.Variable((2, 2))
+    x = cp.Variable(2)
+    assert compile_expression(cp.lambda_max(X) - 1, {X.id: 0}) is None
+    assert compile_expression(cp.pnorm(x, 2), {}) is None  # an unknown variable
+    evaluator = ConstraintEvaluator([cp.SOC(1 - x[0], x[1:]), cp.norm(x) <= 2], [x])
+    assert len(evaluator.others) == 1 and len(evaluator.inequalities) == 1
+    assert evaluator.inequalities_hold((np.array([0.5, 0.4]),), 0.0)
+    assert not evaluator.inequalities_hold((np.array([0.5, 0.6]),), 0.0)  # the cone fails
+    assert np.isnan(evaluator.contraction_start((np.array([0.5, 0.6]),), []))
+
+
+def test_contraction_start_is_conservative_and_nan_safe():
+    x = cp.Variable(2)
+    evaluator = ConstraintEvaluator([cp.pnorm(x - 1, 1.5) <= 1, x[0] <= 1.9], [x])
+    center = evaluator.margins((np.ones(2),))
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        g = rng.standard_normal(2)
+        point = 1 + (1 + 10 ** rng.uniform(-12, -3)) * g / np.linalg.norm(g, 1.5)
+        start = evaluator.contraction_start((point,), center)
+        assert 0 < start < 1
+        moved = 1 + (1 - start * (1 + 1e-9)) * (point - 1)
+        assert evaluator.inequalities_hold((moved,), 1e-15)
+    assert evaluator.contraction_start((np.ones(2),), center) == 0.0
+    assert np.isnan(evaluator.contraction_start((np.array([np.nan, 1.0]),), center))
+
+
+@pytest.mark.parametrize("start", [0.0, 1e-12, 3e-9, 1e-3])
+def test_search_from_a_start_finds_the_schedules_contraction(start):
+    limit = _pull_in.MAX_CONTRACTION
+    schedule = _pull_in.contractions(limit)
+    assert schedule[0] == _pull_in.FIRST_CONTRACTION and schedule[-1] == limit
+    for threshold in [*schedule, 0.0, 2e-10, 1.0]:  # passes from `threshold` on (monotone)
+        tried = []
+
+        def trial(eps, tried=tried, threshold=threshold):
+            tried.append(eps)
+            return eps if eps >= threshold else None
+
+        linear = next((eps for eps in schedule if eps >= threshold), None)
+        assert _pull_in.least_contraction(trial, limit, start) == linear
+        assert len(tried) == len(set(tried))  # each contraction tried at most once
+        if start == 0.0:
+            assert tried == schedule[:len(tried)]  # the schedule itself, in order
+
+
+def test_lp_ball_pull_in_with_and_without_the_start_agree():
+    arm_set = sc.ConvexArmSet(3, lambda x: [cp.pnorm(x - 1, 1.5) <= 1])
+    rng = np.random.default_rng(2)
+    g = rng.standard_normal((300, 3))
+    points = 1 + (1 + 10 ** rng.uniform(-13, -6, (300, 1))) * g / np.linalg.norm(
+        g, 1.5, axis=1, keepdims=True)
+    assert not arm_set.contains(points, tol=0.0).any()
+    fast, ok = arm_set.pull_inside(points)
+    slow = points.copy()
+    arm_set._contraction_start = lambda x: 0.0  # the schedule from its first contraction
+    ok_slow = arm_set._pull_in(slow)
+    assert ok.all() and ok_slow.all()
+    assert np.array_equal(fast, slow)
+    assert arm_set.contains(fast, tol=0.0).all()
