@@ -10,6 +10,7 @@ and prints the largest relative error of theta_hat and of ||x||_{V^{-1}} (20 pro
 an exact rational recomputation from the accumulated sums.  Run on demand:
 
     python benchmarks/bench_confidence_accuracy.py [--updates 100000]
+    python benchmarks/bench_confidence_accuracy.py --quick      # a smoke test (CI)
 """
 
 from __future__ import annotations
@@ -46,7 +47,10 @@ def sherman_morrison(x, y, lam):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--updates", type=int, default=100_000)
+    parser.add_argument("--quick", action="store_true", help="a smoke test: 1,000 updates")
     args = parser.parse_args()
+    if args.quick:
+        args.updates = 1000
     print("\n".join(machine()))
     print(f"{args.updates} updates; relative errors against exact rational recomputation")
     print(f"{'d':>3} {'lambda':>7} | {'theta_hat: Cholesky':>20} {'Sherman-Morrison':>17} | "

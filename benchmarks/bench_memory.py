@@ -9,6 +9,7 @@ and the aggregates of ``arrays.npz`` are computed.  Peak RSS is the process's hi
 
     python benchmarks/bench_memory.py                       # 10,000 x 100,000: minutes
     python benchmarks/bench_memory.py --runs 1000 --horizon 20000
+    python benchmarks/bench_memory.py --quick               # a smoke test (CI)
 """
 
 from __future__ import annotations
@@ -32,7 +33,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--horizon", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke test: 100 runs x 1,000 stages")
     args = parser.parse_args()
+    if args.quick:
+        args.runs, args.horizon = 100, 1000
 
     print("\n".join(machine()))
     warm_up()

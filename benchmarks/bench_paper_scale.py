@@ -17,6 +17,7 @@ both simulations <= 3 s).  ``--threads`` sets ``NUMBA_NUM_THREADS`` for the chil
     python benchmarks/bench_paper_scale.py                          # 250 x 50,000, 3 repeats
     python benchmarks/bench_paper_scale.py --threads 1              # one core
     python benchmarks/bench_paper_scale.py --runs 50 --horizon 5000 --repeats 1
+    python benchmarks/bench_paper_scale.py --quick                  # a smoke test (CI)
 """
 
 from __future__ import annotations
@@ -114,7 +115,11 @@ def main() -> None:
     parser.add_argument("--solver-repeats", type=int, default=0,
                         help="repeats of the phases with SEGE's LCB arms by Clarabel (slow)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke test: 20 runs x 500 stages, 1 repeat")
     args = parser.parse_args()
+    if args.quick:
+        args.runs, args.horizon, args.repeats = 20, 500, 1
 
     env = dict(os.environ)
     if args.threads is not None:

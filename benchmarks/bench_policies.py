@@ -10,6 +10,7 @@ adds ``d`` logarithms per run-stage (``log det V`` from the Cholesky factor).
 
     python benchmarks/bench_policies.py                 # 250 runs x 50,000 stages, 3 repeats
     python benchmarks/bench_policies.py --runs 50 --horizon 5000 --repeats 5
+    python benchmarks/bench_policies.py --quick         # a smoke test (CI)
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=250)
     parser.add_argument("--horizon", type=int, default=50_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke test: 20 runs x 500 stages, 1 repeat")
     args = parser.parse_args()
+    if args.quick:
+        args.runs, args.horizon, args.repeats = 20, 500, 1
     problem = paper_problem()
     policy_seeds, noise_seeds = sc.run_seeds(0, args.runs)
     print("\n".join(machine()))

@@ -3,8 +3,9 @@
 The sweep: 2 problems x (SEGE with c in {0.25, 0.5, 1.0}, CLUCB) x 250 runs x 20,000 stages, on
 this process (1 worker, whose compiled loops use every core), on 2 local worker processes, and
 on a 2-worker Dask LocalCluster (one thread each).  The default problems are the two whose SEGE
-stage is compiled (the paper's disk and the example ellipsoid): on a solver-path set one cell
-of this size takes hours (about 110 us per run-stage on the box), see bench_arm_sets.py.
+stage is compiled (the paper's disk and the example ellipsoid); on a set whose arms come from
+Clarabel (the l1.5 ball) one cell of this size takes about 20 minutes of one core (about 240 us
+per run-stage), see bench_arm_sets.py.
 
 Each repeat is a fresh sweep into a new directory, timed from run_sweep's call to its return
 (spawning workers, checking the cells, simulating, writing shards, merging).  The Dask cluster
@@ -13,6 +14,7 @@ curves are compared bit for bit with the first backend's.
 
     python benchmarks/bench_sweep.py                         # 3 repeats per backend
     python benchmarks/bench_sweep.py --runs 50 --horizon 5000 --repeats 1
+    python benchmarks/bench_sweep.py --quick                 # a smoke test (CI)
 """
 
 from __future__ import annotations
@@ -51,7 +53,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=250)
     parser.add_argument("--horizon", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke test: 10 runs x 300 stages, 1 repeat")
     args = parser.parse_args()
+    if args.quick:
+        args.runs, args.horizon, args.repeats = 10, 300, 1
     study = spec(args.problems.split(","), args.runs, args.horizon)
     cells = len(study["problems"]) * 4
 

@@ -24,3 +24,15 @@ def test_readme_python_example_runs():
     assert blocks
     for block in blocks:
         exec(compile(block, "README.md", "exec"), {})
+
+
+def test_ci_runs_every_benchmark_quick():
+    # CI's loop runs `python <script> --quick` for these globs; each script must define it.
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "benchmarks/bench_*.py benchmarks/measure_*.py" in ci and "--quick" in ci
+    scripts = sorted((ROOT / "benchmarks").glob("*.py"))
+    runnable = [p for p in scripts if not p.name.startswith("_")]
+    assert {p.name for p in runnable} == {
+        p.name for p in scripts if p.name.startswith(("bench_", "measure_"))}
+    for path in runnable:
+        assert '"--quick"' in path.read_text(), f"{path.name} has no --quick"
