@@ -41,3 +41,42 @@ def test_closed_form_path_loads_no_solver_and_a_polytope_loads_cvxpy():
     out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True,
                          cwd=ROOT, env=env)
     assert out.stdout.split("\n")[:3] == ["[]", "True", "True True False"]
+
+
+def _package_imports(path: Path, package: str) -> set[str]:
+    """The modules of ``package`` that ``path`` imports, at the top or inside functions."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            if node.module:
+                found.add(node.module.split(".")[0])
+            else:
+                found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(package + "."):
+            found.add(node.module[len(package) + 1:].split(".")[0])
+    return found
+
+
+def test_experiments_have_no_import_circle():
+    # BanditProblem lives below the study (experiments/problem.py), so that the examples, the
+    # shards and the sweep build problems without importing the paper's study.
+    folder = ROOT / "sege_cvx" / "experiments"
+    modules = {p.stem for p in folder.glob("*.py")} - {"__init__"}
+    graph = {m: _package_imports(folder / f"{m}.py", "sege_cvx.experiments") & modules
+             for m in modules}
+    assert "paper" not in graph["problem"] | graph["examples"] | graph["shards"]
+    state = dict.fromkeys(modules, 0)  # 0 new, 1 on the current path, 2 done
+
+    def visit(m, path):
+        state[m] = 1
+        for n in sorted(graph[m]):
+            assert state[n] != 1, f"import circle: {' -> '.join([*path, m, n])}"
+            if state[n] == 0:
+                visit(n, [*path, m])
+        state[m] = 2
+
+    for m in sorted(modules):
+        if state[m] == 0:
+            visit(m, [])

@@ -31,7 +31,7 @@ from sege_cvx.experiments import OutputPathError, SpecError, load_results, run_s
 from sege_cvx.experiments import outputs as outputs_module
 from sege_cvx.experiments import sweep as sweep_module
 from sege_cvx.experiments.files import Directory
-from sege_cvx.experiments.paper import BanditProblem, paper_problem
+from sege_cvx.experiments.problem import BanditProblem, paper_problem
 from sege_cvx.experiments.results import ResultsError, write_report
 from sege_cvx.experiments.shards import ShardTask, run_shard
 from sege_cvx.experiments.spec import StudySpec
@@ -225,7 +225,7 @@ FACTORY = """\
 import json
 import pathlib
 
-from sege_cvx.experiments.paper import paper_problem
+from sege_cvx.experiments.problem import paper_problem
 
 
 def make():
@@ -401,7 +401,7 @@ import multiprocessing
 import os
 import pathlib
 
-from sege_cvx.experiments.paper import paper_problem
+from sege_cvx.experiments.problem import paper_problem
 
 
 def make():
@@ -569,7 +569,7 @@ def test_bad_problem_values_are_refused_naming_them(kwargs, error, match):
 
 
 MISSPECIFIED = """\
-from sege_cvx.experiments.paper import paper_problem
+from sege_cvx.experiments.problem import paper_problem
 
 
 def opted_in():
@@ -626,7 +626,7 @@ def test_a_factory_module_the_dask_workers_lack_is_shipped_to_them(tmp_path, mon
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         (tmp_path / "beside_the_spec.py").write_text(
-            "from sege_cvx.experiments.paper import paper_problem\n\n"
+            "from sege_cvx.experiments.problem import paper_problem\n\n"
             "def make():\n    return paper_problem(noise_sd=0.5)\n")
         monkeypatch.syspath_prepend(str(tmp_path))
         assert "ModuleNotFoundError" in client.run(sweep_module._try_import,
@@ -644,7 +644,7 @@ def test_a_package_the_dask_workers_lack_is_one_line_saying_how(tmp_path, monkey
         package = tmp_path / "studypkg"
         package.mkdir()
         (package / "__init__.py").write_text(
-            "from sege_cvx.experiments.paper import paper_problem\n\n"
+            "from sege_cvx.experiments.problem import paper_problem\n\n"
             "def make():\n    return paper_problem()\n")
         monkeypatch.syspath_prepend(str(tmp_path))
         with pytest.raises(SpecError, match="the Dask workers cannot import 'studypkg'.*it is a "
@@ -790,7 +790,7 @@ class _BrokenFingerprint(sc.Box):
 def test_an_arm_set_whose_own_code_fails_is_a_spec_error_naming_the_cell(tmp_path, monkeypatch):
     (tmp_path / "broken_set_factory.py").write_text(
         "from test_sweep_integrity import _BrokenFingerprint\n"
-        "from sege_cvx.experiments.paper import BanditProblem\n\n\n"
+        "from sege_cvx.experiments.problem import BanditProblem\n\n\n"
         "def make():\n    return BanditProblem(_BrokenFingerprint([0.0, 0.0], [1.0, 1.0]), "
         "(0.5, 0.5), (0.5, 0.5))\n")
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -146,7 +146,7 @@ class ArmSet(ABC):
 
     def fingerprint_data(self) -> dict:
         """The data that defines the set, exactly: what a problem's fingerprint records of it
-        (:meth:`sege_cvx.experiments.paper.BanditProblem.fingerprint`), so that a sweep resumed
+        (:meth:`sege_cvx.experiments.problem.BanditProblem.fingerprint`), so that a sweep resumed
         or computed elsewhere is known to play the same set.
 
         Sets given by numbers return them (an ellipsoid's centre and shape, a polytope's rows);

@@ -1,4 +1,6 @@
-"""Experiments: the paper's Section 6 study, example problems, their figures and outputs.
+"""Experiments: problems (:mod:`.problem`, the built-in :mod:`.examples`), the paper's Section 6
+study (:mod:`.paper`), sweeps (:mod:`.spec`, :mod:`.shards`, :mod:`.sweep`, :mod:`.results`),
+their figures and outputs.
 
 Names load their modules on first use (PEP 562): :mod:`.outputs` is light, :mod:`.paper` loads
 the policies' kernels; cvxpy loads only for arm sets that need a solver, matplotlib for figures.
@@ -6,9 +8,9 @@ the policies' kernels; cvxpy loads only for arm sets that need a solver, matplot
 
 from .._lazy import lazy_exports
 
-_EXPORTS = {name: ".paper" for name in ("PAPER_HORIZON", "PAPER_RUNS", "BanditProblem",
-                                        "StudyResult", "paper_problem", "run_study",
-                                        "write_outputs")}
+_EXPORTS = {name: ".paper" for name in ("PAPER_HORIZON", "PAPER_RUNS", "StudyResult",
+                                        "run_study", "write_outputs")}
+_EXPORTS.update({"BanditProblem": ".problem", "paper_problem": ".problem"})
 _EXPORTS["OutputPathError"] = ".outputs"
 _EXPORTS.update({"run_sweep": ".sweep", "load_results": ".results", "SweepResults": ".results",
                  "ResultsError": ".results", "write_report": ".results"})

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..arm_sets import Box, ConvexArmSet, Ellipsoid, Polytope
-from .paper import BanditProblem, paper_problem
+from .problem import BanditProblem, paper_problem
 
 
 def treatment_mix_problem() -> BanditProblem:

@@ -85,7 +85,7 @@ class ShardTask:
         numba threads for the compiled loops (None: leave the process's setting).
     fingerprint : str or None
         The fingerprint of the cell's problem as the sweep built it
-        (:attr:`~sege_cvx.experiments.paper.BanditProblem.fingerprint`): the worker refuses to
+        (:attr:`~sege_cvx.experiments.problem.BanditProblem.fingerprint`): the worker refuses to
         compute the shard on a problem that differs (None: not checked).
     versions : tuple of (name, version) pairs, or None
         The sweep's :func:`~sege_cvx.experiments.outputs.runtime_versions`: the worker refuses
@@ -108,7 +108,7 @@ class ShardTask:
 
 @lru_cache(maxsize=32)
 def build_problem(problem: ProblemSpec):
-    """The :class:`~sege_cvx.experiments.paper.BanditProblem` of ``problem``, built once per
+    """The :class:`~sege_cvx.experiments.problem.BanditProblem` of ``problem``, built once per
     process (arm sets may compile conic programs)."""
     if problem.name is not None:
         from .examples import EXAMPLES
@@ -131,10 +131,10 @@ def _declared(spec: ProblemSpec, problem):
 
 
 def _from_factory(factory_path: str):
-    """The :class:`~sege_cvx.experiments.paper.BanditProblem` a ``"module:callable"`` makes."""
+    """The :class:`~sege_cvx.experiments.problem.BanditProblem` a ``"module:callable"`` makes."""
     import importlib
 
-    from .paper import BanditProblem
+    from .problem import BanditProblem
 
     module_name, attribute = factory_path.split(":")
     try:

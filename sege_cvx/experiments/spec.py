@@ -64,7 +64,7 @@ class SpecError(ValueError):
 @dataclass(frozen=True)
 class ProblemSpec:
     """One problem of a study: a built-in example by ``name``, or a ``factory``
-    (``"module:callable"``) returning a :class:`~sege_cvx.experiments.paper.BanditProblem`.
+    (``"module:callable"``) returning a :class:`~sege_cvx.experiments.problem.BanditProblem`.
 
     ``misspecified`` declares a misspecification study: the problem must then be built with
     ``misspecified=True`` (it may break the paper's assumptions), and only then."""

@@ -1,0 +1,238 @@
+"""A safe linear bandit problem: the arm set, ``theta*``, the baseline and the algorithms' constants.
+
+:class:`BanditProblem` is what every layer above the policies builds its runs from: the paper's
+study (:mod:`.paper`), the built-in examples (:mod:`.examples`), a sweep's shards
+(:mod:`.shards`) and the command line.  :func:`paper_problem` is the paper's Section 6 instance.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from .._fingerprint import fingerprint
+from .._validation import as_scalar, as_vector, scaled_norm
+from ..arm_sets import ArmSet, Ball
+from ..policies import CLUCB, ROFUL, SEGE
+from ..policies.sege import paper_risk
+
+
+@dataclass(frozen=True)
+class _PaperRisk:
+    """The paper's risk schedule ``delta_t = 6 delta_bar / (pi^2 t^2)`` as a picklable callable
+    (a policy's ``risk``), so that policies built in worker processes are described alike."""
+
+    delta_bar: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "delta_bar", as_scalar("delta_bar", self.delta_bar, low=0.0,
+                                                        high=1.0, low_open=True, high_open=True))
+
+    def __call__(self, t: int) -> float:
+        return paper_risk(t, self.delta_bar)
+
+
+@dataclass(frozen=True)
+class BanditProblem:
+    """A safe linear bandit instance and the algorithms' constants.
+
+    The baseline reward is, as in the paper's study, the baseline arm's true expected reward
+    ``b0 = <x0, theta*>``, unless a smaller known lower bound ``b0`` is given (the paper's
+    Assumption 3 asks only ``<x0, theta*> >= b0``); the threshold is
+    ``b = threshold_fraction * b0``.
+
+    The paper's assumptions are checked when the problem is made: ``||theta*|| <= S``
+    (Assumption 1, on which every confidence set and SEGE's safety rest) and
+    ``<x0, theta*> >= b0`` (Assumption 3).  A problem that breaks one is refused with a
+    ``ValueError`` naming both numbers, unless ``misspecified=True`` asks for it: a
+    misspecification study, whose results say so (a sweep's spec must then say
+    ``misspecified = true`` for the problem too).
+
+    Parameters
+    ----------
+    arm_set : ArmSet
+    theta_star : sequence of float
+        The unknown parameter (stored as a tuple of floats).
+    baseline_arm : sequence of float
+        The known safe arm ``x0`` (stored as a tuple of floats).
+    threshold_fraction : float
+    S, noise_sd, c, lam, delta_bar : float
+        ``||theta*|| <= S``, noise sd, SEGE's ``c`` and ``lambda``, and the overall risk
+        ``delta_bar`` (SEGE's ``delta_t = 6 delta_bar / (pi^2 t^2)``; CLUCB's ``delta``).
+    clucb_arms : int, optional
+        CLUCB's number of discrete arms (default: the smallest meeting a 3e-3 error).
+    name, description : str
+    b0 : float, optional
+        The learner's known lower bound on the baseline arm's reward (default: its true
+        reward ``<x0, theta*>``).
+    misspecified : bool
+        Allow a problem that breaks the paper's assumptions (see above).
+
+    Examples
+    --------
+    >>> from sege_cvx import Ball
+    >>> BanditProblem(Ball((1.0, 1.0), 1.0), theta_star=(3.0, 4.0),
+    ...               baseline_arm=(1.2, 1.9))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: ||theta*|| = 5 exceeds S = 1 (the paper's Assumption 1); pass misspecified=True...
+    >>> problem = BanditProblem(Ball((1.0, 1.0), 1.0), theta_star=(3.0, 4.0),
+    ...                         baseline_arm=(1.2, 1.9), misspecified=True)
+    >>> problem.assumption_violations()
+    ["||theta*|| = 5 exceeds S = 1 (the paper's Assumption 1)"]
+    """
+
+    arm_set: ArmSet
+    theta_star: tuple[float, ...]
+    baseline_arm: tuple[float, ...]
+    threshold_fraction: float = 0.8
+    S: float = 1.0
+    noise_sd: float = 1.0
+    c: float = 0.5
+    lam: float = 0.1
+    delta_bar: float = 0.1
+    clucb_arms: int | None = None
+    name: str = ""
+    description: str = ""
+    b0: float | None = None
+    misspecified: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.arm_set, ArmSet):
+            raise TypeError(f"arm_set must be a sege_cvx arm set, got {type(self.arm_set).__name__}")
+        d = self.arm_set.dim
+        for name in ("theta_star", "baseline_arm"):
+            vector = as_vector(name, getattr(self, name), d)
+            object.__setattr__(self, name, tuple(float(v) for v in vector))
+        object.__setattr__(self, "S", as_scalar("S", self.S, low=0.0, low_open=True))
+        object.__setattr__(self, "noise_sd", as_scalar("noise_sd", self.noise_sd, low=0.0))
+        object.__setattr__(self, "threshold_fraction",
+                           as_scalar("threshold_fraction", self.threshold_fraction))
+        if self.b0 is not None:
+            object.__setattr__(self, "b0", as_scalar("b0", self.b0))
+        if not isinstance(self.misspecified, bool | np.bool_):
+            raise TypeError(f"misspecified must be True or False, got {self.misspecified!r}")
+        object.__setattr__(self, "misspecified", bool(self.misspecified))
+        broken = self.assumption_violations()
+        if broken and not self.misspecified:
+            raise ValueError(f"{'; '.join(broken)}; pass misspecified=True to study a "
+                             "misspecified problem")
+
+    @property
+    def baseline_reward(self) -> float:
+        """``b0``: the given bound, or the baseline arm's true reward ``<x0, theta*>``."""
+        if self.b0 is not None:
+            return self.b0
+        # Summed left to right in Python floats, not by np.dot: BLAS kernels (which one a CPU
+        # gets) round differently, and b0 must be the same bits on every machine of a sweep.
+        return float(sum(x * t for x, t in zip(self.baseline_arm, self.theta_star, strict=True)))
+
+    @property
+    def threshold(self) -> float:
+        return self.threshold_fraction * self.baseline_reward
+
+    def assumption_violations(self) -> list[str]:
+        """The paper's assumptions this problem breaks, one sentence each (empty if none).
+
+        ``||theta*|| <= S`` and ``<x0, theta*> >= b0``, each up to the rounding of computing
+        its left side (a few ulps), so that a parameter on the sphere ``||theta|| = S`` passes.
+        """
+        theta, x0 = np.array(self.theta_star), np.array(self.baseline_arm)
+        eps, d = np.finfo(np.float64).eps, len(theta)
+        broken = []
+        norm = float(scaled_norm(theta))
+        if norm > self.S * (1 + 2 * (d + 1) * eps):
+            broken.append(f"||theta*|| = {norm:.6g} exceeds S = {self.S:.6g} (the paper's "
+                          "Assumption 1)")
+        if self.b0 is not None:
+            reward = math.fsum(x0 * theta)
+            if reward < self.b0 - 2 * (d + 1) * eps * math.fsum(np.abs(x0 * theta)):
+                broken.append(f"the baseline arm's reward <x0, theta*> = {reward:.6g} is below "
+                              f"b0 = {self.b0:.6g} (the paper's Assumption 3)")
+        return broken
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """SHA-256 of everything a policy reads of this problem: the arm set's data
+        (:meth:`~sege_cvx.arm_sets.ArmSet.fingerprint_data`), ``theta*``, the baseline arm and
+        reward, the threshold, ``S``, the noise and the algorithms' constants, each to the last
+        bit.  A sweep refuses to mix runs of problems whose fingerprints differ."""
+        return fingerprint({
+            "arm_set": {"class": type(self.arm_set).__name__, **self.arm_set.fingerprint_data()},
+            "theta_star": self.theta_star, "baseline_arm": self.baseline_arm,
+            "baseline_reward": self.baseline_reward, "threshold": self.threshold,
+            "threshold_fraction": self.threshold_fraction, "S": self.S,
+            "noise_sd": self.noise_sd, "c": self.c, "lam": self.lam, "delta_bar": self.delta_bar,
+            "clucb_arms": self.clucb_arms, "misspecified": self.misspecified})
+
+    def sege(self, n_runs: int, seed, lcb_method: str = "auto", *, c: float | None = None,
+             lam: float | None = None, rho: float | None = None, L: float | None = None,
+             delta_bar: float | None = None, radius: str = "theorem1") -> SEGE:
+        """SEGE on this problem; a keyword given overrides the problem's value (``rho`` and ``L``
+        default to SEGE's own, ``rho_bar`` and the arm set's bound on ``max ||x||``)."""
+        delta_bar = self.delta_bar if delta_bar is None else delta_bar
+        return SEGE(self.arm_set, self.baseline_arm, self.baseline_reward, self.threshold,
+                    S=self.S, noise_sd=self.noise_sd, lam=self.lam if lam is None else lam,
+                    c=self.c if c is None else c, rho=rho, L=L,
+                    risk=_PaperRisk(delta_bar), radius=radius, lcb_method=lcb_method,
+                    n_runs=n_runs, seed=seed)
+
+    def clucb(self, n_runs: int, *, lam: float | None = None, delta: float | None = None,
+              n_arms: int | None = None, radius: str = "theorem1") -> CLUCB:
+        """CLUCB on this problem; a keyword given overrides the problem's value (``delta``:
+        ``delta_bar``, Corollary 1's overall risk ``sum_t delta_t``)."""
+        return CLUCB(self.arm_set, self.baseline_arm, self.baseline_reward, self.threshold,
+                     S=self.S, noise_sd=self.noise_sd, lam=self.lam if lam is None else lam,
+                     delta=self.delta_bar if delta is None else delta,
+                     n_arms=self.clucb_arms if n_arms is None else n_arms, radius=radius,
+                     n_runs=n_runs)
+
+    def roful(self, n_runs: int, *, lam: float | None = None, delta: float | None = None,
+              n_directions: int | None = None, radius: str = "self_normalized") -> ROFUL:
+        """ROFUL on this problem; a keyword given overrides the problem's value (``delta``:
+        ``delta_bar``; ``n_directions``: CLUCB's arm count, so that both use the same boundary
+        points)."""
+        return ROFUL(self.arm_set, self.baseline_arm, self.baseline_reward, self.threshold,
+                     S=self.S, noise_sd=self.noise_sd, lam=self.lam if lam is None else lam,
+                     delta=self.delta_bar if delta is None else delta, radius=radius,
+                     n_directions=self.clucb_arms if n_directions is None else n_directions,
+                     n_runs=n_runs)
+
+    def policy(self, algorithm: str, n_runs: int, seed=None, **settings) -> SEGE | CLUCB | ROFUL:
+        """``algorithm`` ("SEGE", "CLUCB" or "ROFUL") on this problem, with ``settings``
+        overriding its parameters (the names of
+        :data:`~sege_cvx.experiments.spec.GRID_PARAMETERS`)."""
+        if algorithm == "SEGE":
+            return self.sege(n_runs, seed, **settings)
+        if algorithm == "CLUCB":
+            return self.clucb(n_runs, **settings)
+        if algorithm == "ROFUL":
+            return self.roful(n_runs, **settings)
+        raise ValueError(f"unknown algorithm {algorithm!r} (known: SEGE, CLUCB, ROFUL)")
+
+    def describe(self) -> dict:
+        """JSON-ready description (``summary.json``'s ``setup``)."""
+        return {"name": self.name, "description": self.description,
+                "arm_set": repr(self.arm_set), "theta_star": list(self.theta_star),
+                "baseline_arm": list(self.baseline_arm), "baseline_reward": self.baseline_reward,
+                "threshold": self.threshold, "S": self.S, "noise_sd": self.noise_sd, "c": self.c,
+                "lam": self.lam, "delta_bar": self.delta_bar,
+                "misspecified": self.misspecified,
+                "assumption_violations": self.assumption_violations()}
+
+
+def paper_problem(**overrides) -> BanditProblem:
+    """Section 6's model and algorithm parameters, verbatim (keyword overrides allowed).
+
+    Disk of radius 1 centred at (1, 1); ``theta* = (0.6, 0.8)``, ``S = 1``; baseline arm
+    ``x0 = (1.2, 1.9)`` with ``b0 = <x0, theta*> = 2.24``; ``b = 0.8 b0``; N(0, 1) noise;
+    ``c = 0.5``, ``lambda = 0.1``, ``rho = rho_bar = 0.224``, ``delta_t = 6 (0.1) / (pi^2 t^2)``.
+    """
+    params = dict(arm_set=Ball((1.0, 1.0), 1.0), theta_star=(0.6, 0.8), baseline_arm=(1.2, 1.9),
+                  threshold_fraction=0.8, S=1.0, noise_sd=1.0, c=0.5, lam=0.1, delta_bar=0.1,
+                  name="paper", description="Khezeli & Bitar (2020), Section 6")
+    params.update(overrides)
+    return BanditProblem(**params)
