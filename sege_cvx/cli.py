@@ -229,11 +229,22 @@ def _add_output_options(parser: argparse.ArgumentParser, default: str) -> None:
                         help="replace an existing non-empty --out whole (its old files are deleted)")
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default where it tells something: not for required options, flags,
+    options without one (``None``), or help that already states it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if (action.required or action.default in (None, False, argparse.SUPPRESS)
+                or "default" in (action.help or "")):
+            return action.help or ""
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``sege-cvx`` argument parser (every option documented, defaults shown by ``--help``)."""
     from . import __version__
 
-    fmt = argparse.ArgumentDefaultsHelpFormatter
+    fmt = _HelpFormatter
     parser = _Parser(prog="sege-cvx", formatter_class=fmt, description=(
         "Safe linear stochastic bandits (Khezeli & Bitar, AAAI 2020): SEGE against CLUCB."),
         epilog=("exit status: 0 done; 2 a user's error, found before any simulation; 1 stopped "

@@ -3,6 +3,8 @@
 One tiny sweep (2 problems x 3 cells x 6 runs x 300 stages) serves every test.
 """
 
+import hashlib
+import json
 import math
 import os
 import subprocess
@@ -199,9 +201,19 @@ def test_panels_in_a_grid_are_titled_with_every_by_value(results):
 def test_write_report_files_and_the_csv_round_trips(results, tmp_path):
     out = tmp_path / "new" / "report"
     paths = write_report(results, out)
-    names = ["table.md", "table.csv", "regret.png", "regret.pdf", "reward.png", "reward.pdf"]
+    names = ["table.md", "table.csv", "regret.png", "regret.pdf", "reward.png", "reward.pdf",
+             "report.json"]
     assert [p.name for p in paths] == names and all(p.parent == out for p in paths)
     assert all(p.stat().st_size > 0 for p in paths)
+    record = json.loads((out / "report.json").read_text())  # what the report wrote, and of what
+    assert [f["path"] for f in record["files"]] == names[:-1]
+    for entry in record["files"]:
+        data = (out / entry["path"]).read_bytes()
+        assert entry["bytes"] == len(data) and entry["sha256"] == hashlib.sha256(data).hexdigest()
+    manifest = (results.path / "manifest.json").read_bytes()
+    assert record["results"] == {"path": str(results.path),
+                                 "manifest_sha256": hashlib.sha256(manifest).hexdigest()}
+    assert record["options"] == {"by": "problem", "band": "quantile", "at": []}
     assert (out / "regret.png").stat().st_size > 20_000
     back = pd.read_csv(out / "table.csv")
     want = results.table().reset_index()
@@ -227,7 +239,8 @@ def test_cli_report_prints_the_table_and_writes_the_files(results, tmp_path, cap
     out = capsys.readouterr().out
     assert out.startswith("# Sweep results: ")
     assert (tmp_path / "table.md").read_text(encoding="utf-8") in out
-    assert f"wrote 6 files to {tmp_path}: table.md, table.csv, regret.png" in out
+    assert f"wrote 7 files to {tmp_path}: table.md, table.csv, regret.png" in out
+    assert out.rstrip().endswith("report.json")
     assert main(["report", str(results.path)]) == 0  # default --out: DIR/report
     assert (results.path / "report" / "reward.pdf").is_file()
     assert "| paper   | CLUCB     | -    |    6 |" in capsys.readouterr().out

@@ -27,8 +27,9 @@ CELL_COLUMNS = ("problem", "algorithm")
 RESULT_FILES = ("runs.parquet", "curves.parquet")
 #: Largest manifest and table read (a manifest lists every shard; tables grow with runs).
 MAX_MANIFEST_BYTES, MAX_TABLE_BYTES = 1 << 30, 1 << 40
-#: Files :func:`write_report` writes.
-REPORT_FILES = ("table.md", "table.csv", "regret.png", "regret.pdf", "reward.png", "reward.pdf")
+#: Files :func:`write_report` writes; the last, its record of the others.
+REPORT_FILES = ("table.md", "table.csv", "regret.png", "regret.pdf", "reward.png", "reward.pdf",
+                "report.json")
 #: The figures' bands: 5 % to 95 % quantiles over runs, mean +- 1.96 standard errors, or none.
 BANDS = ("quantile", "ci", None)
 _BAND_NAMES = {"quantile": "band: 5-95 % of runs", "ci": "band: 95 % confidence interval of the mean",
@@ -670,7 +671,9 @@ def write_report(results: SweepResults, out_dir: str | os.PathLike, by="problem"
     list of Path
         ``table.md`` (:func:`report_markdown`), ``table.csv`` (:meth:`SweepResults.table` per
         cell, every number at full precision; ``pandas.read_csv`` reads it back),
-        ``regret.png``, ``regret.pdf``, ``reward.png`` and ``reward.pdf``.
+        ``regret.png``, ``regret.pdf``, ``reward.png``, ``reward.pdf``, and ``report.json``
+        (:func:`_write_record`: those files' sizes and SHA-256, the sweep's directory and
+        manifest SHA-256, the options and the provenance).
 
     Raises
     ------
@@ -693,4 +696,30 @@ def write_report(results: SweepResults, out_dir: str | os.PathLike, by="problem"
         paths = [out / "table.md", out / "table.csv"]
         paths += save_figure(results.plot_regret(by=by, band=band), directory, "regret")
         paths += save_figure(results.plot_reward(by=by, band=band), directory, "reward")
+        paths.append(_write_record(directory, results, [p.name for p in paths],
+                                   {"by": by, "band": band, "at": list(stages or [])}))
     return paths
+
+
+def _write_record(directory: Directory, results: SweepResults, names: list[str],
+                  options: dict) -> Path:
+    """``report.json``: the report's files (bytes, SHA-256), the sweep they describe (its
+    directory and the SHA-256 of its manifest), the options and the provenance; written last,
+    whole or not at all, so that a report directory says what it holds even inside a sweep's
+    or a study's directory, whose manifest does not list it."""
+    import hashlib
+
+    from .outputs import provenance
+
+    files = []
+    for name in names:
+        data = directory.read(name, MAX_TABLE_BYTES)
+        files.append({"path": name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+    manifest = read_regular(results.path / MANIFEST, MAX_MANIFEST_BYTES)
+    record = {"files": files,
+              "results": {"path": str(results.path),
+                          "manifest_sha256": hashlib.sha256(manifest).hexdigest()},
+              "options": options, "provenance": provenance()}
+    directory.write("report.json", (json.dumps(record, indent=2) + "\n").encode("utf-8"))
+    directory.fsync()
+    return directory.path / "report.json"
