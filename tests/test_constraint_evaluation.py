@@ -105,3 +105,57 @@ def test_lp_ball_pull_in_with_and_without_the_start_agree():
     assert ok.all() and ok_slow.all()
     assert np.array_equal(fast, slow)
     assert arm_set.contains(fast, tol=0.0).all()
+
+
+def test_equalities_of_a_plain_set_are_checked_as_cvxpy_does():
+    # An equality that holds in exact arithmetic but not to the last bit (found by a helper):
+    # cvxpy's violation() is 1.1e-16 here, so the point is outside at tol=0 and inside at 1e-15.
+    def fn(x):
+        return [cp.norm(x) <= 1, cp.sum(x) == x[2] + x[1] + x[0]]
+
+    arm_set = sc.ConvexArmSet(3, fn)
+    point = np.array([0.1, 0.2, 0.3])
+    x = cp.Variable(3)
+    cons = fn(x)
+    x.value = point
+    expect = all(np.all(c.violation() <= 0.0) for c in cons)
+    assert bool(arm_set.contains(point, tol=0.0)) == expect
+    assert arm_set.contains(point, tol=1e-15)
+
+
+def test_an_uncompilable_equality_keeps_its_repair_and_rounding_bound():
+    # A term with a zero-size index cannot be compiled: cvxpy evaluates it, and it is still an
+    # equality of the lifted set (repaired, with its rounding allowance).
+    P = np.array([[1.0, 0], [0, 1], [-1, 0], [0, -1], [0.7, 0.7], [-0.3, 0.9]])
+
+    def hull(x):
+        w = cp.Variable(6, nonneg=True)
+        return [x == P.T @ w + cp.sum(w[0:0]), cp.sum(w) == 1]
+
+    arm_set = sc.ConvexArmSet(2, hull)
+    assert len(arm_set._lifted.evaluator.equalities) == 2
+    assert arm_set.contains([0.3, 0.2])
+
+
+def test_constraints_are_checked_in_their_order():
+    # The first constraint fails: the second, whose numeric raises on this point, is not reached.
+    def fn(x):
+        e = 1e10 * x[0] - 1e10 * x[0] + x[1]  # x[1]; NaN once 1e10 x[0] overflows
+        M = cp.reshape(cp.hstack([e, x[1], x[2], x[3]]), (2, 2), order="F")
+        return [cp.SOC(cp.Constant(1.0), x), cp.sigma_max(M) <= 5]
+
+    arm_set = sc.ConvexArmSet(4, fn)
+    assert not arm_set.contains([1e300, 0, 0, 0])
+    assert not arm_set.pull_inside(np.array([[1e300, 0, 0, 0]]))[1][0]
+
+
+def test_points_outside_an_atoms_domain_are_outside():
+    # cvxpy's violation() says inv_pos(-1) <= 2 holds (-1 <= 2); the set is [0.5, 3].
+    arm_set = sc.ConvexArmSet(1, lambda x: [cp.inv_pos(x) <= 2, x <= 3])
+    assert not arm_set.contains([-1.0], tol=0.0)
+    assert arm_set.contains([[0.5], [1.0], [3.0]], tol=0.0).all()
+    lifted = sc.ConvexArmSet(1, lambda x: [cp.quad_over_lin(x, (t := cp.Variable())) <= 1,
+                                           t <= 1, x >= -1])
+    # (x, t) = (0.5, -1): 0.25 / -1 <= 1 holds numerically, but t >= 0 is the atom's domain.
+    assert not lifted._lifted.holds(np.array([0.5]), np.array([-1.0]), 0.0)
+    assert lifted._lifted.holds(np.array([0.5]), np.array([1.0]), 0.0)

@@ -6,7 +6,12 @@ the tree's parameters (to return ``None`` if one has no value), then calls each 
 thousands of points, and that walk costs more than the arithmetic (about 10 us for
 ``pnorm(x - c, 1.5) <= 1`` at d = 2).  :class:`ConstraintEvaluator` walks each tree once and
 keeps a closure per node that calls the same ``numeric`` on the same argument values, so its
-values are bitwise cvxpy's: the decision of a membership test is unchanged, only its cost.
+values are bitwise cvxpy's: a membership test decides as cvxpy's evaluation does (with the
+domains below), only faster.
+
+The atoms' domains (cvxpy's ``Expression.domain``: ``x >= 0`` for ``inv_pos(x)``, ``log(x)``,
+...) are checked as well: cvxpy's own ``violation()`` leaves them out, and would report
+``inv_pos(x) <= 2`` as holding at ``x = -1``.
 
 Atoms that override cvxpy's evaluation (``value`` or ``_value_impl``: ``lambda_max``,
 ``log_det``, ``suppfunc``, ...) and constraints other than affine equalities and ``expr <= 0``
@@ -80,9 +85,13 @@ class ConstraintEvaluator:
     inequalities : list of Evaluate
         ``expr`` of each ``expr <= 0`` constraint (cvxpy's ``Inequality.expr``, ``lhs - rhs``).
     equalities : list of Evaluate
-        ``expr`` of each affine equality ``expr == 0``.
+        ``expr`` of each affine equality ``expr == 0`` (``Equality``, ``Zero``).
     others : list of cvxpy constraints
-        Those evaluated by cvxpy (``violation()``), after the variables' values are set.
+        Cones and the like, evaluated by cvxpy (``violation()``) after the variables' values
+        are set.
+
+    An expression that cannot be compiled (:func:`compile_expression` gives ``None``) is
+    evaluated by cvxpy too, and keeps its kind.
     """
 
     def __init__(self, constraints: Sequence[cp.Constraint],
@@ -95,14 +104,29 @@ class ConstraintEvaluator:
         self.inequalities: list[Evaluate] = []
         self.equalities: list[Evaluate] = []
         self.others: list = []
-        for c in constraints:
-            kind = (self.inequalities if type(c) is Inequality
-                    else self.equalities if isinstance(c, Equality | Zero) else None)
-            compiled = None if kind is None else compile_expression(c.expr, slots)
-            if compiled is None:
+        # Every check in the constraints' order, as cvxpy's own loop would stop at the first
+        # failure: ("<=", expr), ("==", expr) or ("cone", constraint).
+        self._checks: list[tuple[str, object]] = []
+        # The atoms' domains too: cvxpy evaluates inv_pos(x) at x < 0 as a negative number, so
+        # inv_pos(x) <= 2 would hold there; its domain x >= 0 is part of the set (the solver
+        # enforces it), and is checked after the constraints themselves.
+        domains = [d for c in constraints for arg in c.args for d in arg.domain]
+        for c in [*constraints, *domains]:
+            kind = ("<=" if type(c) is Inequality
+                    else "==" if isinstance(c, Equality | Zero) else "cone")
+            if kind == "cone":
                 self.others.append(c)
-            else:
-                kind.append(compiled)
+                self._checks.append((kind, c))
+                continue
+            f = compile_expression(c.expr, slots) or self._by_cvxpy(c.expr)
+            (self.inequalities if kind == "<=" else self.equalities).append(f)
+            self._checks.append((kind, f))
+
+    def _by_cvxpy(self, expr: cp.Expression) -> Evaluate:
+        def evaluate(values: Sequence[np.ndarray]) -> np.ndarray:
+            self.load(values)
+            return np.asarray(expr.value)
+        return evaluate
 
     def load(self, values: Sequence[np.ndarray]) -> None:
         """Set the cvxpy variables' values (for :attr:`others`), without cvxpy's checks."""
@@ -115,16 +139,34 @@ class ConstraintEvaluator:
                  for f in self.equalities]
         return np.concatenate(parts) if parts else np.empty(0)
 
+    def holds(self, values: Sequence[np.ndarray], tol: float) -> bool:
+        """Whether every constraint holds within ``tol >= 0`` (cvxpy's ``violation() <= tol``;
+        an equality's violation is ``|expr|``), checked in the constraints' order."""
+        return self._hold(values, tol, equalities=True)
+
     def inequalities_hold(self, values: Sequence[np.ndarray], tol: float) -> bool:
-        """Whether every inequality and every other constraint holds within ``tol >= 0``."""
+        """:meth:`holds` for the inequalities and cones alone (a lifted set checks its
+        equalities with their rounding bound, :mod:`.lifted`)."""
+        return self._hold(values, tol, equalities=False)
+
+    def _hold(self, values: Sequence[np.ndarray], tol: float, equalities: bool) -> bool:
         # An inequality's violation() is max(expr, 0); with tol >= 0, max(expr, 0) <= tol exactly
         # when expr <= tol.  (A loop: this runs for every point tested.)
-        for f in self.inequalities:
-            if not (f(values) <= tol).all():
+        loaded = False
+        for kind, check in self._checks:
+            if kind == "<=":
+                ok = (check(values) <= tol).all()
+            elif kind == "==":
+                if not equalities:
+                    continue
+                ok = (np.abs(check(values)) <= tol).all()
+            else:
+                if not loaded:
+                    self.load(values)
+                    loaded = True
+                ok = np.all(check.violation() <= tol)
+            if not ok:
                 return False
-        if self.others:
-            self.load(values)
-            return all(np.all(c.violation() <= tol) for c in self.others)
         return True
 
     def margins(self, values: Sequence[np.ndarray]) -> list[np.ndarray]:

@@ -250,7 +250,7 @@ class ConvexArmSet(ArmSet):
             witnesses = self._find_witnesses(xs)
             return np.array([self._certify_pair(x, u, tol)[0]
                              for x, u in zip(xs, witnesses, strict=True)], dtype=bool)
-        holds = self._membership.inequalities_hold
+        holds = self._membership.holds
         return np.array([bool(np.isfinite(x).all()) and holds((x,), tol) for x in xs], dtype=bool)
 
     def _contraction_start(self, x: np.ndarray) -> float:
