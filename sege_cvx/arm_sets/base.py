@@ -337,8 +337,9 @@ class ArmSet(ABC):
         ``eps ||x - c||``.  Sets given by cvxpy inequalities start the search at the contraction
         convexity guarantees from the constraints' values at ``x`` and ``c``, and step down from
         there (:func:`sege_cvx._pull_in.least_contraction`): about two tests instead of up to
-        eleven, the same contraction.  Far from the origin the floats themselves are coarser than that
-        (spacing 1.2e-4 at 1e12): the limit is then raised to 16 ulps of the coordinates.
+        eleven, and the same contraction wherever passing is monotone in ``eps``.  Far from the
+        origin the floats themselves are coarser than that (spacing 1.2e-4 at 1e12): the limit
+        is then raised to 16 ulps of the coordinates.
 
         On a lifted set (``witness_dim > 0``) each point is certified with a witness: the pair
         ``(x, u)`` is contracted toward the certified interior pair ``(c, u_c)`` (the exploration

@@ -736,8 +736,13 @@ class _LocalPool(cf.ProcessPoolExecutor):
             last[int(pid)] = name
         done = {task.name for future, task in futures.items()
                 if future.done() and not future.cancelled() and future.exception() is None}
+        deadline = time.monotonic() + 5.0
         for process in self.seen.values():
-            process.join(timeout=5)
+            process.join(timeout=max(0.0, deadline - time.monotonic()))
+            # The pool's own thread may be reaping this process at the same moment: then our
+            # wait finds no child (ECHILD) and exitcode stays None until that thread stores it.
+            while process.exitcode is None and time.monotonic() < deadline:
+                time.sleep(0.01)
         # The pool ends the other workers by SIGTERM once one died: a worker that ended
         # otherwise is the one; failing that, one that was computing a shard.
         ended = [(pid, p.exitcode) for pid, p in self.seen.items() if p.exitcode is not None]
