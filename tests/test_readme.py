@@ -36,3 +36,10 @@ def test_ci_runs_every_benchmark_quick():
         p.name for p in scripts if p.name.startswith(("bench_", "measure_"))}
     for path in runnable:
         assert '"--quick"' in path.read_text(), f"{path.name} has no --quick"
+
+
+def test_the_api_reference_lists_every_public_name():
+    import sege_cvx
+
+    listed = set(re.findall(r"^   (\w+)$", (ROOT / "docs" / "api.rst").read_text(), flags=re.M))
+    assert listed == set(sege_cvx.__all__)
