@@ -93,7 +93,7 @@ def safe_set_figure(study):
     setup = study.setup
     center, radius = setup.arm_set.center, setup.arm_set.radius
     theta_star = np.asarray(setup.theta_star)
-    fig, ax = _axes(figsize=(4.8, 5.6), bottom=0.24)
+    fig, ax = _axes(figsize=(4.8, 5.6), bottom=0.24, top=0.91)
     fig.subplots_adjust(left=0.14, right=0.96)
     angles = np.linspace(0, 2 * np.pi, 721)
     circle = center + radius * np.column_stack([np.cos(angles), np.sin(angles)])
