@@ -124,8 +124,14 @@ def test_plot_regret_one_panel_per_problem_one_line_per_cell(results):
     for ax in fig.axes:
         assert [line.get_label() for line in ax.lines] == LABELS
         assert len(ax.collections) == 3  # a band per cell
-        assert [t.get_text() for t in ax.get_legend().get_texts()] == LABELS
+        assert ax.get_legend() is None  # the panels' legends would be the same: one for all
         assert ax.get_xscale() == "linear"
+    assert len(fig.legends) == 1
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == LABELS
+    # Each band has a solid edge in its cell's colour, so that overlapping bands stay readable.
+    for band, line in zip(fig.axes[0].collections, fig.axes[0].lines, strict=True):
+        assert np.allclose(band.get_edgecolor()[0][:3], matplotlib.colors.to_rgb(line.get_color()))
+        assert band.get_edgecolor()[0][3] > 3 * band.get_facecolor()[0][3]
     curves = results.curves
     paper = curves[(curves["problem"] == "paper") & (curves["algorithm"] == "CLUCB")].sort_values("t")
     line, band = fig.axes[0].lines[2], fig.axes[0].collections[2]

@@ -56,13 +56,16 @@ def single_axes(figsize=(5.2, 3.8), bottom=0.226, top=0.9):
     return fig, ax
 
 
-def panel_axes(n: int, legend_rows: int, title_lines: int = 1, suptitle: bool = True):
+def panel_axes(n: int, legend_rows: int, title_lines: int = 1, suptitle: bool = True,
+               figure_legend_rows: int = 0):
     """``n`` panels, each with room above for a title of ``title_lines`` lines and below for a
-    legend of ``legend_rows`` rows: margins fixed in inches (whatever ``n``), as
+    legend of ``legend_rows`` rows, and room at the bottom of the figure for one legend of
+    ``figure_legend_rows`` rows: margins fixed in inches (whatever ``n``), as
     :func:`single_axes` does.  Up to three panels make a row; four make two rows of two.
 
     Returns the figure and a flat list of ``n`` axes (spare grid cells are removed); put each
-    legend at ``legend_below(ax, offset=PANEL_LEGEND_OFFSET)``.
+    legend at ``legend_below(ax, offset=PANEL_LEGEND_OFFSET)``, or the figure's with
+    :func:`figure_legend`.
     """
     panel = PANEL
     ncols = 2 if n == 4 else min(n, 3)
@@ -71,16 +74,24 @@ def panel_axes(n: int, legend_rows: int, title_lines: int = 1, suptitle: bool = 
     title = 0.2 + 0.18 * title_lines             # each panel's title
     top = title + (0.6 if suptitle else 0.0)     # the figure's two-line title above the first row
     below = XLABEL_ROOM + legend_rows * LEGEND_ROW + 0.1  # x tick labels and label, then the legend
+    extra = figure_legend_rows * LEGEND_ROW + (0.05 if figure_legend_rows else 0.0)
     width = left + right + ncols * panel[0] + (ncols - 1) * gap
-    height = top + nrows * (panel[1] + below) + (nrows - 1) * title
+    height = top + nrows * (panel[1] + below) + (nrows - 1) * title + extra
     fig, grid = plt.subplots(nrows, ncols, figsize=(width, height), squeeze=False)
     fig.subplots_adjust(left=left / width, right=1 - right / width, top=1 - top / height,
-                        bottom=below / height, wspace=gap / panel[0],
+                        bottom=(below + extra) / height, wspace=gap / panel[0],
                         hspace=(below + title) / panel[1])
     axes = list(grid.ravel())
     for ax in axes[n:]:
         fig.delaxes(ax)
     return fig, axes[:n]
+
+
+def figure_legend(fig, handles, labels) -> None:
+    """One legend for the whole figure, at its bottom (the room :func:`panel_axes` keeps with
+    ``figure_legend_rows``), laid out as :func:`legend_below` lays out a panel's."""
+    fig.legend(handles, labels, fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 0.0),
+               ncol=LEGEND_COLUMNS, frameon=False)
 
 
 def legend_below(ax, handles=None, labels=None, offset=-0.17) -> None:

@@ -256,7 +256,15 @@ class SweepResults:
         return drawn, differ
 
     def _plot(self, kind: str, by, band, ax):
-        from ._plotting import ALGORITHM_COLORS, PANEL_LEGEND_OFFSET, legend_below, panel_axes
+        from matplotlib.colors import to_rgba
+
+        from ._plotting import (
+            ALGORITHM_COLORS,
+            PANEL_LEGEND_OFFSET,
+            figure_legend,
+            legend_below,
+            panel_axes,
+        )
 
         keys = self.panel_keys(by)
         _check_band(band)
@@ -264,10 +272,16 @@ class SweepResults:
         contents = [(values, self._cells(frame, keys),
                      self._references(frame) if kind == "reward" else ([], []))
                     for values, frame in panels]
+        # One legend for the figure when every panel's would be the same (the same cells and
+        # reference lines), else one under each panel.
+        entries = [([c[0] for c in cells], [r[1] for r in refs]) for _, cells, (refs, _) in contents]
+        shared = ax is None and len(panels) > 1 and all(e == entries[0] for e in entries)
         if ax is None:
             legend_rows = max(math.ceil((len(cells) + len(refs)) / 2) for _, cells, (refs, _) in contents)
             notes = any(differ for _, _, (_, differ) in contents)
-            fig, axes = panel_axes(len(panels), legend_rows, title_lines=2 if notes else 1)
+            fig, axes = panel_axes(len(panels), 0 if shared else legend_rows,
+                                   title_lines=2 if notes else 1,
+                                   figure_legend_rows=legend_rows if shared else 0)
             offset = PANEL_LEGEND_OFFSET
         else:
             axes = [ax] if hasattr(ax, "plot") else list(ax)
@@ -287,7 +301,10 @@ class SweepResults:
                 if band is not None:
                     low, high = ((rows[f"{kind}_q05"], rows[f"{kind}_q95"]) if band == "quantile"
                                  else (mean - 1.96 * rows[f"{kind}_se"], mean + 1.96 * rows[f"{kind}_se"]))
-                    poly = ax_.fill_between(t, low, high, color=color, alpha=0.2, linewidth=0,
+                    # A light fill with a solid edge: where bands overlap, each one's edges
+                    # still show where it runs (blended fills alone make colours no legend has).
+                    poly = ax_.fill_between(t, low, high, facecolor=to_rgba(color, 0.12),
+                                            edgecolor=to_rgba(color, 0.7), linewidth=0.6,
                                             label=f"{label} {_BAND_NAMES[band]}")
                     handle = (poly, line)
                 handles.append(handle)
@@ -317,7 +334,10 @@ class SweepResults:
             if ax is not None or spec is None or spec.is_first_col():
                 ax_.set_ylabel(ylabel)
             ax_.grid(alpha=0.25, linewidth=0.5)
-            legend_below(ax_, handles, labels, offset=offset)
+            if not shared:
+                legend_below(ax_, handles, labels, offset=offset)
+        if shared:
+            figure_legend(fig, handles, labels)
         if ax is None:
             what = "cumulative regret" if kind == "regret" else "expected reward"
             # Two lines: one panel is narrower than the whole title on one line.
