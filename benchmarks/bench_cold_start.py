@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 from _machine import machine
 
@@ -27,12 +28,10 @@ ALGORITHMS = ("SEGE", "CLUCB", "ROFUL")
 EXAMPLES = ("paper", "ellipsoid", "box", "polytope", "lp-ball", "treatment-mix")
 TARGET_SECONDS = 15.0
 
-#: The child: each step's end, in seconds from the process's start (one JSON line).
+#: The child: each step's end, in seconds from the moment its parent started it (one JSON line).
 CHILD = r"""
 import json, sys, time
-import psutil
-t0 = psutil.Process().create_time()
-algorithm, example = sys.argv[1], sys.argv[2]
+algorithm, example, t0 = sys.argv[1], sys.argv[2], float(sys.argv[3])
 marks = {"interpreter": time.time() - t0}
 import sege_cvx as sc
 from sege_cvx.experiments.examples import EXAMPLES
@@ -49,8 +48,8 @@ print(json.dumps(marks))
 
 def run_child(algorithm: str, example: str, cache: str) -> dict[str, float]:
     env = {**os.environ, "NUMBA_CACHE_DIR": cache}
-    proc = subprocess.run([sys.executable, "-c", CHILD, algorithm, example], env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", CHILD, algorithm, example, repr(time.time())],
+                          env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"{algorithm} on {example} failed:\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
