@@ -236,14 +236,16 @@ class LiftedMembership:
     def _repaired(self, x: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, tuple, np.ndarray]:
         """:meth:`repair`, with the variables' values and the equalities' residuals at the ``u``
         it returns (each residual evaluated once)."""
-        for step in range(3):
+        values = self.values(x, u)
+        r = self.evaluator.equality_residuals(values)
+        for _ in range(2):  # at most two least-squares corrections
+            if (self._pinv_u is None or not np.isfinite(r).all()
+                    or (np.abs(r) <= self._eq_tolerance(x, u, 0.0)).all()):
+                break
+            u = u - self._pinv_u @ r
             values = self.values(x, u)
             r = self.evaluator.equality_residuals(values)
-            if (self._pinv_u is None or step == 2 or not np.isfinite(r).all()
-                    or (np.abs(r) <= self._eq_tolerance(x, u, 0.0)).all()):
-                return u, values, r
-            u = u - self._pinv_u @ r
-        raise AssertionError("unreachable")
+        return u, values, r
 
     # ----------------------------------------------------------------- membership
     def holds(self, x: np.ndarray, u: np.ndarray, tol: float) -> bool:
