@@ -23,10 +23,11 @@ import functools
 import hashlib
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numba
-from numba.core import caching
+from numba.core import caching, types
 
 _warned = False
 _ROOT = Path(__file__).resolve().parent
@@ -49,6 +50,11 @@ class PackageSourceLocator(caching._CacheLocator):
 
     def __init__(self, inner: caching._CacheLocator) -> None:
         self._inner = inner
+
+    def __getattr__(self, name: str):
+        # numba reads other attributes of its own locators (``_py_file`` when it warns that a
+        # function cannot be cached): the inner locator's.
+        return getattr(self._inner, name)
 
     def ensure_cache_path(self) -> None:
         self._inner.ensure_cache_path()
@@ -89,8 +95,26 @@ def _warn_no_cache(name: str, reason: str) -> None:
                       "cache them.", RuntimeWarning, stacklevel=3)
 
 
+def _without_literals(dispatcher):
+    """Compile ``dispatcher`` for the plain types of the arguments a kernel passes it.
+
+    numba specializes a kernel called from another for the *values* of constant arguments
+    (``Literal[bool](True)``): ``arm_one(..., True, ...)`` and ``arm_one(..., False, ...)`` would
+    compile twice, each with everything it calls.  One compilation for ``bool`` serves both.
+    """
+    typed_call = dispatcher.get_call_template
+
+    def get_call_template(args, kws):
+        return typed_call(tuple(types.unliteral(a) for a in args),
+                          {k: types.unliteral(v) for k, v in kws.items()})
+
+    dispatcher.get_call_template = get_call_template
+    return dispatcher
+
+
 def njit(fn: Callable | None = None, **options) -> Callable:
-    """``numba.njit(cache=True, error_model="numpy")``, without the cache where none is writable.
+    """``numba.njit(cache=True, error_model="numpy")``, without the cache where none is writable,
+    compiled once per argument type (not per constant value: :func:`_without_literals`).
 
     Usable bare (``@njit``) or with numba options (``@njit(inline="always")``).
     """
@@ -98,11 +122,34 @@ def njit(fn: Callable | None = None, **options) -> Callable:
     def compile_(f: Callable) -> Callable:
         opts = {"error_model": "numpy", **options}
         try:
-            return numba.njit(cache=True, **opts)(f)
+            return _without_literals(numba.njit(cache=True, **opts)(f))
         except RuntimeError as exc:
             if "no locator available" not in str(exc):
                 raise
             _warn_no_cache(f.__name__, str(exc))
-            return numba.njit(cache=False, **opts)(f)
+            return _without_literals(numba.njit(cache=False, **opts)(f))
 
     return compile_(fn) if fn is not None else compile_
+
+
+def over_runs(kernel: Callable, n_runs: int, *args) -> None:
+    """``kernel(first, last, *args)`` for blocks of runs ``[first, last)`` on threads.
+
+    The runs are cut into ``numba.get_num_threads()`` contiguous blocks of nearly equal size
+    (``NUMBA_NUM_THREADS``, or :func:`numba.set_num_threads`: every core by default), one
+    thread each.  ``kernel`` is compiled with ``nogil=True`` and computes each run from that
+    run's data only, so the numbers do not depend on the blocks.
+
+    Threads over a plain kernel, rather than numba's ``parallel=True``, because the parallel
+    compile of a whole stage loop costs more than the loop itself (12 s of SEGE's 35 s cold
+    start), while the threads run as fast.
+    """
+    threads = min(numba.get_num_threads(), n_runs)
+    if threads <= 1:
+        kernel(0, n_runs, *args)
+        return
+    bounds = [n_runs * k // threads for k in range(threads + 1)]
+    with ThreadPoolExecutor(threads) as pool:
+        blocks = [pool.submit(kernel, bounds[k], bounds[k + 1], *args) for k in range(threads)]
+        for block in blocks:
+            block.result()

@@ -130,8 +130,12 @@ def _eigh(bmat, dvec, q):
     """
     if bmat.shape[0] != 2:
         w, v = np.linalg.eigh(bmat)
-        dvec[:] = w
-        q[:, :] = v
+        # Element loops, not ``dvec[:] = w``: numba compiles a slice copy with its shape-error
+        # message, seconds of a cold start.
+        for i in range(w.shape[0]):
+            dvec[i] = w[i]
+            for j in range(w.shape[0]):
+                q[i, j] = v[i, j]
         return
     p, off, s = bmat[0, 0], bmat[0, 1], bmat[1, 1]
     cs, sn = 1.0, 0.0
@@ -380,7 +384,8 @@ def lcb_arm_one(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa, theta, m
         elif zero_dual:
             theta_star[:] = 0.0
         else:
-            theta_star[:] = theta
+            for i in range(d):
+                theta_star[i] = theta[i]
 
     # Pull x into E if rounding left it outside: shrink x - c towards the centre.
     for attempt in range(4):

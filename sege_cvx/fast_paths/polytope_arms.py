@@ -570,7 +570,7 @@ def arm_one(A, b, center, norm_bound, z_bound, gap_rtol, theta, chol, whiten, r,
     return status
 
 
-@njit
+@njit(inline="always")
 def greedy_one(geometry, theta, W, counts, points, inverse, out, mats, vecs) -> int:
     """The certified greedy arm (paper eq. (greedy arm): ``max theta^T x``), warm slot
     :data:`GREEDY`."""
@@ -579,7 +579,7 @@ def greedy_one(geometry, theta, W, counts, points, inverse, out, mats, vecs) -> 
                    counts, points, inverse, GREEDY, out, mats, vecs)
 
 
-@njit
+@njit(inline="always")
 def lcb_one(geometry, theta, chol, r, W, counts, points, inverse, out, mats, vecs) -> int:
     """The certified LCB arm (paper eq. (lcb arm)) from the Cholesky factor ``chol`` of ``V``,
     warm slot :data:`LCB`."""
@@ -588,7 +588,7 @@ def lcb_one(geometry, theta, chol, r, W, counts, points, inverse, out, mats, vec
                    points, inverse, LCB, out, mats, vecs)
 
 
-@njit
+@njit(inline="always")
 def pull_inside_one(geometry, x, offset, trial) -> bool:
     """Move ``x`` exactly into ``P`` (:func:`sege_cvx._pull_in.pull_in_one` toward the centre)."""
     A, b, center = geometry[0], geometry[1], geometry[2]
