@@ -19,15 +19,17 @@ recompiles them all.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
+import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numba
-from numba.core import caching, types
+from numba.core import caching, event, types
 
 _warned = False
 _ROOT = Path(__file__).resolve().parent
@@ -153,3 +155,42 @@ def over_runs(kernel: Callable, n_runs: int, *args) -> None:
         blocks = [pool.submit(kernel, bounds[k], bounds[k + 1], *args) for k in range(threads)]
         for block in blocks:
             block.result()
+
+
+class CompileTimer(event.Listener):
+    """Seconds numba spends compiling (cache misses, not loads) while installed: ``seconds``.
+
+    Nested compiles (a kernel and the kernels it calls) are counted once, by the outermost.
+    """
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._depth = 0
+        self._start = 0.0
+
+    def on_start(self, ev: event.Event) -> None:
+        if self._depth == 0:
+            self._start = time.perf_counter()
+        self._depth += 1
+
+    def on_end(self, ev: event.Event) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self.seconds += time.perf_counter() - self._start
+
+
+@contextlib.contextmanager
+def compile_timer() -> Iterator[CompileTimer]:
+    """A :class:`CompileTimer` installed for the block."""
+    timer = CompileTimer()
+    with event.install_listener("numba:compile", timer):
+        yield timer
+
+
+def cached(kernel) -> bool:
+    """Whether numba's disk cache holds ``kernel`` compiled from this package's source (for some
+    argument types): a hint for planning work, never relied on for correctness."""
+    try:
+        return bool(kernel._cache._cache_file._load_index())
+    except (AttributeError, OSError):  # no disk cache (numba's NullCache), or unreadable
+        return False

@@ -17,6 +17,8 @@ from ._validation import MAX_HORIZON
 #: them equal), listed here so that parsing arguments (``--help``, a bad option) imports neither
 #: the examples nor numba and the policies they need.
 EXAMPLE_NAMES = ("box", "ellipsoid", "lp-ball", "paper", "polytope", "treatment-mix")
+#: experiments.paper.STUDY_ALGORITHMS, without importing the experiments for ``--help``.
+ALGORITHM_NAMES = ("SEGE", "CLUCB", "ROFUL")
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -45,7 +47,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _print_study(study) -> None:
     """One line per algorithm: wall time, violations, worst reward and final mean regret."""
-    for name in ("SEGE", "CLUCB"):
+    for name in (key for key in study.summary if key in ALGORITHM_NAMES):
         s = study.summary[name]
         last = str(max(int(k) for k in s["regret_mean"])) if s["regret_mean"] else None
         regret = f"{s['regret_mean'][last]:.1f} at t={last}" if last else "n/a"
@@ -70,13 +72,13 @@ def _write(study, args: argparse.Namespace) -> list:
     return paths
 
 
-def _prepare_kernels(lcb_method: str, problem=None) -> None:
-    """Compile the numba kernels of ``problem``'s simulations (default the paper's) before any
-    progress bar, and say so when that took a while."""
+def _prepare_kernels(lcb_method: str, problem=None, algorithms=("SEGE", "CLUCB")) -> None:
+    """Compile the numba kernels of ``algorithms`` on ``problem`` (default the paper's) before
+    any progress bar, and say how long that took."""
     from .experiments.paper import warm_up
 
     print("preparing the compiled kernels ...", end=" ", flush=True)
-    seconds, compiled = warm_up(lcb_method, problem)
+    seconds, compiled = warm_up(lcb_method, problem, algorithms, processes=True)
     print(f"compiled once in {seconds:.1f} s (cached for later runs)" if compiled
           else f"loaded from the cache in {seconds:.2f} s", flush=True)
 
@@ -101,10 +103,13 @@ def _reproduce(args: argparse.Namespace) -> int:
     from .experiments import PAPER_HORIZON, PAPER_RUNS
 
     runs, horizon = (PAPER_RUNS, PAPER_HORIZON) if args.full else (args.runs, args.horizon)
-    print(f"SEGE and CLUCB on the paper's setup: {runs} runs x {horizon} stages, seed {args.seed}, "
-          f"LCB arms by {args.lcb_method}", flush=True)
-    _prepare_kernels(args.lcb_method)
-    study = _study(args, runs=runs, horizon=horizon, lcb_method=args.lcb_method)
+    lcb_note = f", LCB arms by {args.lcb_method}" if "SEGE" in args.algorithms else ""
+    print(f"{' and '.join(args.algorithms)} on the paper's setup: {runs} runs x {horizon} stages, "
+          f"seed {args.seed}{lcb_note}", flush=True)
+    _prepare_kernels(args.lcb_method, algorithms=args.algorithms)
+    args.compile_reported = True
+    study = _study(args, runs=runs, horizon=horizon, lcb_method=args.lcb_method,
+                   algorithms=args.algorithms)
     _print_study(study)
     paths = _write(study, args)
     if args.print_summary:
@@ -113,7 +118,8 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    """SEGE and CLUCB on an example arm set: violations, regret, and the figures."""
+    """SEGE and CLUCB (or --algorithms) on an example arm set: violations, regret, and the
+    figures."""
     from .experiments.examples import EXAMPLES
 
     problem = EXAMPLES[args.arm_set]()
@@ -124,13 +130,20 @@ def _run(args: argparse.Namespace) -> int:
           f"{args.runs} runs x {args.horizon} stages, seed {args.seed}", flush=True)
     # Sets without compiled arms run SEGE's rule around their own arms: warm that path.
     compiled = problem.arm_set.compiled_arms is not None
-    _prepare_kernels(args.lcb_method if compiled else "solver", problem)
+    _prepare_kernels(args.lcb_method if compiled else "solver", problem, args.algorithms)
+    args.compile_reported = True
     study = _study(args, runs=args.runs, horizon=args.horizon, lcb_method=args.lcb_method,
-                   problem=args.arm_set)
-    setup, clucb = study.summary["setup"], study.summary["CLUCB"]
-    print(f"  SEGE: rho = {study.summary['SEGE']['rho']:.4f} (rho_bar), L = {setup['L']:.4f}, "
-          f"exploration {setup['exploration']} with sigma^2 = {setup['sigma2']:.4f}; CLUCB: "
-          f"{clucb['n_arms']} arms, discretization error {clucb['discretization_error']:.2e}")
+                   problem=args.arm_set, algorithms=args.algorithms)
+    summary, setup = study.summary, study.summary["setup"]
+    if "SEGE" in summary:
+        print(f"  SEGE: rho = {summary['SEGE']['rho']:.4f} (rho_bar), L = {setup['L']:.4f}, "
+              f"exploration {setup['exploration']} with sigma^2 = {setup['sigma2']:.4f}")
+    if "CLUCB" in summary:
+        print(f"  CLUCB: {summary['CLUCB']['n_arms']} arms, discretization error "
+              f"{summary['CLUCB']['discretization_error']:.2e}")
+    if "ROFUL" in summary:
+        print(f"  ROFUL: {summary['ROFUL']['n_directions']} directions, radius "
+              f"{summary['ROFUL']['radius']}")
     _print_study(study)
     _write(study, args)
     return 0
@@ -240,6 +253,13 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+def _add_algorithms_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--algorithms", nargs="+", choices=ALGORITHM_NAMES,
+                        default=["SEGE", "CLUCB"], metavar="NAME",
+                        help=f"the algorithms to run, in this order, each once: "
+                             f"{', '.join(ALGORITHM_NAMES)} (the paper's study: SEGE CLUCB)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``sege-cvx`` argument parser (every option documented, defaults shown by ``--help``)."""
     from . import __version__
@@ -273,6 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--print-summary", action="store_true", help="also print summary.json")
     rep.add_argument("--workers", type=positive_int, default=1,
                      help="local worker processes (1: this process, whose kernels use every core)")
+    _add_algorithms_option(rep)
     rep.set_defaults(func=_reproduce)
 
     run = sub.add_parser("run", help="SEGE and CLUCB on an example arm set",
@@ -287,6 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     run.add_argument("--workers", type=positive_int, default=1,
                      help="local worker processes (1: this process, over every core)")
+    _add_algorithms_option(run)
     run.set_defaults(func=_run)
 
     sweep = sub.add_parser("sweep", help="a study spec's problems x algorithms x grids x seeds",
@@ -339,6 +361,9 @@ def _validate(args: argparse.Namespace) -> None:
         _check_dir(args.out, args.spec_object, args.overwrite, args.shard_runs, name="--out",
                    overwrite_hint="--overwrite")
         return
+    algorithms = getattr(args, "algorithms", None)
+    if algorithms is not None and len(set(algorithms)) != len(algorithms):
+        raise ValueError(f"argument --algorithms: each at most once, got {' '.join(algorithms)}")
     if getattr(args, "horizon", 0) > MAX_HORIZON:
         raise ValueError(f"argument --horizon: must be at most 2**53 = {MAX_HORIZON}, got "
                          f"{args.horizon}")
@@ -401,6 +426,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    from ._numba import compile_timer
     from .experiments.outputs import OutputPathError
     from .experiments.spec import SpecError
 
@@ -412,7 +438,12 @@ def _main(argv: Sequence[str] | None) -> int:
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
     try:
-        return args.func(args)
+        with compile_timer() as compiling:
+            status = args.func(args)
+        if compiling.seconds >= 1.0 and not getattr(args, "compile_reported", False):
+            print(f"(numba compiled kernels for {compiling.seconds:.1f} s of this command, once "
+                  "on this machine: they are cached for later runs)")
+        return status
     except _StoppedError as exc:
         print(f"sege-cvx: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1

@@ -86,6 +86,9 @@ def test_bad_numbers_are_one_line_errors(command, option, value, want, capsys, n
     (["run"], "the following arguments are required: --arm-set"),
     ([], "the following arguments are required: {demo,reproduce,run,sweep,report}"),
     (["reproduce", "--out", ""], "--out must be a nonempty path, got ''"),
+    (["reproduce", "--algorithms", "SEGE", "LinUCB"], "argument --algorithms: invalid choice: 'LinUCB'"),
+    (["run", "--arm-set", "box", "--algorithms", "ROFUL", "ROFUL"],
+     "argument --algorithms: each at most once, got ROFUL ROFUL"),
 ])
 def test_other_user_errors_are_one_line(argv, want, capsys, no_simulation):
     assert one_line_error(capsys, argv).startswith(f"sege-cvx: error: {want}")
@@ -187,10 +190,56 @@ def test_out_filled_during_the_study_is_one_line_error(monkeypatch, tmp_path, ca
 
 
 def test_arm_set_choices_are_the_examples():
-    from sege_cvx.cli import EXAMPLE_NAMES
+    from sege_cvx.cli import ALGORITHM_NAMES, EXAMPLE_NAMES
     from sege_cvx.experiments.examples import EXAMPLES
+    from sege_cvx.experiments.paper import STUDY_ALGORITHMS
 
     assert EXAMPLE_NAMES == tuple(sorted(EXAMPLES))
+    assert ALGORITHM_NAMES == STUDY_ALGORITHMS
+
+
+def test_run_with_roful_writes_its_figures_and_summary(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main(["run", "--arm-set", "box", "--algorithms", "ROFUL", "SEGE", "--runs", "3",
+                 "--horizon", "200", "--seed", "4", "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "ROFUL:" in printed and "CLUCB" not in printed
+    names = sorted(p.name for p in out.iterdir() if p.suffix == ".png")
+    assert names == ["box_regret.png", "box_roful_reward.png", "box_sege_reward.png"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert [k for k in summary if k not in ("setup", "provenance")] == ["ROFUL", "SEGE"]
+    roful = summary["ROFUL"]
+    assert set(roful["decision_counts"]) == {"full_step", "scaled_step", "baseline"}
+    assert sum(roful["decision_counts"].values()) == 3 * 200
+    with np.load(out / "arrays.npz") as arrays:
+        assert {k.split("_")[0] for k in arrays.files} == {"roful", "sege", "quantile"}
+
+
+def test_a_study_s_runs_do_not_depend_on_the_other_algorithms():
+    from sege_cvx.experiments import run_study
+
+    both = run_study(runs=3, horizon=150, seed=6, problem="polytope")
+    three = run_study(runs=3, horizon=150, seed=6, problem="polytope",
+                      algorithms=("ROFUL", "CLUCB", "SEGE"))
+    assert list(three.results) == ["ROFUL", "CLUCB", "SEGE"]
+    for name in ("SEGE", "CLUCB"):
+        np.testing.assert_array_equal(three.results[name].stats.regret,
+                                      both.results[name].stats.regret)
+    with pytest.raises(ValueError, match="one or more of SEGE, CLUCB, ROFUL, each once"):
+        run_study(runs=3, horizon=10, algorithms=())
+
+
+def test_warm_up_in_helper_processes_leaves_the_kernels_in_the_cache(monkeypatch):
+    from sege_cvx.experiments import paper
+
+    # Pretend the stage loops are not cached, so that a helper process compiles (here: loads)
+    # CLUCB's while this process does SEGE's; this process then loads CLUCB's from the cache.
+    monkeypatch.setattr(paper, "cached", lambda kernel: False)
+    monkeypatch.setattr(paper.os, "cpu_count", lambda: 2)
+    seconds, compiled = paper.warm_up("closed_form", paper.paper_problem(), ("SEGE", "CLUCB"),
+                                      processes=True)
+    assert seconds > 0.0 and isinstance(compiled, bool)
+    assert paper.play_a_few_stages("CLUCB", paper.paper_problem()) == 0.0  # loaded, not compiled
 
 
 @pytest.mark.parametrize("seconds, compiled, said", [
@@ -202,7 +251,7 @@ def test_a_cold_start_says_it_compiles_before_simulating(monkeypatch, capsys, tm
     import sege_cvx.experiments.paper as paper
 
     monkeypatch.setattr(paper, "warm_up",
-                        lambda lcb_method="auto", problem=None: (seconds, compiled))
+                        lambda lcb_method="auto", problem=None, *args, **options: (seconds, compiled))
     for module in (paper, sege_cvx.experiments):  # the CLI imports it through the package
         monkeypatch.setattr(module, "run_study", _no_study)
     with pytest.raises(RuntimeError, match="stop here"):
@@ -229,11 +278,11 @@ def test_figures_draw_quantile_bands_by_default_and_extremes_on_request():
         drawn = fig.axes[0].collections[0].get_paths()[0].vertices[:, 1]
         assert np.isclose(drawn.min(), low.min())
         figures.plt.close(fig)
-    fig = figures.regret_figure(study.sege, study.clucb)
+    fig = figures.regret_figure(study.results)
     assert fig.axes[0].get_title() == "Cumulative regret (4 runs)"
     figures.plt.close(fig)
     with pytest.raises(ValueError, match="band must be one of"):
-        figures.regret_figure(study.sege, study.clucb, band="iqr")
+        figures.regret_figure(study.results, band="iqr")
 
 
 def test_another_problem_s_figures_are_named_and_titled_after_it(tmp_path, monkeypatch):

@@ -156,16 +156,31 @@ def test_confidence_band_and_no_band(results):
 
 def test_plot_reward_draws_b_and_b0_of_each_panel_s_problem(results):
     fig = results.plot_reward()
+    names = ["threshold $b$", "baseline reward $b_0$", "optimal reward"]
     for ax, problem in zip(fig.axes, ("paper", "box"), strict=True):
         p = results.manifest["problems"][problem]
+        values = [p["threshold"], p["baseline_reward"], p["optimal_reward"]]
         assert ax.get_title() == problem and ax.get_xscale() == "log"
         references = {line.get_label(): line.get_ydata()[0] for line in ax.lines
                       if line.get_label() not in LABELS}
-        assert references == {f"threshold $b$ = {p['threshold']:.4g}": p["threshold"],
-                              f"baseline reward $b_0$ = {p['baseline_reward']:.4g}": p["baseline_reward"],
-                              f"optimal reward = {p['optimal_reward']:.4g}": p["optimal_reward"]}
+        assert references == dict(zip(names, values, strict=True))
+        # The values differ by problem: written on each panel, at its line's height.
+        notes = {t.get_text(): t.xy[1] for t in ax.texts}
+        assert notes == {f"{v:.4g}": v for v in values}
+        assert ax.get_legend() is None
+    # The same cells and kinds of line in every panel: one legend for the figure.
+    assert len(fig.legends) == 1
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == LABELS + names
+
+
+def test_plot_reward_into_given_axes_labels_the_values_in_each_legend(results):
+    fig, axes = plt.subplots(1, 2)
+    results.plot_reward(ax=axes)
+    assert not fig.legends
+    for ax, problem in zip(axes, ("paper", "box"), strict=True):
+        b = results.manifest["problems"][problem]["threshold"]
         legend = [t.get_text() for t in ax.get_legend().get_texts()]
-        assert legend[:3] == LABELS and set(legend[3:]) == set(references)
+        assert legend[:3] == LABELS and f"threshold $b$ = {b:.4g}" in legend and not ax.texts
 
 
 def test_a_panel_mixing_problems_draws_no_reference_it_cannot_and_says_so(results):

@@ -1,4 +1,5 @@
-"""The paper's figures 2(a)-(c) and 3 from a :class:`~sege_cvx.experiments.paper.StudyResult`."""
+"""The paper's figures 2(a)-(c) and 3 (and ROFUL's reward, when a study runs it) from a
+:class:`~sege_cvx.experiments.paper.StudyResult`."""
 
 from __future__ import annotations
 
@@ -17,9 +18,6 @@ from ._plotting import ALGORITHM_COLORS  # noqa: E402
 from ._plotting import legend_below as _legend_below  # noqa: E402
 from ._plotting import save_figure as _save  # noqa: E402
 from ._plotting import single_axes as _axes  # noqa: E402
-
-SEGE_COLOR, CLUCB_COLOR = ALGORITHM_COLORS["SEGE"], ALGORITHM_COLORS["CLUCB"]
-
 
 #: Quantile band drawn by default (5 % to 95 % over runs); ``band="minmax"`` draws the extremes.
 BANDS = ("quantile", "minmax")
@@ -61,12 +59,13 @@ def reward_figure(result, threshold: float, optimal: float, color: str, label: s
     return fig
 
 
-def regret_figure(sege, clucb, band: str = "quantile"):
-    """Cumulative regret of both algorithms: mean over runs and a 5-95 % quantile band (or,
-    ``band="minmax"``, the range over runs)."""
+def regret_figure(results: dict, band: str = "quantile"):
+    """Cumulative regret of each algorithm of ``results`` (name -> ``SimulationResult``): mean
+    over runs and a 5-95 % quantile band (or, ``band="minmax"``, the range over runs)."""
     _check_band(band)
     fig, ax = _axes()
-    for result, color, label in ((sege, SEGE_COLOR, "SEGE"), (clucb, CLUCB_COLOR, "CLUCB")):
+    for label, result in results.items():
+        color = ALGORITHM_COLORS[label]
         agg = result.stats.aggregates()
         low, high = ((agg["regret_q05"], agg["regret_q95"]) if band == "quantile"
                      else (agg["regret_min"], agg["regret_max"]))
@@ -77,8 +76,8 @@ def regret_figure(sege, clucb, band: str = "quantile"):
                 label=f"{label} mean")
     ax.set_xlabel("stage t")
     ax.set_ylabel("cumulative regret")
-    runs = (f"{sege.n_runs} runs" if sege.n_runs == clucb.n_runs
-            else f"{sege.n_runs} and {clucb.n_runs} runs")
+    counts = sorted({result.n_runs for result in results.values()})
+    runs = " and ".join(str(n) for n in counts) + " runs"
     ax.set_title(f"Cumulative regret ({runs})")
     _legend_below(ax)
     return fig
@@ -136,16 +135,18 @@ def safe_set_figure(study):
 #: The paper's figure numbers, used for the paper's problem; other problems' files are named
 #: after the problem (``<name>_sege_reward``, ...) and their titles name it.
 PAPER_FIGURES = {"sege_reward": "fig2a_sege_reward", "clucb_reward": "fig2b_clucb_reward",
-                 "regret": "fig2c_regret", "safe_sets": "fig3_safe_sets"}
+                 "regret": "fig2c_regret", "safe_sets": "fig3_safe_sets",
+                 "roful_reward": "roful_reward"}
 
 
 def write_figures(study, out: Path) -> list[Path]:
-    """Write the reward figures of both algorithms, the regret figure and (for a disk in the
+    """Write each algorithm's reward figure, the regret figure and (for SEGE on a disk in the
     plane) the safe sets, as PNG and PDF, into ``out``.
 
     The paper's problem gets the paper's names (``fig2a_sege_reward``, ``fig2b_clucb_reward``,
-    ``fig2c_regret``, ``fig3_safe_sets``); another problem ``<name>_sege_reward``,
-    ``<name>_clucb_reward``, ``<name>_regret``, ``<name>_safe_sets``, with its name in the titles.
+    ``fig2c_regret``, ``fig3_safe_sets``; ROFUL, not in the paper: ``roful_reward``); another
+    problem ``<name>_sege_reward``, ``<name>_clucb_reward``, ``<name>_roful_reward``,
+    ``<name>_regret``, ``<name>_safe_sets``, with its name in the titles.
     """
     s = study.setup
     paper = s.name == "paper"
@@ -160,11 +161,11 @@ def write_figures(study, out: Path) -> list[Path]:
         return fig
 
     paths = []
-    paths += _save(titled(reward_figure(study.sege, s.threshold, study.sege.optimal_reward,
-                                        SEGE_COLOR, "SEGE")), out, name("sege_reward"))
-    paths += _save(titled(reward_figure(study.clucb, s.threshold, study.clucb.optimal_reward,
-                                        CLUCB_COLOR, "CLUCB")), out, name("clucb_reward"))
-    paths += _save(titled(regret_figure(study.sege, study.clucb)), out, name("regret"))
-    if isinstance(s.arm_set, Ball) and s.arm_set.dim == 2 and study.sege.snapshots:
+    for label, result in study.results.items():
+        paths += _save(titled(reward_figure(result, s.threshold, result.optimal_reward,
+                                            ALGORITHM_COLORS[label], label)),
+                       out, name(f"{label.lower()}_reward"))
+    paths += _save(titled(regret_figure(study.results)), out, name("regret"))
+    if isinstance(s.arm_set, Ball) and s.arm_set.dim == 2 and study.sege and study.sege.snapshots:
         paths += _save(titled(safe_set_figure(study)), out, name("safe_sets"))
     return paths

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import json
-import sys
+import multiprocessing
+import os
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numba.core.dispatcher import Dispatcher
 
+from .._numba import cached, compile_timer
 from .._validation import as_positive_int
 from ..arm_sets import Ball
+from ..policies import clucb as _clucb
+from ..policies import roful as _roful
+from ..policies import sege_rule as _sege_rule
 from ..policies.sege import EXPLOIT
 from ..simulation import LinearBandit, SimulationResult, run_seeds, simulate
 from ..simulation.statistics import PAPER_CHECKPOINTS, QUANTILES
@@ -36,14 +41,24 @@ PAPER_RUNS, PAPER_HORIZON = 250, 50_000
 
 @dataclass
 class StudyResult:
-    """Both algorithms' simulations, the summary written to ``summary.json``, and the sweep's
-    per-run and per-checkpoint tables (``runs.parquet``, ``curves.parquet``)."""
+    """Each algorithm's simulation (``results``, by name, in the study's order), the summary
+    written to ``summary.json``, and the sweep's per-run and per-checkpoint tables
+    (``runs.parquet``, ``curves.parquet``)."""
 
     setup: BanditProblem
-    sege: SimulationResult
-    clucb: SimulationResult
+    results: dict[str, SimulationResult]
     summary: dict = field(default_factory=dict)
     sweep: SweepResults | None = None
+
+    @property
+    def sege(self) -> SimulationResult | None:
+        """SEGE's simulation (None if the study did not run SEGE)."""
+        return self.results.get("SEGE")
+
+    @property
+    def clucb(self) -> SimulationResult | None:
+        """CLUCB's simulation (None if the study did not run CLUCB)."""
+        return self.results.get("CLUCB")
 
 
 def _loglog_slope(stages: np.ndarray, regret_mean: np.ndarray) -> float | None:
@@ -93,50 +108,109 @@ def summarize(result: SimulationResult, threshold: float, seed: int) -> dict:
     }
 
 
-def warm_up(lcb_method: str = "auto", problem: BanditProblem | None = None) -> tuple[float, bool]:
+#: Each algorithm's compiled stage loop: most of what it compiles on a cold start.
+STAGE_LOOPS = {"SEGE": _sege_rule.run_stages, "CLUCB": _clucb.run_stages,
+               "ROFUL": _roful.run_stages}
+
+
+def warm_up(lcb_method: str = "auto", problem: BanditProblem | None = None,
+            algorithms: Sequence[str] = ("SEGE", "CLUCB"), *,
+            processes: bool = False) -> tuple[float, bool]:
     """Compile (or load from numba's cache) every kernel the study's simulations use.
 
-    Runs SEGE (with LCB arms by ``lcb_method``) and CLUCB for a few stages of ``problem``
-    (default the paper's); the kernels are specialized by array types and by the kind of arm
-    set (an ellipsoid's compiled stages differ from a polytope's), so the same compiled code
-    then serves any problem of that kind and any size.
+    Plays a few stages of each of ``algorithms`` (SEGE with LCB arms by ``lcb_method``) on
+    ``problem`` (default the paper's); the kernels are specialized by array types and by the
+    kind of arm set (an ellipsoid's compiled stages differ from a polytope's), so the same
+    compiled code then serves any problem of that kind and any size.
+
+    Parameters
+    ----------
+    lcb_method : str
+        SEGE's ``lcb_method``.
+    problem : BanditProblem, optional
+        Default :func:`paper_problem`.
+    algorithms : sequence of str
+        Names of :meth:`BanditProblem.policy`.
+    processes : bool
+        With more than one core, compile the algorithms after the first whose stage loop is
+        not in numba's cache in helper processes (started by ``spawn``: call from under
+        ``if __name__ == "__main__":``) while this process compiles the first.  The helpers
+        leave their kernels in the cache, from which this process then loads them; whatever a
+        helper did not leave there is compiled here, so nothing rests on them.
 
     Returns
     -------
     seconds : float
-        How long it took: tens of seconds the first time on a machine, a fraction of a second
-        once the kernels are cached.
+        How long it took: seconds the first time on a machine, a fraction of a second once the
+        kernels are cached.
     compiled : bool
         Whether any kernel was compiled (rather than loaded from the cache).
     """
     start = time.perf_counter()
-    misses = _cache_misses()
     setup = paper_problem() if problem is None else problem
-    policy_seeds, noise_seeds = run_seeds(0, 2)
-    for policy in (setup.sege(2, policy_seeds, lcb_method), setup.clucb(2)):
-        simulate(policy, LinearBandit(setup.theta_star, setup.noise_sd, noise_seeds), 3)
-    return time.perf_counter() - start, _cache_misses() > misses
+    names = list(dict.fromkeys(algorithms))
+    helpers = _compile_in_processes(names[1:], setup, lcb_method) if processes else {}
+    compiled = 0.0
+    for name in names:
+        if name in helpers:
+            try:  # the helper's seconds compiling; this process then loads its kernels
+                compiled += helpers[name].result()
+            except Exception:  # noqa: BLE001 - a helper that failed is only time lost
+                pass
+        compiled += play_a_few_stages(name, setup, lcb_method)
+    return time.perf_counter() - start, compiled > 0.0
 
 
-def _cache_misses() -> int:
-    """Kernels of this package compiled so far in this process (numba's cache misses)."""
-    total = 0
-    for name, module in list(sys.modules.items()):
-        if name.startswith("sege_cvx") and module is not None:
-            for value in vars(module).values():
-                if isinstance(value, Dispatcher) and value._cache is not None:
-                    total += sum(value.stats.cache_misses.values())
-    return total
+def play_a_few_stages(algorithm: str, problem: BanditProblem, lcb_method: str = "auto") -> float:
+    """Three stages of two runs of ``algorithm`` on ``problem``: every kernel its simulations use
+    compiled or loaded.  Returns the seconds numba spent compiling (0 if all were cached)."""
+    with compile_timer() as timer:
+        policy_seeds, noise_seeds = run_seeds(0, 2)
+        settings = {"lcb_method": lcb_method} if algorithm == "SEGE" else {}
+        policy = problem.policy(algorithm, 2, policy_seeds, **settings)
+        simulate(policy, LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds), 3)
+    return timer.seconds
+
+
+def _compile_in_processes(algorithms: Sequence[str], problem: BanditProblem,
+                          lcb_method: str) -> dict:
+    """Futures of :func:`play_a_few_stages` in a helper process per algorithm of ``algorithms``
+    whose stage loop numba's cache does not hold: none on one core or without a disk cache."""
+    todo = [name for name in algorithms if not cached(STAGE_LOOPS[name])]
+    if not todo or (os.cpu_count() or 1) < 2:
+        return {}
+    pool = ProcessPoolExecutor(len(todo), mp_context=multiprocessing.get_context("spawn"))
+    try:
+        futures = {name: pool.submit(play_a_few_stages, name, problem, lcb_method) for name in todo}
+    finally:
+        pool.shutdown(wait=False)  # the futures still complete
+    return futures
+
+
+#: The algorithms a study can run (``--algorithms``); the paper's study is SEGE against CLUCB.
+STUDY_ALGORITHMS = ("SEGE", "CLUCB", "ROFUL")
+
+
+def study_algorithms(algorithms: Sequence[str]) -> tuple[str, ...]:
+    """``algorithms`` checked: one or more of :data:`STUDY_ALGORITHMS`, each once."""
+    names = tuple(algorithms) if not isinstance(algorithms, str) else (algorithms,)
+    unknown = [a for a in names if a not in STUDY_ALGORITHMS]
+    if not names or unknown or len(set(names)) != len(names):
+        raise ValueError(f"algorithms must be one or more of {', '.join(STUDY_ALGORITHMS)}, each "
+                         f"once; got {list(names)!r}")
+    return names
 
 
 def study_spec(problem: str = "paper", runs: int = 100, horizon: int = 10_000, seed: int = 0,
-               lcb_method: str = "auto") -> StudySpec:
-    """The built-in spec of a study: SEGE (LCB arms by ``lcb_method``) and CLUCB on ``problem``
-    (a built-in example's name, or a ``"module:callable"`` factory)."""
+               lcb_method: str = "auto",
+               algorithms: Sequence[str] = ("SEGE", "CLUCB")) -> StudySpec:
+    """The built-in spec of a study: ``algorithms`` (SEGE's LCB arms by ``lcb_method``) on
+    ``problem`` (a built-in example's name, or a ``"module:callable"`` factory), in that order."""
     problem_table = {"factory": problem} if ":" in problem else {"name": problem}
-    return StudySpec.from_dict({
-        "seed": seed, "runs": runs, "horizon": horizon, "problems": [problem_table],
-        "algorithms": [{"name": "SEGE", "grid": {"lcb_method": [lcb_method]}}, {"name": "CLUCB"}]})
+    cells = [{"name": a, "grid": {"lcb_method": [lcb_method]}} if a == "SEGE" else {"name": a}
+             for a in study_algorithms(algorithms)]
+    return StudySpec.from_dict({"seed": seed, "runs": runs, "horizon": horizon,
+                                "problems": [problem_table], "algorithms": cells})
 
 
 def run_study(
@@ -147,9 +221,11 @@ def run_study(
     problem: str = "paper",
     progress: bool = False,
     workers: int = 1,
+    algorithms: Sequence[str] = ("SEGE", "CLUCB"),
 ) -> StudyResult:
-    """Simulate SEGE and CLUCB on the same seeds and summarize both: the sweep of
-    :func:`study_spec`, run by :func:`~sege_cvx.experiments.sweep.run_sweep`.
+    """Simulate ``algorithms`` (default SEGE and CLUCB, the paper's study) on the same seeds and
+    summarize each: the sweep of :func:`study_spec`, run by
+    :func:`~sege_cvx.experiments.sweep.run_sweep`.
 
     Parameters
     ----------
@@ -168,6 +244,9 @@ def run_study(
     workers : int
         Local worker processes; 1 (default) runs in this process, whose compiled loops spread
         the runs over every core.
+    algorithms : sequence of str
+        One or more of :data:`STUDY_ALGORITHMS`, each once (ROFUL with its default
+        ``radius="self_normalized"``).
 
     Returns
     -------
@@ -185,7 +264,8 @@ def run_study(
     from .sweep import SweepError, plan_shards, read_cell, run_sweep
 
     runs, horizon = as_positive_int("runs", runs), as_positive_int("horizon", horizon)
-    spec = study_spec(problem, runs, horizon, seed, lcb_method)
+    names = study_algorithms(algorithms)
+    spec = study_spec(problem, runs, horizon, seed, lcb_method, names)
     setup = build_problem(spec.problems[0])
     shard_runs = runs if workers == 1 else None
     with tempfile.TemporaryDirectory(prefix="sege-cvx-study-") as tmp:
@@ -200,48 +280,61 @@ def run_study(
                             manifest["versions"])
         with Directory(results.path / "shards", "the study's shards") as shards:
             tables = [pa.concat_tables(read_cell(shards, [t for t in tasks if t.cell == cell]))
-                      for cell in (0, 1)]
+                      for cell in range(len(names))]
     optimal = results.manifest["problems"][spec.problems[0].label]["optimal_reward"]
-    sege_result, clucb_result = (
-        SimulationResult(shard_statistics(table), optimal, setup.threshold,
-                         float(table.column("wall_seconds").to_numpy().sum()))
-        for table in tables)
-    reasons = Counter()
-    for shard in results.manifest["sweep"]:
-        if shard["cell"] == 0:
-            reasons.update(shard["fallback_reasons"])
+    simulations = {name: SimulationResult(shard_statistics(table), optimal, setup.threshold,
+                                          float(table.column("wall_seconds").to_numpy().sum()))
+                   for name, table in zip(names, tables, strict=True)}
     sege = setup.sege(1, run_seeds(0, 1)[0], lcb_method)  # the constants (rho, L, sigma^2)
-    clucb = setup.clucb(1)
-    if isinstance(setup.arm_set, Ball) and setup.arm_set.dim == 2:
-        sege_result.snapshots = _replay_snapshots(setup, run_seed(seed, spec.problems[0].label, 0),
-                                                  lcb_method, horizon, sege_result.stats)
-
-    s_sege = summarize(sege_result, setup.threshold, seed)
-    st = sege_result.stats
-    explored = st.decisions.sum(axis=2) - st.decisions[:, :, EXPLOIT]  # N_t per checkpoint, run
-    s_sege.update({
-        "lcb_method": lcb_method,
-        "rho": sege.rho,
-        "exploration_stages_mean": float(explored[-1].mean()),
-        "exploration_over_sqrt_t": {str(c): float(explored[st.at(c)].mean() / np.sqrt(c))
-                                    for c in _reported(horizon)},
-        "decision_counts": {name: int(v) for name, v in zip(
-            ("exploit", "explore_lcb", "explore_baseline"), st.decision_counts.sum(axis=0),
-            strict=True)},
-        "solver_fallbacks": int(tables[0].column("fallbacks").to_numpy().sum()),
-        "fallback_reasons": dict(reasons),
-    })
-    s_clucb = summarize(clucb_result, setup.threshold, seed)
-    s_clucb.update({
-        "n_arms": int(clucb.arms.shape[0]),
-        "discretization_error": clucb.discretization_error,
-        # CLUCB's baseline plays carry decision code 2 (EXPLORE_BASELINE's column).
-        "baseline_plays_mean": float(clucb_result.stats.decision_counts[:, 2].mean()),
-    })
     summary = {"setup": {**setup.describe(), "rho_bar": sege.rho_bar, "L": sege.L,
-                         "sigma2": sege.sigma2, "exploration": sege.exploration.kind},
-               "SEGE": s_sege, "CLUCB": s_clucb}
-    return StudyResult(setup, sege_result, clucb_result, summary, results)
+                         "sigma2": sege.sigma2, "exploration": sege.exploration.kind}}
+    for cell, (name, table) in enumerate(zip(names, tables, strict=True)):
+        result = simulations[name]
+        if name == "SEGE" and isinstance(setup.arm_set, Ball) and setup.arm_set.dim == 2:
+            result.snapshots = _replay_snapshots(setup, run_seed(seed, spec.problems[0].label, 0),
+                                                 lcb_method, horizon, result.stats)
+        reasons = Counter()
+        for shard in results.manifest["sweep"]:
+            if shard["cell"] == cell:
+                reasons.update(shard["fallback_reasons"])
+        block = summarize(result, setup.threshold, seed)
+        block.update(_algorithm_summary(name, result, setup, sege, lcb_method, horizon))
+        block.update({"solver_fallbacks": int(table.column("fallbacks").to_numpy().sum()),
+                      "fallback_reasons": dict(reasons)})
+        summary[name] = block
+    return StudyResult(setup, simulations, summary, results)
+
+
+#: Each algorithm's decision codes (``policy.last_decision``), by name, for ``summary.json``.
+DECISION_NAMES = {"SEGE": ("exploit", "explore_lcb", "explore_baseline"),
+                  "CLUCB": ("optimistic", None, "baseline"),
+                  "ROFUL": ("full_step", "scaled_step", "baseline")}
+
+
+def _algorithm_summary(name: str, result: SimulationResult, setup: BanditProblem, sege,
+                       lcb_method: str, horizon: int) -> dict:
+    """What ``summary.json`` says of one algorithm beyond :func:`summarize`: its decision
+    counts by name, and its own constants."""
+    st = result.stats
+    counts = {label: int(v) for label, v in zip(DECISION_NAMES[name],
+                                                st.decision_counts.sum(axis=0), strict=True)
+              if label is not None}
+    if name == "SEGE":
+        explored = st.decisions.sum(axis=2) - st.decisions[:, :, EXPLOIT]  # N_t per checkpoint
+        return {"lcb_method": lcb_method, "rho": sege.rho,
+                "exploration_stages_mean": float(explored[-1].mean()),
+                "exploration_over_sqrt_t": {str(c): float(explored[st.at(c)].mean() / np.sqrt(c))
+                                            for c in _reported(horizon)},
+                "decision_counts": counts}
+    if name == "CLUCB":
+        clucb = setup.clucb(1)
+        return {"n_arms": int(clucb.arms.shape[0]),
+                "discretization_error": clucb.discretization_error,
+                "baseline_plays_mean": float(st.decision_counts[:, 2].mean()),
+                "decision_counts": counts}
+    roful = setup.roful(1)
+    return {"n_directions": int(roful.points.shape[0]), "radius": roful.radius,
+            "decision_counts": counts}
 
 
 def _replay_snapshots(setup: BanditProblem, seed: int, lcb_method: str, horizon: int,
@@ -320,17 +413,19 @@ def write_outputs(
 
 def _arrays(study: StudyResult) -> dict[str, np.ndarray]:
     """``arrays.npz``'s contents: each algorithm's per-checkpoint aggregates across runs
-    (:meth:`~sege_cvx.simulation.statistics.RunStatistics.aggregates`, prefixed ``sege_`` and
-    ``clucb_``), and run 0's safe-set snapshots.
+    (:meth:`~sege_cvx.simulation.statistics.RunStatistics.aggregates`, prefixed by the
+    algorithm's name in lower case: ``sege_``, ``clucb_``, ``roful_``), and SEGE's run 0's
+    safe-set snapshots.
 
     ``*_reward_window_min`` / ``*_reward_window_max`` are the extremes over runs *and* over the
     stages since the previous checkpoint, so no dip between checkpoints is lost.
     """
     arrays = {}
-    for name, res in (("sege", study.sege), ("clucb", study.clucb)):
-        arrays.update({f"{name}_{key}": value for key, value in res.stats.aggregates().items()})
+    for name, res in study.results.items():
+        arrays.update({f"{name.lower()}_{key}": value
+                       for key, value in res.stats.aggregates().items()})
     arrays["quantile_levels"] = np.array(QUANTILES)
-    for t, (theta_hat, V, r) in study.sege.snapshots.items():
+    for t, (theta_hat, V, r) in (study.sege.snapshots if study.sege else {}).items():
         arrays[f"sege_run0_stage{t}_theta_hat"] = theta_hat
         arrays[f"sege_run0_stage{t}_V"] = V
         arrays[f"sege_run0_stage{t}_radius"] = np.array(r)

@@ -243,14 +243,13 @@ class SweepResults:
         return out
 
     def _references(self, frame: pd.DataFrame) -> tuple[list[tuple[float, str, dict]], list[str]]:
-        """The reward panel's lines (value, label, style) and the names of those not drawn."""
+        """The reward panel's lines (value, name, style) and the names of those not drawn."""
         problems = self.manifest.get("problems", {})
         drawn, differ = [], []
         for key, name, short, style in _REFERENCES:
             values = {problems.get(p, {}).get(key) for p in frame["problem"].unique()}
             if len(values) == 1 and None not in values:
-                value = values.pop()
-                drawn.append((value, f"{name} = {value:.4g}", style))
+                drawn.append((values.pop(), name, style))
             elif len(values) > 1:
                 differ.append(short)
         return drawn, differ
@@ -273,7 +272,8 @@ class SweepResults:
                      self._references(frame) if kind == "reward" else ([], []))
                     for values, frame in panels]
         # One legend for the figure when every panel's would be the same (the same cells and
-        # reference lines), else one under each panel.
+        # kinds of reference line: their values, which differ by problem, are then written on
+        # each panel), else one under each panel.
         entries = [([c[0] for c in cells], [r[1] for r in refs]) for _, cells, (refs, _) in contents]
         shared = ax is None and len(panels) > 1 and all(e == entries[0] for e in entries)
         if ax is None:
@@ -309,9 +309,15 @@ class SweepResults:
                     handle = (poly, line)
                 handles.append(handle)
                 labels.append(label)
-            for value, label, style in refs:
+            for value, name, style in refs:
+                label = name if shared else f"{name} = {value:.4g}"
                 handles.append(ax_.axhline(value, linewidth=1, label=label, **style))
                 labels.append(label)
+                if shared:  # the value on the panel, at the line's right end
+                    ax_.annotate(f"{value:.4g}", xy=(1.0, value),
+                                 xycoords=ax_.get_yaxis_transform(), xytext=(-2, 1.5),
+                                 textcoords="offset points", ha="right", va="bottom",
+                                 fontsize=7, color=style["color"])
             title = ", ".join(_value(v) if k in CELL_COLUMNS else
                               f"{k}={_unset(k, {c[1] for c in cells}) if _missing(v) else _value(v)}"
                               for k, v in zip(keys, values, strict=True)) or "all cells"
