@@ -25,7 +25,6 @@ import hashlib
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numba
@@ -132,29 +131,6 @@ def njit(fn: Callable | None = None, **options) -> Callable:
             return _without_literals(numba.njit(cache=False, **opts)(f))
 
     return compile_(fn) if fn is not None else compile_
-
-
-def over_runs(kernel: Callable, n_runs: int, *args) -> None:
-    """``kernel(first, last, *args)`` for blocks of runs ``[first, last)`` on threads.
-
-    The runs are cut into ``numba.get_num_threads()`` contiguous blocks of nearly equal size
-    (``NUMBA_NUM_THREADS``, or :func:`numba.set_num_threads`: every core by default), one
-    thread each.  ``kernel`` is compiled with ``nogil=True`` and computes each run from that
-    run's data only, so the numbers do not depend on the blocks.
-
-    Threads over a plain kernel, rather than numba's ``parallel=True``, because the parallel
-    compile of a whole stage loop costs more than the loop itself (12 s of SEGE's 35 s cold
-    start), while the threads run as fast.
-    """
-    threads = min(numba.get_num_threads(), n_runs)
-    if threads <= 1:
-        kernel(0, n_runs, *args)
-        return
-    bounds = [n_runs * k // threads for k in range(threads + 1)]
-    with ThreadPoolExecutor(threads) as pool:
-        blocks = [pool.submit(kernel, bounds[k], bounds[k + 1], *args) for k in range(threads)]
-        for block in blocks:
-            block.result()
 
 
 class CompileTimer(event.Listener):

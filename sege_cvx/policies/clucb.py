@@ -4,8 +4,9 @@ discretization of a convex arm set, for a batch of runs; the paper's baseline (S
 from __future__ import annotations
 
 import numpy as np
+from numba import prange
 
-from .._numba import njit, over_runs
+from .._numba import njit
 from .._rowwise import row_matvec
 from .._validation import as_batch_of_vectors, as_positive_int, as_scalar
 from ..arm_sets.base import ArmSet
@@ -267,12 +268,12 @@ def choose_all(t, chol, theta_hat, rule, beta_values, arms, arms_t, optimistic_s
                              arm_work, out_arms[i])
 
 
-@njit(nogil=True)
-def run_stages(first, last, t0, n_stages, state, rule, beta_table, arms, arms_t, b0, alpha,
+@njit(parallel=True)
+def run_stages(t0, n_stages, state, rule, beta_table, arms, arms_t, b0, alpha,
                baseline_arm, theta_star, noise_sd, noise, optimal, threshold, grid, row, stats,
                rows, traces, failed):
-    """Rounds ``t0 .. t0 + n_stages - 1`` of runs ``first .. last - 1`` against the linear
-    bandit (:func:`~sege_cvx._numba.over_runs` spreads blocks of runs over threads).
+    """Rounds ``t0 .. t0 + n_stages - 1`` of every run against the linear bandit, runs over
+    threads.
 
     Per run and round, the very functions of the step API in its order: :func:`choose`, the
     reward ``<x, theta*> + noise_sd * noise`` (as :meth:`LinearBandit.pull`), the update of the
@@ -287,8 +288,8 @@ def run_stages(first, last, t0, n_stages, state, rule, beta_table, arms, arms_t,
     (cum_regret, cum_reward, min_reward, reward_min, reward_max, first_violation, violations,
      conservative, decisions, regret_rows, reward_rows, violation_rows, decision_rows) = stats
     trace_reward, trace_decision = traces
-    d = theta_hat.shape[1]
-    for i in range(first, last):
+    n, d = theta_hat.shape
+    for i in prange(n):
         # Views of run i's rows are taken once: a view of a shared array touches its reference
         # count, which threads would otherwise contend for at every round.
         V_i, chol_i, xy_i, theta_i, z_i = V[i], chol[i], xy_sum[i], theta_hat[i], optimistic_sum[i]
@@ -472,11 +473,10 @@ class CLUCB(BatchPolicy):
                  self.optimistic_sum, self.decision_counts, self.last_decision)
         rows = np.empty(self.n_runs, dtype=np.int64)
         failed = np.zeros(self.n_runs, dtype=np.int64)
-        over_runs(run_stages, self.n_runs, t0, k, state, self._radius.rule, table, self.arms,
-                  self._arms_t, self.baseline_reward, self.alpha, self.baseline_arm,
-                  bandit.theta_star, bandit.noise_sd, noise, optimal, self.threshold,
-                  stats.checkpoints, row, stats.arrays(), rows, (trace_reward, trace_decision),
-                  failed)
+        run_stages(t0, k, state, self._radius.rule, table, self.arms, self._arms_t,
+                   self.baseline_reward, self.alpha, self.baseline_arm, bandit.theta_star,
+                   bandit.noise_sd, noise, optimal, self.threshold, stats.checkpoints, row,
+                   stats.arrays(), rows, (trace_reward, trace_decision), failed)
         return self._stages_done(t0 + k - 1, rows, failed)
 
     def observe(self, x: np.ndarray, y: np.ndarray | float) -> None:

@@ -32,8 +32,9 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
+from numba import prange
 
-from .._numba import njit, over_runs
+from .._numba import njit
 from .._pull_in import in_polytope, pull_in_one
 from .._random import SeedLike, seed_sequences
 from .._validation import as_scalar, scaled_norm
@@ -122,12 +123,12 @@ def compiled_inside(x, data) -> bool:
     return in_polytope(x, (M, v))
 
 
-@njit(nogil=True)
-def run_stages(first, last, t0, n_stages, state, rule, beta_table, dirs_t, steps, offsets,
+@njit(parallel=True)
+def run_stages(t0, n_stages, state, rule, beta_table, dirs_t, steps, offsets,
                margin, S, baseline, b0, membership, theta_star, noise_sd, noise, optimal,
                threshold, grid, row, stats, rows, traces, failed):
-    """Stages ``t0 .. t0 + n_stages - 1`` of runs ``first .. last - 1`` against the linear
-    bandit (:func:`~sege_cvx._numba.over_runs` spreads blocks of runs over threads).
+    """Stages ``t0 .. t0 + n_stages - 1`` of every run against the linear bandit, runs over
+    threads.
 
     Per run and stage, the step API's functions in its order: :func:`step_one`, the arm on the
     segment (:func:`segment_point`) moved exactly into the set (``membership = (center, data)``
@@ -143,8 +144,8 @@ def run_stages(first, last, t0, n_stages, state, rule, beta_table, dirs_t, steps
      conservative, decisions, regret_rows, reward_rows, violation_rows, decision_rows) = stats
     trace_reward, trace_decision = traces
     center, data = membership
-    d = theta_hat.shape[1]
-    for i in range(first, last):
+    n, d = theta_hat.shape
+    for i in prange(n):
         # Run i's rows are viewed once per call (see sege_rule.run_stages).
         V_i, chol_i, xy_i, theta_i = V[i], chol[i], xy_sum[i], theta_hat[i]
         work = np.empty((d + 2, d))
@@ -376,11 +377,11 @@ class ROFUL(BatchPolicy):
                  self.decision_counts, self.last_decision, self.solver_fallbacks)
         rows = np.empty(self.n_runs, dtype=np.int64)
         failed = np.zeros(self.n_runs, dtype=np.int64)
-        over_runs(run_stages, self.n_runs, t0, k, state, self._radius.rule, table, self._dirs_t,
-                  self.steps, self._offsets, self.margin, self.S, self.baseline_arm,
-                  self.baseline_reward, self._membership, bandit.theta_star, bandit.noise_sd,
-                  noise, optimal, self.threshold, stats.checkpoints, row, stats.arrays(), rows,
-                  (trace_reward, trace_decision), failed)
+        run_stages(t0, k, state, self._radius.rule, table, self._dirs_t, self.steps,
+                   self._offsets, self.margin, self.S, self.baseline_arm, self.baseline_reward,
+                   self._membership, bandit.theta_star, bandit.noise_sd, noise, optimal,
+                   self.threshold, stats.checkpoints, row, stats.arrays(), rows,
+                   (trace_reward, trace_decision), failed)
         return self._stages_done(t0 + k - 1, rows, failed)
 
 
