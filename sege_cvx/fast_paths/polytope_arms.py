@@ -623,7 +623,8 @@ def _cold_all(geometry, thetas, chols, radii, slot) -> tuple:
     vecs = np.empty((13, d))
     for i in range(n):
         counts[:] = 0
-        points[slot] = center
+        for c in range(d):  # not points[slot] = center: numba would compile its shape error
+            points[slot, c] = center[c]
         status[i] = arm_one(A, b, center, norm_bound, z_bound, gap_rtol, thetas[i],
                             chols[i] if lcb else inverse, lcb, radii[i] if lcb else 0.0, W, counts,
                             points, inverse, slot, arms[i], mats, vecs)
