@@ -285,6 +285,20 @@ def test_figures_draw_quantile_bands_by_default_and_extremes_on_request():
         figures.regret_figure(study.results, band="iqr")
 
 
+def test_the_regret_figure_of_three_algorithms_keeps_its_legend_inside():
+    from sege_cvx.experiments import figures, run_study
+
+    study = run_study(runs=2, horizon=50, seed=1, algorithms=("SEGE", "CLUCB", "ROFUL"))
+    for results in ({"SEGE": study.sege, "CLUCB": study.clucb}, study.results):
+        fig = figures.regret_figure(results)
+        fig.canvas.draw()
+        legend = fig.axes[0].get_legend()
+        box = legend.get_window_extent()
+        assert len(legend.get_texts()) == 2 * len(results)
+        assert box.y0 >= 0 and box.y1 <= fig.axes[0].get_window_extent().y0  # under the axes
+        figures.plt.close(fig)
+
+
 def test_another_problem_s_figures_are_named_and_titled_after_it(tmp_path, monkeypatch):
     from sege_cvx.experiments import figures, run_study
 

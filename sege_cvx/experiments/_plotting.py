@@ -46,13 +46,16 @@ def save_figure(fig, out: Path | Directory, name: str) -> list[Path]:
     return paths
 
 
-def single_axes(figsize=(5.2, 3.8), bottom=0.226, top=0.9):
-    """A figure with room below the axes for the x label and a legend of two rows, and none
-    to spare (the default: axes 2.56 in high, 0.86 in below them): fixed margins, because a
-    computed layout (bbox_inches="tight", tight or constrained layout) draws every figure once
-    more."""
-    fig, ax = plt.subplots(figsize=figsize)
-    fig.subplots_adjust(left=0.15, right=0.97, bottom=bottom, top=top)
+def single_axes(figsize=(5.2, 3.8), bottom=0.226, top=0.9, legend_rows=2):
+    """A figure with room below the axes for the x label and a legend of ``legend_rows`` rows,
+    and none to spare (the default: axes 2.56 in high, 0.86 in below them for two rows; each
+    row more makes the figure :data:`LEGEND_ROW` taller): fixed margins, because a computed
+    layout (bbox_inches="tight", tight or constrained layout) draws every figure once more."""
+    width, height = figsize
+    extra = max(legend_rows - 2, 0) * LEGEND_ROW
+    fig, ax = plt.subplots(figsize=(width, height + extra))
+    fig.subplots_adjust(left=0.15, right=0.97, bottom=(bottom * height + extra) / (height + extra),
+                        top=1.0 - (1.0 - top) * height / (height + extra))
     return fig, ax
 
 

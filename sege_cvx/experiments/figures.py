@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib
@@ -14,7 +15,7 @@ import numpy as np  # noqa: E402
 
 from ..arm_sets import Ball  # noqa: E402
 from ..confidence import lcb  # noqa: E402
-from ._plotting import ALGORITHM_COLORS  # noqa: E402
+from ._plotting import ALGORITHM_COLORS, LEGEND_COLUMNS  # noqa: E402
 from ._plotting import legend_below as _legend_below  # noqa: E402
 from ._plotting import save_figure as _save  # noqa: E402
 from ._plotting import single_axes as _axes  # noqa: E402
@@ -63,7 +64,7 @@ def regret_figure(results: dict, band: str = "quantile"):
     """Cumulative regret of each algorithm of ``results`` (name -> ``SimulationResult``): mean
     over runs and a 5-95 % quantile band (or, ``band="minmax"``, the range over runs)."""
     _check_band(band)
-    fig, ax = _axes()
+    fig, ax = _axes(legend_rows=math.ceil(2 * len(results) / LEGEND_COLUMNS))
     for label, result in results.items():
         color = ALGORITHM_COLORS[label]
         agg = result.stats.aggregates()

@@ -317,7 +317,9 @@ class SweepResults:
                     ax_.annotate(f"{value:.4g}", xy=(1.0, value),
                                  xycoords=ax_.get_yaxis_transform(), xytext=(-2, 1.5),
                                  textcoords="offset points", ha="right", va="bottom",
-                                 fontsize=7, color=style["color"])
+                                 fontsize=7, color=style["color"],
+                                 bbox={"facecolor": "white", "edgecolor": "none",
+                                       "alpha": 0.8, "pad": 0.5})
             title = ", ".join(_value(v) if k in CELL_COLUMNS else
                               f"{k}={_unset(k, {c[1] for c in cells}) if _missing(v) else _value(v)}"
                               for k, v in zip(keys, values, strict=True)) or "all cells"
