@@ -163,6 +163,11 @@ def compile_timer() -> Iterator[CompileTimer]:
         yield timer
 
 
+def has_disk_cache(kernel) -> bool:
+    """Whether numba caches ``kernel`` on disk (not where no cache directory is writable)."""
+    return not isinstance(getattr(kernel, "_cache", None), caching.NullCache | type(None))
+
+
 def cached(kernel) -> bool:
     """Whether numba's disk cache holds ``kernel`` compiled from this package's source (for some
     argument types): a hint for planning work, never relied on for correctness."""

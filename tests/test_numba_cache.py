@@ -16,12 +16,14 @@ with warnings.catch_warnings(record=True) as caught:
     from sege_cvx._rowwise import row_dot
     print(row_dot(np.ones((2, 3)), np.arange(3.0)).tolist())
 print(sum("no writable numba cache" in str(w.message) for w in caught))
+from sege_cvx._numba import has_disk_cache
+print(has_disk_cache(row_dot))  # warm_up then starts no helper process: it could share nothing
 """
 
 
 def test_import_falls_back_to_uncached_kernels_with_one_warning():
     out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True)
-    assert out.stdout.split("\n")[:2] == ["[3.0, 3.0]", "1"]
+    assert out.stdout.split("\n")[:3] == ["[3.0, 3.0]", "1", "False"]
 
 
 def test_package_kernels_are_stamped_with_the_whole_package_source():
@@ -43,3 +45,23 @@ def test_package_kernels_are_stamped_with_the_whole_package_source():
         return x + 1
 
     assert not isinstance(outside._cache._impl.locator, PackageSourceLocator)
+
+
+def test_kernels_with_a_cache_say_so_and_numba_s_compile_events_are_timed():
+    import time
+
+    import numba
+
+    from sege_cvx._numba import compile_timer, has_disk_cache
+    from sege_cvx.policies import clucb
+
+    assert has_disk_cache(clucb.run_stages)
+    start = time.perf_counter()
+    with compile_timer() as timer:
+        inner = numba.njit(lambda x: x + 1.0)
+        outer = numba.njit(lambda x: inner(x) * 2.0)
+        assert outer(1.0) == 4.0  # compiles outer, and inner within it: counted once
+    assert 0.0 < timer.seconds <= time.perf_counter() - start
+    with compile_timer() as again:
+        assert outer(2.0) == 6.0  # compiled already
+    assert again.seconds == 0.0

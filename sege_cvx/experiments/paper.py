@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._numba import cached, compile_timer
+from .._numba import cached, compile_timer, has_disk_cache
 from .._validation import as_positive_int
 from ..arm_sets import Ball
 from ..policies import clucb as _clucb
@@ -176,15 +176,20 @@ def _compile_in_processes(algorithms: Sequence[str], problem: BanditProblem,
                           lcb_method: str) -> dict:
     """Futures of :func:`play_a_few_stages` in a helper process per algorithm of ``algorithms``
     whose stage loop numba's cache does not hold: none on one core or without a disk cache."""
-    todo = [name for name in algorithms if not cached(STAGE_LOOPS[name])]
+    todo = [name for name in algorithms
+            if has_disk_cache(STAGE_LOOPS[name]) and not cached(STAGE_LOOPS[name])]
     if not todo or (os.cpu_count() or 1) < 2:
         return {}
-    pool = ProcessPoolExecutor(len(todo), mp_context=multiprocessing.get_context("spawn"))
     try:
-        futures = {name: pool.submit(play_a_few_stages, name, problem, lcb_method) for name in todo}
+        pool = ProcessPoolExecutor(len(todo), mp_context=multiprocessing.get_context("spawn"))
+    except (OSError, RuntimeError):  # no processes here: this process compiles everything
+        return {}
+    try:
+        return {name: pool.submit(play_a_few_stages, name, problem, lcb_method) for name in todo}
+    except (OSError, RuntimeError):
+        return {}
     finally:
-        pool.shutdown(wait=False)  # the futures still complete
-    return futures
+        pool.shutdown(wait=False)  # submitted futures still complete
 
 
 #: The algorithms a study can run (``--algorithms``); the paper's study is SEGE against CLUCB.
