@@ -104,7 +104,8 @@ def _reproduce(args: argparse.Namespace) -> int:
 
     runs, horizon = (PAPER_RUNS, PAPER_HORIZON) if args.full else (args.runs, args.horizon)
     lcb_note = f", LCB arms by {args.lcb_method}" if "SEGE" in args.algorithms else ""
-    print(f"{' and '.join(args.algorithms)} on the paper's setup: {runs} runs x {horizon} stages, "
+    names = ", ".join(args.algorithms[:-1]) + " and " if len(args.algorithms) > 1 else ""
+    print(f"{names}{args.algorithms[-1]} on the paper's setup: {runs} runs x {horizon} stages, "
           f"seed {args.seed}{lcb_note}", flush=True)
     _prepare_kernels(args.lcb_method, algorithms=args.algorithms)
     args.compile_reported = True
@@ -296,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_algorithms_option(rep)
     rep.set_defaults(func=_reproduce)
 
-    run = sub.add_parser("run", help="SEGE and CLUCB on an example arm set",
+    run = sub.add_parser("run", help="SEGE and CLUCB (or --algorithms) on an example arm set",
                          description=_run.__doc__, formatter_class=fmt)
     run.add_argument("--arm-set", choices=EXAMPLE_NAMES, required=True, help="the example problem")
     run.add_argument("--runs", type=run_count, default=20, help="independent runs")

@@ -232,14 +232,29 @@ def test_a_study_s_runs_do_not_depend_on_the_other_algorithms():
 def test_warm_up_in_helper_processes_leaves_the_kernels_in_the_cache(monkeypatch):
     from sege_cvx.experiments import paper
 
-    # Pretend the stage loops are not cached, so that a helper process compiles (here: loads)
-    # CLUCB's while this process does SEGE's; this process then loads CLUCB's from the cache.
+    # Pretend CLUCB's stage loop is not cached, so that a helper process plays CLUCB (here it
+    # loads the kernels other tests compiled) while this process plays SEGE.
     monkeypatch.setattr(paper, "cached", lambda kernel: False)
     monkeypatch.setattr(paper.os, "cpu_count", lambda: 2)
-    seconds, compiled = paper.warm_up("closed_form", paper.paper_problem(), ("SEGE", "CLUCB"),
-                                      processes=True)
-    assert seconds > 0.0 and isinstance(compiled, bool)
-    assert paper.play_a_few_stages("CLUCB", paper.paper_problem()) == 0.0  # loaded, not compiled
+    problem = paper.paper_problem()
+    helpers = paper._compile_in_processes(["CLUCB"], problem, "closed_form")
+    process, pipe = helpers["CLUCB"]
+    assert process.daemon and paper._helper_seconds(process, pipe) == 0.0  # loaded there
+    assert process.exitcode == 0
+    seconds, compiled = paper.warm_up("closed_form", problem, ("SEGE", "CLUCB"), processes=True)
+    assert seconds > 0.0 and compiled is False
+    assert paper.play_a_few_stages("CLUCB", problem) == 0.0  # loaded, not compiled
+    with pytest.raises(ValueError, match="each once"):
+        paper.warm_up("closed_form", problem, ("SEGE", "SEGE"))
+
+
+def test_a_study_without_sege_records_its_seed(tmp_path):
+    out = tmp_path / "c"
+    assert main(["run", "--arm-set", "paper", "--algorithms", "CLUCB", "--runs", "2",
+                 "--horizon", "20", "--seed", "7", "--out", str(out), "--no-progress"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert summary["provenance"]["seed"] == manifest["provenance"]["seed"] == 7
 
 
 @pytest.mark.parametrize("seconds, compiled, said", [

@@ -66,7 +66,7 @@ def regret_figure(results: dict, band: str = "quantile"):
     _check_band(band)
     fig, ax = _axes(legend_rows=math.ceil(2 * len(results) / LEGEND_COLUMNS))
     for label, result in results.items():
-        color = ALGORITHM_COLORS[label]
+        color = ALGORITHM_COLORS.get(label)  # another name: matplotlib's next colour
         agg = result.stats.aggregates()
         low, high = ((agg["regret_q05"], agg["regret_q95"]) if band == "quantile"
                      else (agg["regret_min"], agg["regret_max"]))
@@ -164,7 +164,7 @@ def write_figures(study, out: Path) -> list[Path]:
     paths = []
     for label, result in study.results.items():
         paths += _save(titled(reward_figure(result, s.threshold, result.optimal_reward,
-                                            ALGORITHM_COLORS[label], label)),
+                                            ALGORITHM_COLORS.get(label), label)),
                        out, name(f"{label.lower()}_reward"))
     paths += _save(titled(regret_figure(study.results)), out, name("regret"))
     if isinstance(s.arm_set, Ball) and s.arm_set.dim == 2 and study.sege and study.sege.snapshots:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import pickle
+import signal
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -136,7 +138,8 @@ def warm_up(lcb_method: str = "auto", problem: BanditProblem | None = None,
         not in numba's cache in helper processes (started by ``spawn``: call from under
         ``if __name__ == "__main__":``) while this process compiles the first.  The helpers
         leave their kernels in the cache, from which this process then loads them; whatever a
-        helper did not leave there is compiled here, so nothing rests on them.
+        helper did not leave there is compiled here, so nothing rests on them.  No helper
+        outlives this process or an interrupted warm-up.
 
     Returns
     -------
@@ -148,16 +151,18 @@ def warm_up(lcb_method: str = "auto", problem: BanditProblem | None = None,
     """
     start = time.perf_counter()
     setup = paper_problem() if problem is None else problem
-    names = list(dict.fromkeys(algorithms))
+    names = study_algorithms(algorithms)
     helpers = _compile_in_processes(names[1:], setup, lcb_method) if processes else {}
     compiled = 0.0
-    for name in names:
-        if name in helpers:
-            try:  # the helper's seconds compiling; this process then loads its kernels
-                compiled += helpers[name].result()
-            except Exception:  # noqa: BLE001 - a helper that failed is only time lost
-                pass
-        compiled += play_a_few_stages(name, setup, lcb_method)
+    try:
+        for name in names:
+            if name in helpers:  # its kernels compiled there: this process then loads them
+                compiled += _helper_seconds(*helpers.pop(name))
+            compiled += play_a_few_stages(name, setup, lcb_method)
+    finally:  # interrupted: no helper outlives the warm-up
+        for process, _ in helpers.values():
+            process.terminate()
+            process.join()
     return time.perf_counter() - start, compiled > 0.0
 
 
@@ -174,22 +179,64 @@ def play_a_few_stages(algorithm: str, problem: BanditProblem, lcb_method: str = 
 
 def _compile_in_processes(algorithms: Sequence[str], problem: BanditProblem,
                           lcb_method: str) -> dict:
-    """Futures of :func:`play_a_few_stages` in a helper process per algorithm of ``algorithms``
-    whose stage loop numba's cache does not hold: none on one core or without a disk cache."""
+    """A started helper process, and the pipe it answers on, per algorithm of ``algorithms``
+    whose stage loop numba's disk cache does not hold (none on one core, or without a disk
+    cache, or for a problem that cannot be pickled)."""
     todo = [name for name in algorithms
             if has_disk_cache(STAGE_LOOPS[name]) and not cached(STAGE_LOOPS[name])]
-    if not todo or (os.cpu_count() or 1) < 2:
+    if (os.cpu_count() or 1) < 2:
         return {}
+    context = multiprocessing.get_context("spawn")
+    helpers = {}
+    for name in todo:
+        receive, send = context.Pipe(duplex=False)
+        # Daemonic: ended with this process; the helper also exits if this process is killed.
+        process = context.Process(target=_compile_in_helper, daemon=True,
+                                  name=f"sege-cvx-compile-{name}",
+                                  args=(send, name, problem, lcb_method, os.getpid()))
+        try:
+            process.start()
+        except (OSError, TypeError, AttributeError, pickle.PicklingError):  # compile it here
+            receive.close()
+            continue
+        finally:
+            send.close()
+        helpers[name] = (process, receive)
+    return helpers
+
+
+def _compile_in_helper(send, algorithm: str, problem: BanditProblem, lcb_method: str,
+                       parent: int) -> None:
+    """A helper process of :func:`warm_up`: :func:`play_a_few_stages`, then the seconds it spent
+    compiling (None if it failed) on ``send``.  Ctrl-C is left to the parent, which ends its
+    helpers; the helper exits if the parent (pid ``parent``) dies, even by SIGKILL."""
+    from tqdm import tqdm
+
+    from .sweep import _exit_with_parent
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A thread lock for tqdm (the simulation's disabled bar), as in the sweep's workers: its
+    # default, a multiprocessing semaphore, would be left behind by a helper that is ended.
+    tqdm.set_lock(threading.RLock())
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     try:
-        pool = ProcessPoolExecutor(len(todo), mp_context=multiprocessing.get_context("spawn"))
-    except (OSError, RuntimeError):  # no processes here: this process compiles everything
-        return {}
+        seconds = play_a_few_stages(algorithm, problem, lcb_method)
+    except Exception:  # noqa: BLE001 - the parent compiles whatever this did not
+        seconds = None
+    send.send(seconds)
+    send.close()
+
+
+def _helper_seconds(process, receive) -> float:
+    """The seconds a helper spent compiling, once it has finished (0 if it failed)."""
     try:
-        return {name: pool.submit(play_a_few_stages, name, problem, lcb_method) for name in todo}
-    except (OSError, RuntimeError):
-        return {}
+        seconds = receive.recv()
+    except EOFError:  # it ended without an answer
+        seconds = None
     finally:
-        pool.shutdown(wait=False)  # submitted futures still complete
+        receive.close()
+        process.join()
+    return seconds or 0.0
 
 
 #: The algorithms a study can run (``--algorithms``); the paper's study is SEGE against CLUCB.
@@ -399,7 +446,8 @@ def write_outputs(
     """
     from .figures import write_figures
 
-    seed = study.summary.get("SEGE", {}).get("seed")
+    seed = next((block["seed"] for name, block in study.summary.items()
+                 if name in STUDY_ALGORITHMS), None)
     prov = provenance(command_line, seed)
     with atomic_output_dir(out_dir, overwrite) as tmp:
         summary = {**study.summary, "provenance": prov}
