@@ -241,7 +241,9 @@ def test_warm_up_in_helper_processes_leaves_the_kernels_in_the_cache(monkeypatch
     process, pipe = helpers["CLUCB"]
     assert process.daemon and paper._helper_seconds(process, pipe) == 0.0  # loaded there
     assert process.exitcode == 0
-    seconds, compiled = paper.warm_up("closed_form", problem, ("SEGE", "CLUCB"), processes=True)
+    for _ in range(2):  # the first may compile SEGE's kernels; the second only loads them
+        seconds, compiled = paper.warm_up("closed_form", problem, ("SEGE", "CLUCB"),
+                                          processes=True)
     assert seconds > 0.0 and compiled is False
     assert paper.play_a_few_stages("CLUCB", problem) == 0.0  # loaded, not compiled
     with pytest.raises(ValueError, match="each once"):
