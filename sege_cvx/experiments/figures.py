@@ -133,11 +133,11 @@ def safe_set_figure(study):
     return fig
 
 
-#: The paper's figure numbers, used for the paper's problem; other problems' files are named
-#: after the problem (``<name>_sege_reward``, ...) and their titles name it.
+#: The paper's figure numbers, used for the paper's problem (a figure not in the paper keeps its
+#: kind as its name: ``roful_reward``); other problems' files are named after the problem
+#: (``<name>_sege_reward``, ...) and their titles name it.
 PAPER_FIGURES = {"sege_reward": "fig2a_sege_reward", "clucb_reward": "fig2b_clucb_reward",
-                 "regret": "fig2c_regret", "safe_sets": "fig3_safe_sets",
-                 "roful_reward": "roful_reward"}
+                 "regret": "fig2c_regret", "safe_sets": "fig3_safe_sets"}
 
 
 def write_figures(study, out: Path) -> list[Path]:
@@ -153,7 +153,7 @@ def write_figures(study, out: Path) -> list[Path]:
     paper = s.name == "paper"
 
     def name(kind: str) -> str:
-        return PAPER_FIGURES[kind] if paper else f"{s.name or 'problem'}_{kind}"
+        return PAPER_FIGURES.get(kind, kind) if paper else f"{s.name or 'problem'}_{kind}"
 
     def titled(fig):
         if not paper and s.name:

@@ -6,9 +6,7 @@ import json
 import multiprocessing
 import os
 import pickle
-import signal
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -208,17 +206,11 @@ def _compile_in_processes(algorithms: Sequence[str], problem: BanditProblem,
 def _compile_in_helper(send, algorithm: str, problem: BanditProblem, lcb_method: str,
                        parent: int) -> None:
     """A helper process of :func:`warm_up`: :func:`play_a_few_stages`, then the seconds it spent
-    compiling (None if it failed) on ``send``.  Ctrl-C is left to the parent, which ends its
-    helpers; the helper exits if the parent (pid ``parent``) dies, even by SIGKILL."""
-    from tqdm import tqdm
+    compiling (None if it failed) on ``send``; it follows its parent (pid ``parent``) as the
+    sweep's workers do (:func:`~sege_cvx.experiments.sweep.follow_parent`)."""
+    from .sweep import follow_parent
 
-    from .sweep import _exit_with_parent
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # A thread lock for tqdm (the simulation's disabled bar), as in the sweep's workers: its
-    # default, a multiprocessing semaphore, would be left behind by a helper that is ended.
-    tqdm.set_lock(threading.RLock())
-    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
+    follow_parent(parent)
     try:
         seconds = play_a_few_stages(algorithm, problem, lcb_method)
     except Exception:  # noqa: BLE001 - the parent compiles whatever this did not

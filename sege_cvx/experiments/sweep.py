@@ -607,14 +607,20 @@ _STARTED = None
 
 
 def _init_worker(started, parent: int) -> None:
-    """Set up a local worker process: report started shards on ``started``, leave Ctrl-C to the
-    sweep's process (which ends the workers itself, without their tracebacks), and exit when
-    that process (pid ``parent``) dies, even by SIGKILL, rather than live on as an orphan."""
+    """Set up a local worker process: report started shards on ``started``, and
+    :func:`follow_parent`."""
     global _STARTED
     _STARTED = started
+    follow_parent(parent)
+
+
+def follow_parent(parent: int) -> None:
+    """Make this helper process one its parent (pid ``parent``) ends: leave Ctrl-C to the parent
+    (which ends its helpers itself, without their tracebacks), and exit when the parent dies,
+    even by SIGKILL, rather than live on as an orphan."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # A thread lock for tqdm (the simulation's disabled progress bar): its default is a
-    # multiprocessing lock, a semaphore that a worker ended by the sweep would leave behind.
+    # multiprocessing lock, a semaphore that a helper ended by its parent would leave behind.
     tqdm.set_lock(threading.RLock())
     threading.Thread(target=_exit_with_parent, args=(parent,), name="sege-cvx-parent-watch",
                      daemon=True).start()
