@@ -25,10 +25,12 @@ import hashlib
 import time
 import warnings
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numba
-from numba.core import caching, event, types
+from numba.core import caching, cgutils, event, types
+from numba.extending import intrinsic
 
 _warned = False
 _ROOT = Path(__file__).resolve().parent
@@ -131,6 +133,79 @@ def njit(fn: Callable | None = None, **options) -> Callable:
             return _without_literals(numba.njit(cache=False, **opts)(f))
 
     return compile_(fn) if fn is not None else compile_
+
+
+def over_runs(kernel: Callable, n_runs: int, *args) -> None:
+    """``kernel(first, last, *args)`` for blocks of runs ``[first, last)`` on threads.
+
+    The runs are cut into ``numba.get_num_threads()`` contiguous blocks of nearly equal size
+    (``NUMBA_NUM_THREADS``, or :func:`numba.set_num_threads`: every core by default), one
+    thread each.  ``kernel`` is compiled with ``nogil=True`` and computes each run from that
+    run's data only, so the numbers do not depend on the blocks.
+
+    Threads over a plain kernel, rather than numba's ``parallel=True``, because the parfor
+    compiles the inlined stage a second time as its gufunc: 12 s of SEGE's 32 s cold start.
+    With its arrays borrowed (:func:`borrow`), the plain kernel runs as fast as the parfor on
+    the paper's problem (SEGE, CLUCB, ROFUL); SEGE on a polytope runs about 20 % slower (numba
+    lowers the parfor's gufunc with LLVM's ``noalias`` on its arguments, which numba's ``njit``
+    does not offer; forcing it slowed SEGE's ellipsoid stages by as much).
+    """
+    threads = min(numba.get_num_threads(), n_runs)
+    if threads <= 1:
+        kernel(0, n_runs, *args)
+        return
+    bounds = [n_runs * k // threads for k in range(threads + 1)]
+    with ThreadPoolExecutor(threads) as pool:
+        blocks = [pool.submit(kernel, bounds[k], bounds[k + 1], *args) for k in range(threads)]
+        for block in blocks:
+            block.result()
+
+
+def _borrowed(context, builder, typ, value):
+    """``value`` of numba type ``typ`` with every array's meminfo (its owner's reference count)
+    and Python parent set to null; other values are new references, as numba expects."""
+    if isinstance(typ, types.Array):
+        array = context.make_array(typ)(context, builder, value)
+        array.meminfo = cgutils.get_null_value(array.meminfo.type)
+        array.parent = cgutils.get_null_value(array.parent.type)
+        return array._getvalue()
+    if isinstance(typ, types.BaseTuple):
+        items = [_borrowed(context, builder, item, builder.extract_value(value, k))
+                 for k, item in enumerate(typ)]
+        return context.make_tuple(builder, typ, items)
+    context.nrt.incref(builder, typ, value)
+    return value
+
+
+@intrinsic
+def borrow(typingctx, value):
+    """``value`` (an array, or a tuple of arrays and scalars, nested) as borrowed arrays: the
+    same memory, without a reference to its owner.
+
+    Every view a kernel takes of an owned array (``vecs[3]``, ``chol[i]``) adds one to its
+    owner's reference count and subtracts it after use: two atomic operations, which were 31 %
+    of a plain stage loop's time (perf, CLUCB on the paper's problem) and made it 1.7x slower
+    than the same loop under ``parallel=True`` (whose gufunc receives borrowed arrays).  Views of
+    borrowed arrays count nothing.
+
+    Valid only while the owner lives: the caller's arguments of a kernel, or arrays the kernel
+    allocated and passes to :func:`keep_alive` after their last borrowed use.  Never return a
+    borrowed array, nor store it where it could outlive its owner.
+    """
+    def codegen(context, builder, signature, args):
+        return _borrowed(context, builder, signature.args[0], args[0])
+
+    return value(value), codegen
+
+
+@intrinsic
+def keep_alive(typingctx, value):
+    """Does nothing with ``value``, at this point of the kernel: numba frees a variable after its
+    last use, so the owner of arrays borrowed from it (:func:`borrow`) must be used after theirs."""
+    def codegen(context, builder, signature, args):
+        return context.get_dummy_value()
+
+    return types.none(value), codegen
 
 
 class CompileTimer(event.Listener):

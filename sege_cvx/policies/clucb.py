@@ -4,9 +4,8 @@ discretization of a convex arm set, for a batch of runs; the paper's baseline (S
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
-from .._numba import njit
+from .._numba import borrow, keep_alive, njit, over_runs
 from .._rowwise import row_matvec
 from .._validation import as_batch_of_vectors, as_positive_int, as_scalar
 from ..arm_sets.base import ArmSet
@@ -268,12 +267,12 @@ def choose_all(t, chol, theta_hat, rule, beta_values, arms, arms_t, optimistic_s
                              arm_work, out_arms[i])
 
 
-@njit(parallel=True)
-def run_stages(t0, n_stages, state, rule, beta_table, arms, arms_t, b0, alpha,
+@njit(nogil=True)
+def run_stages(first, last, t0, n_stages, state, rule, beta_table, arms, arms_t, b0, alpha,
                baseline_arm, theta_star, noise_sd, noise, optimal, threshold, grid, row, stats,
                rows, traces, failed):
-    """Rounds ``t0 .. t0 + n_stages - 1`` of every run against the linear bandit, runs over
-    threads.
+    """Rounds ``t0 .. t0 + n_stages - 1`` of runs ``first .. last - 1`` against the linear
+    bandit (:func:`~sege_cvx._numba.over_runs` spreads blocks of runs over threads).
 
     Per run and round, the very functions of the step API in its order: :func:`choose`, the
     reward ``<x, theta*> + noise_sd * noise`` (as :meth:`LinearBandit.pull`), the update of the
@@ -284,21 +283,21 @@ def run_stages(t0, n_stages, state, rule, beta_table, arms, arms_t, b0, alpha,
     :class:`~sege_cvx.simulation.statistics.RunStatistics`; ``rows[i]`` receives run ``i``'s
     next checkpoint row; ``failed[i]`` the round at which its ``V`` lost definiteness (else 0).
     """
+    # Every array borrowed (_numba.borrow): the caller holds the arguments, and ``scratch`` is
+    # kept alive to the end.
+    state, stats, traces = borrow(state), borrow(stats), borrow(traces)
+    beta_table, arms, arms_t, baseline_arm, theta_star, noise, optimal, grid, rows, failed = borrow(
+        (beta_table, arms, arms_t, baseline_arm, theta_star, noise, optimal, grid, rows, failed))
     V, chol, xy_sum, theta_hat, counts, optimistic_sum, decision_counts, last_decision = state
     (cum_regret, cum_reward, min_reward, reward_min, reward_max, first_violation, violations,
      conservative, decisions, regret_rows, reward_rows, violation_rows, decision_rows) = stats
     trace_reward, trace_decision = traces
-    n, d = theta_hat.shape
-    for i in prange(n):
-        # Views of run i's rows are taken once: a view of a shared array touches its reference
-        # count, which threads would otherwise contend for at every round.
+    d = theta_hat.shape[1]
+    scratch = (np.empty((d + 4, d)), np.empty((3, arms.shape[0])), np.empty(d), np.empty((d, d)),
+               np.empty((d, d)), np.empty(d))
+    work, arm_work, arm, V_new, L, w = borrow(scratch)
+    for i in range(first, last):
         V_i, chol_i, xy_i, theta_i, z_i = V[i], chol[i], xy_sum[i], theta_hat[i], optimistic_sum[i]
-        work = np.empty((d + 4, d))
-        arm_work = np.empty((3, arms.shape[0]))
-        arm = np.empty(d)
-        V_new = np.empty((d, d))
-        L = np.empty((d, d))
-        w = np.empty(d)
         r_i = row
         for s_ in range(n_stages):
             t = t0 + s_
@@ -327,6 +326,7 @@ def run_stages(t0, n_stages, state, rule, beta_table, arms, arms_t, b0, alpha,
                                    regret_rows, reward_rows, violation_rows, decision_rows,
                                    trace_reward, trace_decision)
         rows[i] = r_i
+    keep_alive(scratch)
 
 
 class CLUCB(BatchPolicy):
@@ -473,10 +473,11 @@ class CLUCB(BatchPolicy):
                  self.optimistic_sum, self.decision_counts, self.last_decision)
         rows = np.empty(self.n_runs, dtype=np.int64)
         failed = np.zeros(self.n_runs, dtype=np.int64)
-        run_stages(t0, k, state, self._radius.rule, table, self.arms, self._arms_t,
-                   self.baseline_reward, self.alpha, self.baseline_arm, bandit.theta_star,
-                   bandit.noise_sd, noise, optimal, self.threshold, stats.checkpoints, row,
-                   stats.arrays(), rows, (trace_reward, trace_decision), failed)
+        over_runs(run_stages, self.n_runs, t0, k, state, self._radius.rule, table, self.arms,
+                  self._arms_t, self.baseline_reward, self.alpha, self.baseline_arm,
+                  bandit.theta_star, bandit.noise_sd, noise, optimal, self.threshold,
+                  stats.checkpoints, row, stats.arrays(), rows, (trace_reward, trace_decision),
+                  failed)
         return self._stages_done(t0 + k - 1, rows, failed)
 
     def observe(self, x: np.ndarray, y: np.ndarray | float) -> None:

@@ -32,9 +32,8 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
-from numba import prange
 
-from .._numba import njit
+from .._numba import borrow, keep_alive, njit, over_runs
 from .._pull_in import in_polytope, pull_in_one
 from .._random import SeedLike, seed_sequences
 from .._validation import as_scalar, scaled_norm
@@ -123,12 +122,12 @@ def compiled_inside(x, data) -> bool:
     return in_polytope(x, (M, v))
 
 
-@njit(parallel=True)
-def run_stages(t0, n_stages, state, rule, beta_table, dirs_t, steps, offsets,
+@njit(nogil=True)
+def run_stages(first, last, t0, n_stages, state, rule, beta_table, dirs_t, steps, offsets,
                margin, S, baseline, b0, membership, theta_star, noise_sd, noise, optimal,
                threshold, grid, row, stats, rows, traces, failed):
-    """Stages ``t0 .. t0 + n_stages - 1`` of every run against the linear bandit, runs over
-    threads.
+    """Stages ``t0 .. t0 + n_stages - 1`` of runs ``first .. last - 1`` against the linear
+    bandit (:func:`~sege_cvx._numba.over_runs` spreads blocks of runs over threads).
 
     Per run and stage, the step API's functions in its order: :func:`step_one`, the arm on the
     segment (:func:`segment_point`) moved exactly into the set (``membership = (center, data)``
@@ -139,30 +138,30 @@ def run_stages(t0, n_stages, state, rule, beta_table, dirs_t, steps, offsets,
     ``state``: ``(V, chol, xy_sum, theta_hat, counts, decision_counts, last_decision,
     fallbacks)``; ``failed[i]``: the stage at which run ``i``'s ``V`` lost definiteness (else 0).
     """
+    # Every array borrowed (_numba.borrow): the caller holds the arguments, and ``scratch`` is
+    # kept alive to the end.
+    state, stats, traces, membership = borrow(state), borrow(stats), borrow(traces), borrow(membership)
+    beta_table, dirs_t, steps, offsets, baseline, theta_star, noise, optimal, grid, rows, failed = (
+        borrow((beta_table, dirs_t, steps, offsets, baseline, theta_star, noise, optimal, grid,
+                rows, failed)))
     V, chol, xy_sum, theta_hat, counts, decision_counts, last_decision, fallbacks = state
     (cum_regret, cum_reward, min_reward, reward_min, reward_max, first_violation, violations,
      conservative, decisions, regret_rows, reward_rows, violation_rows, decision_rows) = stats
     trace_reward, trace_decision = traces
     center, data = membership
-    n, d = theta_hat.shape
-    for i in prange(n):
-        # Run i's rows are viewed once per call (see sege_rule.run_stages).
+    d = theta_hat.shape[1]
+    scratch = (np.empty((d + 2, d)), np.empty((3, dirs_t.shape[1])), np.empty(d), np.empty(d),
+               np.empty((2, d)), np.empty((d, d)), np.empty((d, d)), np.empty(d))
+    work, dir_work, arm, rel, pull_work, V_new, L, w = borrow(scratch)
+    for i in range(first, last):
         V_i, chol_i, xy_i, theta_i = V[i], chol[i], xy_sum[i], theta_hat[i]
-        work = np.empty((d + 2, d))
-        dir_work = np.empty((3, dirs_t.shape[1]))
-        arm = np.empty(d)
-        rel = np.empty(d)
-        scratch = np.empty((2, d))
-        V_new = np.empty((d, d))
-        L = np.empty((d, d))
-        w = np.empty(d)
         r_i = row
         for s_ in range(n_stages):
             t = t0 + s_
             j, tau, code = step_one(chol_i, theta_i, rule, beta_table[counts[i]], dirs_t, steps,
                                     margin, S, work, dir_work)
             segment_point(baseline, offsets, j, tau, arm)
-            if not pull_in_one(arm, center, compiled_inside, data, scratch[0], scratch[1]):
+            if not pull_in_one(arm, center, compiled_inside, data, pull_work[0], pull_work[1]):
                 fallbacks[i] += 1
                 code = BASELINE
                 for k in range(d):
@@ -184,6 +183,7 @@ def run_stages(t0, n_stages, state, rule, beta_table, dirs_t, steps, offsets,
                                    regret_rows, reward_rows, violation_rows, decision_rows,
                                    trace_reward, trace_decision)
         rows[i] = r_i
+    keep_alive(scratch)
 
 
 class ROFUL(BatchPolicy):
@@ -377,11 +377,11 @@ class ROFUL(BatchPolicy):
                  self.decision_counts, self.last_decision, self.solver_fallbacks)
         rows = np.empty(self.n_runs, dtype=np.int64)
         failed = np.zeros(self.n_runs, dtype=np.int64)
-        run_stages(t0, k, state, self._radius.rule, table, self._dirs_t, self.steps,
-                   self._offsets, self.margin, self.S, self.baseline_arm, self.baseline_reward,
-                   self._membership, bandit.theta_star, bandit.noise_sd, noise, optimal,
-                   self.threshold, stats.checkpoints, row, stats.arrays(), rows,
-                   (trace_reward, trace_decision), failed)
+        over_runs(run_stages, self.n_runs, t0, k, state, self._radius.rule, table, self._dirs_t,
+                  self.steps, self._offsets, self.margin, self.S, self.baseline_arm,
+                  self.baseline_reward, self._membership, bandit.theta_star, bandit.noise_sd,
+                  noise, optimal, self.threshold, stats.checkpoints, row, stats.arrays(), rows,
+                  (trace_reward, trace_decision), failed)
         return self._stages_done(t0 + k - 1, rows, failed)
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .._numba import over_runs
 from .._random import PacedNormals, SeedLike, seed_sequences
 from .._validation import as_scalar
 from ..arm_sets.base import LCB_METHODS, ArmSet
@@ -396,8 +397,8 @@ class SEGE(BatchPolicy):
                  self.last_exploration_arm, self._compiled_fallbacks, *self._checked_warm_start())
         rows = np.empty(self.n_runs, dtype=np.int64)
         failed = np.zeros(self.n_runs, dtype=np.int64)
-        sege_rule.run_stages(
-            t0, bounds, self._radius.rule, values,
+        over_runs(
+            sege_rule.run_stages, self.n_runs, t0, bounds, self._radius.rule, values,
             self._zeta.buffer, self._zeta.cursor, noise, state, *self._compiled, self.rho,
             self.baseline_arm, self.threshold, self.baseline_reward, bandit.theta_star,
             bandit.noise_sd, optimal, st.checkpoints, row, st.arrays(), rows,

@@ -11,7 +11,7 @@ Every engine calls these, so the rule exists once:
   information test, the greedy arm and its test, the LCB arm, the exploration point, the mix
   and its verification.
   :func:`select_all` is one stage of every run (``SEGE.select``); :func:`run_stages` is many
-  stages of every run against a linear bandit, runs spread over threads.
+  stages of a block of runs against a linear bandit (blocks of runs on threads).
 
 Each run is computed with its own data only, in the same order of operations whatever the
 other runs, the number of threads or the engine: the results are bitwise the same.
@@ -20,9 +20,8 @@ other runs, the number of threads or the engine: the results are bitwise the sam
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
-from .._numba import njit
+from .._numba import borrow, keep_alive, njit
 from ..arm_sets.exploration import exploration_point
 from ..confidence.cholesky import factor, lcb_one, observe_one
 from ..confidence.radius import radius_one
@@ -150,14 +149,12 @@ def select_all(bound, rule, stage_value, V, chol, theta_hat, draws, cursor, geom
                                 mats, vecs)
 
 
-# parallel=True costs about 12 s of a cold start (the parfor compiles the inlined stage again),
-# but the same loop as a plain kernel over Python threads ran 1.7x slower per run-stage on the
-# paper's problem (0.30 against 0.18 us, CLUCB's likewise): the compile is paid once.
-@njit(parallel=True)
-def run_stages(t0, bounds, rule, stage_values, draws, cursor, noise, state,
+@njit(nogil=True)
+def run_stages(first, last, t0, bounds, rule, stage_values, draws, cursor, noise, state,
                geometry, exploration, rho, baseline, b, b0, theta_star, noise_sd, optimal, grid,
                row, stats, rows, traces, failed):
-    """Stages ``t0 .. t0 + k - 1`` of every run against the linear bandit, runs over threads.
+    """Stages ``t0 .. t0 + k - 1`` of runs ``first .. last - 1`` against the linear bandit
+    (:func:`~sege_cvx._numba.over_runs` spreads blocks of runs over threads).
 
     Per run and stage, the step API's functions in its order: :func:`stage_one` (with the
     stage's ``c sqrt(t)`` and radius ``rule`` and value from ``bounds`` and ``stage_values``, and
@@ -172,25 +169,27 @@ def run_stages(t0, bounds, rule, stage_values, draws, cursor, noise, state,
     :class:`~sege_cvx.simulation.statistics.RunStatistics`; ``rows[i]`` receives run ``i``'s
     next checkpoint row; ``failed[i]`` the stage at which its ``V`` lost definiteness (else 0).
     """
+    # Every array borrowed (_numba.borrow): the caller holds the arguments, and ``scratch`` is
+    # kept alive to the end.
+    state, stats, traces = borrow(state), borrow(stats), borrow(traces)
+    geometry, exploration = borrow(geometry), borrow(exploration)
+    bounds, stage_values, draws, cursor, noise, baseline, theta_star, optimal, grid, rows, failed = (
+        borrow((bounds, stage_values, draws, cursor, noise, baseline, theta_star, optimal, grid,
+                rows, failed)))
     (V, chol, xy_sum, theta_hat, counts, decision_counts, last_decision, last_safe,
      last_exploration, fallbacks, warm_rows, warm_counts, warm_points, warm_inverse) = state
     (cum_regret, cum_reward, min_reward, reward_min, reward_max, first_violation, violations,
      conservative, decisions, regret_rows, reward_rows, violation_rows, decision_rows) = stats
     trace_reward, trace_decision = traces
-    n, d = theta_hat.shape
+    d = theta_hat.shape[1]
     k = bounds.shape[0]
-    for i in prange(n):
-        # Run i's rows are viewed once per call: a view of a shared array touches its
-        # reference count, which the threads would otherwise contend for at every stage.
+    scratch = (np.empty((6, d, d)), np.empty((18, d)), np.empty(d), np.empty((d, d)),
+               np.empty((d, d)), np.empty(d))
+    mats, vecs, arm, V_new, L, w = borrow(scratch)
+    for i in range(first, last):
         V_i, chol_i, xy_i, theta_i = V[i], chol[i], xy_sum[i], theta_hat[i]
         safe_i, U_i, fallbacks_i = last_safe[i], last_exploration[i], fallbacks[i]
         warm_i = (warm_rows[i], warm_counts[i], warm_points[i], warm_inverse[i])
-        mats = np.empty((6, d, d))
-        vecs = np.empty((18, d))
-        arm = np.empty(d)
-        V_new = np.empty((d, d))
-        L = np.empty((d, d))
-        w = np.empty(d)
         r_i = row
         for s in range(k):
             t = t0 + s
@@ -213,3 +212,4 @@ def run_stages(t0, bounds, rule, stage_values, draws, cursor, noise, state,
                                    regret_rows, reward_rows, violation_rows, decision_rows,
                                    trace_reward, trace_decision)
         rows[i] = r_i
+    keep_alive(scratch)

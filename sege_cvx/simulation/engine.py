@@ -132,10 +132,10 @@ def simulate(
 
     Policies whose whole stage is compiled (CLUCB, ROFUL, and SEGE on ellipsoids, balls, boxes
     and polytopes unless its LCB arms come from the solver) play up to a few hundred stages per
-    compiled call, with the runs spread over numba's threads (``NUMBA_NUM_THREADS``, or
-    :func:`numba.set_num_threads`; default every core); others go through ``select``/``observe``
-    stage by stage.  Either way the numbers are bitwise those of the step API, whatever the
-    number of threads.
+    compiled call, with the runs spread over threads (as many as numba's setting:
+    ``NUMBA_NUM_THREADS``, or :func:`numba.set_num_threads`; default every core); others go
+    through ``select``/``observe`` stage by stage.  Either way the numbers are bitwise those of
+    the step API, whatever the number of threads.
 
     Parameters
     ----------
