@@ -1,5 +1,6 @@
 """``_numba.borrow`` and ``keep_alive``: borrowed arrays are the owner's memory, without its
-reference count (what lets the plain stage loops run as fast as numba's parfor)."""
+reference count (what lets the plain stage loops run as fast as numba's parfor on the paper's
+problem)."""
 
 import numba
 import numpy as np

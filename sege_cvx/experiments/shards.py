@@ -45,9 +45,9 @@ CURVES = ("regret", "reward", "reward_min", "reward_max", "violations", "decisio
 #: Schema metadata key of a shard table.
 METADATA_KEY = b"sege_cvx.shard"
 
-# Compiled kernels run their own threads; serialize simulations within a process so that a
-# worker running several tasks at once (a Dask worker with threads) never launches them
-# concurrently (numba's workqueue layer aborts on that).
+# A simulation spreads its runs over ``task.threads`` threads (numba's thread count, a per-thread
+# setting); serialize simulations within a process so that a worker running several tasks at
+# once (a Dask worker with threads) does not run more threads than the task asked for.
 _SIMULATION_LOCK = threading.Lock()
 
 

@@ -20,8 +20,8 @@ class BatchPolicy:
     n_runs: int
     t: int
     _pending: np.ndarray | None = None
-    #: Whether :meth:`_run_stages` plays many stages in one compiled call (the engine then
-    #: uses it instead of ``select``/``observe`` per stage).
+    #: Whether :meth:`_run_stages` plays many stages per compiled call (the engine then uses it
+    #: instead of ``select``/``observe`` per stage).
     _fused_stages: bool = False
 
     def _run_stages(self, t0: int, noise: np.ndarray, bandit, optimal: float, stats, row: int,

@@ -463,9 +463,10 @@ class CLUCB(BatchPolicy):
 
     def _run_stages(self, t0: int, noise: np.ndarray, bandit, optimal: float, stats, row: int,
                     trace_reward: np.ndarray, trace_decision: np.ndarray) -> int:
-        """Play rounds ``t0 .. t0 + k - 1`` against ``bandit`` in one compiled call
-        (:func:`run_stages`), ``noise`` of shape ``(n_runs, k)`` being the bandit's draws for
-        them; fold them into ``stats`` from checkpoint ``row`` on and return the next row."""
+        """Play rounds ``t0 .. t0 + k - 1`` against ``bandit`` in one compiled call per block of
+        runs (:func:`run_stages`, blocks on threads), ``noise`` of shape ``(n_runs, k)`` being
+        the bandit's draws for them; fold them into ``stats`` from checkpoint ``row`` on and
+        return the next row."""
         k = noise.shape[1]
         conf = self.confidence
         table = self._beta.covering(int(conf.counts.max()) + k)

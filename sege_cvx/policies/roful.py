@@ -21,10 +21,10 @@ at the full step ``s_j = ||p_j - x0||``.  Each stage, with ``w_j = ||u_j||_{V^{-
    exactly into the set if rounding left it outside (as every arm of the package; on a lifted
    set with the witness ``(1 - tau) w0 + tau w_j*`` of the baseline's and the point's).
 
-The rule is written once (:func:`step_one`); :func:`run_stages` plays many stages of every run in
-one compiled call on sets with a compiled membership test (ellipsoids, balls, boxes, polytopes),
-and :meth:`ROFUL.select` applies the same function around any other convex set's own
-membership test.
+The rule is written once (:func:`step_one`); :func:`run_stages` plays many stages of a block of
+runs in one compiled call (blocks on threads) on sets with a compiled membership test
+(ellipsoids, balls, boxes, polytopes), and :meth:`ROFUL.select` applies the same function
+around any other convex set's own membership test.
 """
 
 from __future__ import annotations
@@ -367,9 +367,10 @@ class ROFUL(BatchPolicy):
 
     def _run_stages(self, t0: int, noise: np.ndarray, bandit, optimal: float, stats, row: int,
                     trace_reward: np.ndarray, trace_decision: np.ndarray) -> int:
-        """Play stages ``t0 .. t0 + k - 1`` against ``bandit`` in one compiled call
-        (:func:`run_stages`); fold them into ``stats`` from checkpoint ``row`` on and return the
-        next row.  Only on sets with a compiled membership test (``_fused_stages``)."""
+        """Play stages ``t0 .. t0 + k - 1`` against ``bandit`` in one compiled call per block of
+        runs (:func:`run_stages`, blocks on threads); fold them into ``stats`` from checkpoint
+        ``row`` on and return the next row.  Only on sets with a compiled membership test
+        (``_fused_stages``)."""
         k = noise.shape[1]
         conf = self.confidence
         table = self._beta.covering(int(conf.counts.max()) + k)

@@ -382,10 +382,11 @@ class SEGE(BatchPolicy):
 
     def _run_stages(self, t0: int, noise: np.ndarray, bandit, optimal: float, stats, row: int,
                     trace_reward: np.ndarray, trace_decision: np.ndarray) -> int:
-        """Play stages ``t0 .. t0 + k - 1`` against ``bandit`` in one compiled call
-        (:func:`.sege_rule.run_stages`), ``noise`` of shape ``(n_runs, k)`` being the bandit's
-        draws for them; fold them into ``stats`` from checkpoint ``row`` on and return the next
-        row.  Only on sets with compiled arms (``_fused_stages``)."""
+        """Play stages ``t0 .. t0 + k - 1`` against ``bandit`` in one compiled call per block of
+        runs (:func:`.sege_rule.run_stages`, blocks on threads), ``noise`` of shape
+        ``(n_runs, k)`` being the bandit's draws for them; fold them into ``stats`` from
+        checkpoint ``row`` on and return the next row.  Only on sets with compiled arms
+        (``_fused_stages``)."""
         k = noise.shape[1]
         stages = range(t0, t0 + k)
         bounds = np.array([self.c * math.sqrt(t) for t in stages])
