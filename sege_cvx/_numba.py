@@ -146,7 +146,7 @@ def over_runs(kernel: Callable, n_runs: int, *args) -> None:
     Threads over a plain kernel, rather than numba's ``parallel=True``, because the parfor
     compiles the inlined stage a second time as its gufunc: 12 s of SEGE's 32 s cold start.
     With its arrays borrowed (:func:`borrow`), the plain kernel runs as fast as the parfor on
-    the paper's problem (SEGE, CLUCB, ROFUL); SEGE on polyhedral sets runs 20-45 % slower (numba
+    the paper's problem (SEGE, CLUCB, ROFUL); SEGE on polyhedral sets runs 8-43 % slower (numba
     lowers the parfor's gufunc with LLVM's ``noalias`` on its arguments, which numba's ``njit``
     does not offer; forcing it slowed SEGE's ellipsoid stages by as much).
     """
