@@ -72,9 +72,9 @@ def _write(study, args: argparse.Namespace) -> list:
     return paths
 
 
-def _prepare_kernels(lcb_method: str, problem=None, algorithms=("SEGE", "CLUCB")) -> None:
-    """Compile the numba kernels of ``algorithms`` on ``problem`` (default the paper's) before
-    any progress bar, and say how long that took."""
+def _prepare_kernels(lcb_method: str, problem, algorithms) -> None:
+    """Compile the numba kernels of ``algorithms`` on ``problem`` (None: the paper's) before any
+    progress bar, and say how long that took."""
     from .experiments.paper import warm_up
 
     print("preparing the compiled kernels ...", end=" ", flush=True)
@@ -107,7 +107,7 @@ def _reproduce(args: argparse.Namespace) -> int:
     names = ", ".join(args.algorithms[:-1]) + " and " if len(args.algorithms) > 1 else ""
     print(f"{names}{args.algorithms[-1]} on the paper's setup: {runs} runs x {horizon} stages, "
           f"seed {args.seed}{lcb_note}", flush=True)
-    _prepare_kernels(args.lcb_method, algorithms=args.algorithms)
+    _prepare_kernels(args.lcb_method, None, args.algorithms)
     args.compile_reported = True
     study = _study(args, runs=runs, horizon=horizon, lcb_method=args.lcb_method,
                    algorithms=args.algorithms)

@@ -108,13 +108,16 @@ def summarize(result: SimulationResult, threshold: float, seed: int) -> dict:
     }
 
 
+#: The paper's study (Section 6): SEGE against CLUCB, the default algorithms of a study.
+PAPER_ALGORITHMS = ("SEGE", "CLUCB")
+
 #: Each algorithm's compiled stage loop: most of what it compiles on a cold start.
 STAGE_LOOPS = {"SEGE": _sege_rule.run_stages, "CLUCB": _clucb.run_stages,
                "ROFUL": _roful.run_stages}
 
 
 def warm_up(lcb_method: str = "auto", problem: BanditProblem | None = None,
-            algorithms: Sequence[str] = ("SEGE", "CLUCB"), *,
+            algorithms: Sequence[str] = PAPER_ALGORITHMS, *,
             processes: bool = False) -> tuple[float, bool]:
     """Compile (or load from numba's cache) every kernel the study's simulations use.
 
@@ -180,10 +183,10 @@ def _compile_in_processes(algorithms: Sequence[str], problem: BanditProblem,
     """A started helper process, and the pipe it answers on, per algorithm of ``algorithms``
     whose stage loop numba's disk cache does not hold (none on one core, or without a disk
     cache, or for a problem that cannot be pickled)."""
-    todo = [name for name in algorithms
-            if has_disk_cache(STAGE_LOOPS[name]) and not cached(STAGE_LOOPS[name])]
     if (os.cpu_count() or 1) < 2:
         return {}
+    todo = [name for name in algorithms
+            if has_disk_cache(STAGE_LOOPS[name]) and not cached(STAGE_LOOPS[name])]
     context = multiprocessing.get_context("spawn")
     helpers = {}
     for name in todo:
@@ -247,7 +250,7 @@ def study_algorithms(algorithms: Sequence[str]) -> tuple[str, ...]:
 
 def study_spec(problem: str = "paper", runs: int = 100, horizon: int = 10_000, seed: int = 0,
                lcb_method: str = "auto",
-               algorithms: Sequence[str] = ("SEGE", "CLUCB")) -> StudySpec:
+               algorithms: Sequence[str] = PAPER_ALGORITHMS) -> StudySpec:
     """The built-in spec of a study: ``algorithms`` (SEGE's LCB arms by ``lcb_method``) on
     ``problem`` (a built-in example's name, or a ``"module:callable"`` factory), in that order."""
     problem_table = {"factory": problem} if ":" in problem else {"name": problem}
@@ -265,7 +268,7 @@ def run_study(
     problem: str = "paper",
     progress: bool = False,
     workers: int = 1,
-    algorithms: Sequence[str] = ("SEGE", "CLUCB"),
+    algorithms: Sequence[str] = PAPER_ALGORITHMS,
 ) -> StudyResult:
     """Simulate ``algorithms`` (default SEGE and CLUCB, the paper's study) on the same seeds and
     summarize each: the sweep of :func:`study_spec`, run by
