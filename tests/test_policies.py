@@ -270,3 +270,17 @@ def test_every_sege_arm_is_in_the_set_and_certified(problem):
         assert np.all(lcb_safe >= b0 - slack)  # X^S = LCB arm only if LCB_t(X^LCB) >= b0
         policy.observe(x, bandit.pull(x)[1])
     assert policy.decision_counts.sum() == 900
+
+
+def test_each_policy_names_its_own_decision_codes():
+    from sege_cvx.policies import clucb, roful, sege
+
+    assert sege.SEGE.decision_names[sege.EXPLOIT] == "exploit"
+    assert sege.SEGE.decision_names[sege.EXPLORE_LCB] == "explore_lcb"
+    assert sege.SEGE.decision_names[sege.EXPLORE_BASELINE] == "explore_baseline"
+    assert clucb.CLUCB.decision_names[clucb.OPTIMISTIC] == "optimistic"
+    assert clucb.CLUCB.decision_names[clucb.BASELINE] == "baseline"
+    assert clucb.CLUCB.decision_names.count(None) == 1  # the code CLUCB never records
+    assert roful.ROFUL.decision_names[roful.FULL_STEP] == "full_step"
+    assert roful.ROFUL.decision_names[roful.SCALED_STEP] == "scaled_step"
+    assert roful.ROFUL.decision_names[roful.BASELINE] == "baseline"

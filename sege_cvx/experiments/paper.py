@@ -22,7 +22,7 @@ from ..arm_sets import Ball
 from ..policies import clucb as _clucb
 from ..policies import roful as _roful
 from ..policies import sege_rule as _sege_rule
-from ..policies.sege import EXPLOIT
+from ..policies.sege import EXPLOIT, SEGE
 from ..simulation import LinearBandit, SimulationResult, run_seeds, simulate
 from ..simulation.statistics import PAPER_CHECKPOINTS, QUANTILES
 from .outputs import atomic_output_dir, provenance, write_manifest
@@ -114,6 +114,8 @@ PAPER_ALGORITHMS = ("SEGE", "CLUCB")
 #: Each algorithm's compiled stage loop: most of what it compiles on a cold start.
 STAGE_LOOPS = {"SEGE": _sege_rule.run_stages, "CLUCB": _clucb.run_stages,
                "ROFUL": _roful.run_stages}
+#: Each algorithm's policy class.
+_POLICY_CLASSES = {"SEGE": SEGE, "CLUCB": _clucb.CLUCB, "ROFUL": _roful.ROFUL}
 
 
 def warm_up(lcb_method: str = "auto", problem: BanditProblem | None = None,
@@ -352,18 +354,12 @@ def run_study(
     return StudyResult(setup, simulations, summary, results)
 
 
-#: Each algorithm's decision codes (``policy.last_decision``), by name, for ``summary.json``.
-DECISION_NAMES = {"SEGE": ("exploit", "explore_lcb", "explore_baseline"),
-                  "CLUCB": ("optimistic", None, "baseline"),
-                  "ROFUL": ("full_step", "scaled_step", "baseline")}
-
-
 def _algorithm_summary(name: str, result: SimulationResult, setup: BanditProblem, sege,
                        lcb_method: str, horizon: int) -> dict:
     """What ``summary.json`` says of one algorithm beyond :func:`summarize`: its decision
     counts by name, and its own constants."""
     st = result.stats
-    counts = {label: int(v) for label, v in zip(DECISION_NAMES[name],
+    counts = {label: int(v) for label, v in zip(_POLICY_CLASSES[name].decision_names,
                                                 st.decision_counts.sum(axis=0), strict=True)
               if label is not None}
     if name == "SEGE":

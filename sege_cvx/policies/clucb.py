@@ -388,6 +388,10 @@ class CLUCB(BatchPolicy):
     ((41, 2), True)
     """
 
+    #: The name of each decision code of :attr:`last_decision` (0, 1, 2), as ``summary.json``
+    #: counts them (None: a code CLUCB never records).
+    decision_names = ("optimistic", None, "baseline")
+
     def __init__(
         self,
         arm_set: ArmSet,

@@ -261,6 +261,10 @@ class ROFUL(BatchPolicy):
     True
     """
 
+    #: The name of each decision code of :attr:`last_decision` (0, 1, 2), as ``summary.json``
+    #: counts them.
+    decision_names = ("full_step", "scaled_step", "baseline")
+
     def __init__(
         self,
         arm_set: ArmSet,

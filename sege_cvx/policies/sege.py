@@ -160,6 +160,10 @@ class SEGE(BatchPolicy):
     (1, 1)
     """
 
+    #: The name of each decision code of :attr:`last_decision` (0, 1, 2), as ``summary.json``
+    #: counts them.
+    decision_names = ("exploit", "explore_lcb", "explore_baseline")
+
     def __init__(
         self,
         arm_set: ArmSet,
