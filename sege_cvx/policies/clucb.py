@@ -390,7 +390,7 @@ class CLUCB(BatchPolicy):
 
     #: The name of each decision code of :attr:`last_decision` (0, 1, 2), as ``summary.json``
     #: counts them (None: a code CLUCB never records).
-    decision_names = ("optimistic", None, "baseline")
+    decision_names: tuple[str | None, ...] = ("optimistic", None, "baseline")
 
     def __init__(
         self,

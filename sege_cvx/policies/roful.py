@@ -263,7 +263,7 @@ class ROFUL(BatchPolicy):
 
     #: The name of each decision code of :attr:`last_decision` (0, 1, 2), as ``summary.json``
     #: counts them.
-    decision_names = ("full_step", "scaled_step", "baseline")
+    decision_names: tuple[str | None, ...] = ("full_step", "scaled_step", "baseline")
 
     def __init__(
         self,

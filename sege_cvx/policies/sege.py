@@ -162,7 +162,7 @@ class SEGE(BatchPolicy):
 
     #: The name of each decision code of :attr:`last_decision` (0, 1, 2), as ``summary.json``
     #: counts them.
-    decision_names = ("exploit", "explore_lcb", "explore_baseline")
+    decision_names: tuple[str | None, ...] = ("exploit", "explore_lcb", "explore_baseline")
 
     def __init__(
         self,
