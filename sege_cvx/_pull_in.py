@@ -7,7 +7,8 @@ coordinates relative to ``||x - c||`` where the floats themselves are coarser th
 module holds the schedule's constants and its compiled per-point form (for ellipsoids in
 :mod:`sege_cvx.fast_paths.ellipsoid_arms`, for polytopes and boxes here); other arm sets apply
 the same arithmetic row by row, searching the schedule from a start
-(:func:`least_contraction`).
+(:func:`least_contraction`).  A box's or polytope's test is exact: a passing point satisfies
+the user's own inequalities in exact arithmetic (:mod:`sege_cvx.fast_paths.exact`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ._numba import njit
+from .fast_paths.exact import in_polytope
 
 #: Largest relative contraction toward the set's certified interior point.
 MAX_CONTRACTION = 1e-5
@@ -75,24 +77,10 @@ def pull_in_one(x, center, inside, data, offset, trial) -> bool:
 
 
 @njit
-def in_polytope(x, data) -> bool:
-    """``A x <= b`` (``data = (A, b)``) exactly as :meth:`~sege_cvx.Polytope.contains` with
-    ``tol=0`` decides it: ``(A x)_j`` summed in index order (as
-    :func:`~sege_cvx._rowwise.row_matvec`)."""
-    A, b = data
-    for j in range(A.shape[0]):
-        acc = 0.0
-        for k in range(A.shape[1]):
-            acc += A[j, k] * x[k]
-        if not acc <= b[j]:
-            return False
-    return True
-
-
-@njit
 def pull_into_polytope(points, center, A, b) -> np.ndarray:
-    """:func:`pull_in_one` for every row of ``points``, in place, into ``{x : A x <= b}``;
-    returns which rows are inside (the others are left as they were)."""
+    """:func:`pull_in_one` for every row of ``points``, in place, into ``{x : A x <= b}`` as
+    decided exactly (:func:`sege_cvx.fast_paths.exact.in_polytope`); returns which rows are
+    inside (the others are left as they were)."""
     n, d = points.shape
     ok = np.empty(n, dtype=np.bool_)
     scratch = np.empty((2, d))

@@ -134,7 +134,7 @@ def test_the_public_lcb_arm_is_certified_and_cross_checks_with_the_solver():
 def _uncertifiable(hull):
     """``hull`` whose compiled certificates accept nothing (a negative gap bound)."""
     hull.__dict__["compiled_arms"] = hull_arms.HullArms(hull.points, hull.norm_bound(),
-                                                        gap_rtol=-1.0)
+                                                        hull._body, gap_rtol=-1.0)
     return hull
 
 
@@ -188,8 +188,9 @@ def test_a_corrupted_warm_start_is_not_trusted():
 
 
 def test_the_compiled_pair_check_agrees_with_the_lifted_check():
-    # ConvexHull._certify_pair is LiftedMembership.certify compiled for the hull's constraints:
-    # the same decisions on pairs on the simplex, off it, and with x off P^T w.
+    # With tol > 0, ConvexHull._certify_pair is LiftedMembership.certify compiled for the hull's
+    # constraints: the same decisions on pairs on the simplex, off it, and with x off P^T w.
+    tol = 1e-12
     rng = np.random.default_rng(11)
     for d, K in [(2, 6), (5, 20), (10, 30)]:
         P = rng.standard_normal((K, d))
@@ -210,7 +211,7 @@ def test_the_compiled_pair_check_agrees_with_the_lifted_check():
                 w[1] += 1e-3
             elif i % 4 == 3:
                 x = x * (1.0 + 1e-15)  # rounding: repaired
-            fast, slow = hull._certify_pair(x, w, 0.0), lifted.certify(x, w, 0.0)
+            fast, slow = hull._certify_pair(x, w, tol), lifted.certify(x, w, tol)
             assert fast[0] == slow[0], (d, i)
             if fast[0]:
                 np.testing.assert_allclose(fast[1], slow[1], rtol=0.0, atol=1e-12)

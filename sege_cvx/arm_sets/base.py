@@ -379,7 +379,13 @@ class ArmSet(ABC):
             raise ValueError(f"points must have shape (n, {self.dim}), got {points.shape}")
         if witnesses is not None:
             witnesses = as_finite_array("witnesses", witnesses)
-        return self._pull_inside(points, witnesses, return_witnesses=return_witnesses)
+        moved, found, ok = self._pull_inside(points, witnesses, return_witnesses=True)
+        # Rows in the set exactly stay as they are, even where the pull-in's own certificate (a
+        # hull's, from the weights) would have moved them.
+        inside = self._inside(points, 0.0)
+        moved[inside] = points[inside]
+        ok = ok | inside
+        return (moved, found, ok) if return_witnesses else (moved, ok)
 
     def _pull_inside(self, points: np.ndarray, witnesses: np.ndarray | None = None, *,
                      return_witnesses: bool = False):
@@ -714,18 +720,7 @@ class ArmSet(ABC):
         if not (np.all(np.isfinite(hi)) and np.all(np.isfinite(lo))):
             raise ValueError(f"{self!r}: the support values are not finite (lo {_fmt(lo)}, "
                              f"hi {_fmt(hi)}): rescale the problem")
-        # The solver's accuracy is about its tolerances (1e-8) times max(1, |x|): a set whose
-        # extent is not well above that cannot be told apart from a point, an empty set or
-        # solver noise, so say so rather than give a misleading verdict.
-        extent = float(np.max(hi - lo))
-        magnitude = float(max(np.max(np.abs(lo)), np.max(np.abs(hi))))
-        if not extent >= MIN_SOLVER_SCALE * max(1.0, magnitude):
-            raise ValueError(
-                f"{self!r} is too small for the solver's tolerances (about 1e-8 absolute and "
-                f"relative): its extent along the axes is {extent:.3g} at coordinates of magnitude "
-                f"{magnitude:.3g}, so its boundedness, emptiness and interior cannot be certified; "
-                f"rescale the problem (other units for the arms, or a set centred near the origin)"
-                f" so that its extent is at least {MIN_SOLVER_SCALE:g} * max(1, |x|)")
+        check_resolvable(self, lo, hi)
         # Support values at solver points are within the accepted tiers' gap and feasibility
         # tolerances (at most 1e-6, absolute or relative) of the true support; widening by more
         # than that makes the box certified.
@@ -748,6 +743,25 @@ class ArmSet(ABC):
         """
         lo, hi = self._box
         return lo.copy(), hi.copy()
+
+
+def check_resolvable(arm_set: ArmSet, lo: np.ndarray, hi: np.ndarray) -> None:
+    """Refuse a set whose extent the solver cannot resolve (``ValueError``, one line).
+
+    The solver's accuracy is about its tolerances (1e-8) times ``max(1, |x|)``: a set whose
+    extent ``max(hi - lo)`` is not at least :data:`MIN_SOLVER_SCALE` times that cannot be told
+    apart from a point, an empty set or solver noise.  Every set with a bounding box applies it
+    (a :class:`~sege_cvx.arm_sets.Box` to its bounds, so that boxes and polytopes agree).
+    """
+    extent = float(np.max(hi - lo))
+    magnitude = float(max(np.max(np.abs(lo)), np.max(np.abs(hi))))
+    if not extent >= MIN_SOLVER_SCALE * max(1.0, magnitude):
+        raise ValueError(
+            f"{arm_set!r} is too small for the solver's tolerances (about 1e-8 absolute and "
+            f"relative): its extent along the axes is {extent:.3g} at coordinates of magnitude "
+            f"{magnitude:.3g}, so its boundedness, emptiness and interior cannot be certified; "
+            f"rescale the problem (other units for the arms, or a set centred near the origin)"
+            f" so that its extent is at least {MIN_SOLVER_SCALE:g} * max(1, |x|)")
 
 
 def _error_status(exc: Exception) -> str:

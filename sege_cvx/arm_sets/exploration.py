@@ -296,7 +296,8 @@ def inscribed_cross_polytope(
             cons += per_vertex[row]
     problem = cp.Problem(cp.Maximize(cp.geo_mean(t)), cons)
     solve_once(problem, t, "inscribed cross-polytope program",
-               ": the set may have an empty interior, or be numerically ill-posed")
+               ": the set may have an empty interior, or be numerically ill-posed (data far "
+               "from order one, such as points far from the origin for their spread: rescale)")
     cv = mid + s * np.asarray(c.value)
     tv = s * np.maximum(np.asarray(t.value), 0.0)
     if not np.all(np.isfinite(cv)) or not tv.min() > MIN_HALF_WIDTH * size:

@@ -10,6 +10,7 @@ import numpy as np
 from .._rowwise import row_matvec
 from .._validation import _fmt, as_batch_of_vectors, as_finite_array, scaled_norm
 from ..fast_paths import hull_arms
+from . import rational
 from .base import BatchArms
 from .generic import MAX_DIM, ConvexArmSet
 from .scaling import scale_directions
@@ -29,9 +30,16 @@ class ConvexHull(ConvexArmSet):
     vector as witness, so CLUCB plays exact vertices; :meth:`support` is the exact best value
     among the points.  LCB arms come from a certified active-set method over the weights
     (:mod:`sege_cvx.fast_paths.hull_arms`; Clarabel where a certificate fails), which SEGE's
-    compiled stages call warm started per run; ``contains(x)`` solves a small linear
-    program for the weights and certifies them (see :class:`ConvexArmSet` for what membership of
-    a lifted set means).  :meth:`bounding_box` is the points' coordinate-wise range,
+    compiled stages call warm started per run.
+
+    Membership is exact: ``contains(x, tol=0)`` is whether ``x`` is a convex combination of the
+    points in exact arithmetic on their float64 values (a point itself, by comparison; else
+    decided on rational weights, :func:`~sege_cvx.arm_sets.rational.convex_weights`, from the
+    weights of a small linear program), so the hull contains its own points.  Every arm a policy
+    plays or a method returns is proven inside from the weights it was computed with
+    (:func:`~sege_cvx.fast_paths.hull_arms.anchored`), after the least contraction toward the
+    interior that the proof accepts; its witness is those weights, a certificate's anchor, not
+    an exact convex combination.  :meth:`bounding_box` is the points' coordinate-wise range,
     :meth:`norm_bound` the largest point norm and :meth:`diameter_bound` the largest pairwise
     distance, each widened by a few ulps so that rounding cannot understate it.  SEGE explores on
     an inscribed cross-polytope whose vertices carry their weights.
@@ -65,6 +73,9 @@ class ConvexHull(ConvexArmSet):
     array([[0., 1., 0., 0., 0.]])
     >>> bool(square.contains([1.5, 0.5])), bool(square.contains([2.5, 0.5]))
     (True, False)
+    >>> triangle = ConvexHull([[0.1, 0.1], [0.7, 0.2], [0.3, 0.9]])
+    >>> bool(triangle.contains([0.1, 0.1], tol=0.0))  # a hull contains its own points
+    True
     """
 
     def __init__(self, points: np.ndarray) -> None:
@@ -136,7 +147,25 @@ class ConvexHull(ConvexArmSet):
     @cached_property
     def compiled_arms(self) -> hull_arms.HullArms:
         """The data of the compiled certified arms (see :class:`ArmSet`)."""
-        return hull_arms.HullArms(self.points, self.norm_bound())
+        return hull_arms.HullArms(self.points, self.norm_bound(), self._body)
+
+    @cached_property
+    def _body(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(c, h)``: the cross-polytope ``{c + t : sum_i |t_i| / h_i <= 1}`` inside the hull, from
+        which arms are certified (:func:`~sege_cvx.fast_paths.hull_arms.anchored`).
+
+        ``c`` is the exploration's centre and ``h_i`` the smaller offset of its two vertices on
+        axis ``i``, rounded down: the centre and the vertices were certified in the hull in
+        exact arithmetic, so the body's vertices, on the segments between them, are in it too.
+        """
+        expl = self.exploration()
+        d = self.dim
+        vertices = expl.vertices()
+        up, down = np.diag(vertices[:d]), np.diag(vertices[d:])
+        half = np.minimum(up - expl.center, expl.center - down) * (1.0 - 4.0 * _EPS)
+        if not np.all(half > 0.0):
+            raise ValueError(f"{self!r}: the certified inscribed cross-polytope is degenerate")
+        return expl.center.copy(), half
 
     @property
     def has_closed_form_lcb(self) -> bool:
@@ -164,17 +193,17 @@ class ConvexHull(ConvexArmSet):
                 thetas[rows], chols[rows], radii[rows], "solver"))
 
     def _certify_pair(self, x: np.ndarray, u: np.ndarray, tol: float) -> tuple[bool, np.ndarray]:
-        """:meth:`LiftedMembership.certify <sege_cvx.arm_sets.lifted.LiftedMembership.certify>`
-        of the hull's own constraints, compiled (:func:`~sege_cvx.fast_paths.hull_arms.certify_pair`)
-        rather than evaluated through cvxpy's expression trees: ROFUL and CLUCB certify every
-        arm they play.
+        """Whether ``x`` is in the hull, with weights ``u`` as a hint.
 
-        The same repair, equalities, rounding bound and inequality: the coefficients of ``x ==
-        P^T w`` and ``sum(w) == 1`` are the points' coordinates and ones, exactly, so only the
-        order of the sums differs from cvxpy's evaluation, which the bound
-        (:data:`~sege_cvx.arm_sets.lifted.EQUALITY_ROUNDING` ``(n + 2) eps`` times the terms'
-        magnitude) covers.
+        ``tol = 0``: exactly (:meth:`_exact_weights`); the weights returned are then the exact
+        ones, rounded to float.  ``tol > 0``: :meth:`LiftedMembership.certify
+        <sege_cvx.arm_sets.lifted.LiftedMembership.certify>` of the hull's own constraints with
+        that tolerance, compiled (:func:`~sege_cvx.fast_paths.hull_arms.certify_pair`): the
+        same repair, equalities, rounding bound and inequality as cvxpy's evaluation.
         """
+        if tol == 0.0:
+            weights = self._exact_weights(np.asarray(x, dtype=np.float64), u)
+            return (False, u) if weights is None else (True, weights)
         lifted = self._lifted
         ok, u = hull_arms.certify_pair(
             self.points, np.ascontiguousarray(x, dtype=np.float64),
@@ -183,26 +212,77 @@ class ConvexHull(ConvexArmSet):
         return bool(ok), u
 
     def _find_witnesses(self, points: np.ndarray) -> np.ndarray:
-        """The solve's weights (:meth:`ConvexArmSet._find_witnesses`), refit on their support
-        where they came out negative.
-
-        For a point on a face (a vertex, an edge) the interior-point solve ends with the weights
-        of the other points at about +-1e-13, not 0: a negative one fails ``w >= 0`` at
-        ``tol=0``, so a hull's own vertex would be reported outside and a baseline arm there
-        moved into the set (which ROFUL, needing its exact reward, refuses).  Refitting ``x ==
-        P^T w, sum(w) == 1`` by least squares on the weights above the solve's tolerance gives
-        the exact face weights; the refit is kept only where it certifies, else the solve's.
-        """
-        out = super()._find_witnesses(points)
-        for i in np.flatnonzero(np.isfinite(out).all(axis=1) & (out.min(axis=1, initial=0.0) < 0)):
-            support = np.flatnonzero(out[i] > _WITNESS_SOLVE_TOL)
-            system = np.vstack([self.points[support].T, np.ones(support.size)])
-            fit, *_ = np.linalg.lstsq(system, np.append(points[i], 1.0), rcond=None)
-            refit = np.zeros(self.points.shape[0])
-            refit[support] = fit
-            if self._certify_pair(points[i], refit, 0.0)[0]:
-                out[i] = refit
+        """Weights per row: a point of the set itself gets its unit weight vector, any other a
+        basic solution of ``P^T w = x, sum(w) = 1, w >= 0``
+        (:func:`~sege_cvx.arm_sets.rational.basic_weights`: at most ``d + 1`` nonzero, none
+        negative, as the certificates they anchor need); NaN rows where none is found."""
+        out = np.full((points.shape[0], self.points.shape[0]), np.nan)
+        for i, x in enumerate(points):
+            if not np.all(np.isfinite(x)):
+                continue
+            k = self._point_index(x)
+            if k >= 0:
+                out[i] = 0.0
+                out[i, k] = 1.0
+                continue
+            weights = rational.basic_weights(self.points, x)
+            if weights is not None:
+                out[i] = weights
         return out
+
+    def _point_index(self, x: np.ndarray) -> int:
+        """The first point equal to ``x`` bit for bit, or -1."""
+        match = np.flatnonzero(np.all(self.points == x, axis=1))
+        return int(match[0]) if match.size else -1
+
+    def _exact_weights(self, x: np.ndarray, hint: np.ndarray | None = None) -> np.ndarray | None:
+        """Weights proving ``x`` in the hull in exact arithmetic (rounded to float), or ``None``
+        if it is not in it: a point itself, or outside the points' range, by comparison; an arm
+        certified from the weights ``hint`` it came with
+        (:func:`~sege_cvx.fast_paths.hull_arms.in_hull`, once the certified body is known); else
+        :func:`~sege_cvx.arm_sets.rational.convex_weights` (a verified solve, or rationals)."""
+        if not np.all(np.isfinite(x)):
+            return None
+        K = self.points.shape[0]
+        k = self._point_index(x)
+        if k >= 0:
+            unit = np.zeros(K)
+            unit[k] = 1.0
+            return unit
+        lo, hi = self.bounding_box()
+        if np.any(x < lo) or np.any(x > hi):
+            return None
+        if hint is not None and "_body" in self.__dict__:  # not while the body is certified
+            weights = np.ascontiguousarray(hint, dtype=np.float64)
+            if np.all(weights >= 0.0) and hull_arms.in_hull_dense(x, self.points, weights,
+                                                                   *self._body):
+                return weights
+        return rational.convex_weights(self.points, x)
+
+    def _inside(self, xs: np.ndarray, tol: float) -> np.ndarray:
+        """``tol = 0``: exact membership (:meth:`_exact_weights`).  ``tol > 0``: the lifted check
+        with that tolerance (:class:`ConvexArmSet`), or exactly inside."""
+        if tol > 0.0:
+            inside = super()._inside(xs, tol)
+            rest = np.flatnonzero(~inside)
+        else:
+            inside = np.zeros(xs.shape[0], dtype=bool)
+            rest = range(xs.shape[0])
+        for i in rest:
+            inside[i] = self._exact_weights(xs[i]) is not None
+        return inside
+
+    def _pull_in_with(self, points: np.ndarray, witnesses: np.ndarray) -> np.ndarray:
+        """Each row certified from its weights, or moved in by the least contraction the
+        certificate accepts (:func:`~sege_cvx.fast_paths.hull_arms.pull_into_hull_all`), in
+        place on both arrays: a moved row's weights become ``beta w + (1 - beta) w_c``."""
+        center, half = self._body
+        weights = np.where(np.isfinite(witnesses), np.maximum(witnesses, 0.0), np.nan)
+        center_weights = np.maximum(self.exploration().center_witness, 0.0)
+        ok = hull_arms.pull_into_hull_all(points, weights, self.points, center, half,
+                                          center_weights)
+        witnesses[:] = weights
+        return ok
 
     def bounding_box(self) -> tuple[np.ndarray, np.ndarray]:
         return self.points.min(axis=0), self.points.max(axis=0)
@@ -230,5 +310,3 @@ class ConvexHull(ConvexArmSet):
 
 
 _EPS = float(np.finfo(float).eps)
-#: Weights below this are taken as the witness solve's rounding of 0 (its tolerance, about 1e-8).
-_WITNESS_SOLVE_TOL = 1e-8

@@ -6,17 +6,19 @@ the solver programs of either).
 
 from __future__ import annotations
 
+import math
+import warnings
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import _pull_in
-from .._rowwise import row_dots, row_matvec
+from .._rowwise import row_matvec
 from .._validation import _fmt, as_finite_array, as_vector, scaled_norm
 from ..fast_paths import polytope_arms
-from ..fast_paths.status import VERIFIED
-from .base import ArmSet, BatchArms
+from . import rational
+from .base import ArmSet, BatchArms, check_resolvable
 from .exploration import Exploration, max_volume_inscribed_ellipsoid
 from .scaling import check_box_holds, scale_directions, solver_frame
 
@@ -26,14 +28,22 @@ if TYPE_CHECKING:
 #: Chebyshev radius, relative to the polytope's size (its bounding-box diagonal), below which
 #: a polytope is said to have an empty interior.
 MIN_INTERIOR_RADIUS = 1e-9
-#: Largest dimension in which a polytope's vertices are enumerated (qhull's cost grows fast).
-VERTEX_MAX_DIM = 8
+#: Most vertices the upper bound theorem allows (:func:`max_vertex_count`) for which the
+#: vertices are enumerated: qhull's work and the checks grow with the count.
+VERTEX_BUDGET = 100_000
 #: Most vertices kept (beyond, the pairwise distances cost more than they save).
 VERTEX_MAX_COUNT = 5000
 #: Tolerance of the vertex checks, relative to the polytope's size and distance from 0.
 VERTEX_TOL = 1e-9
 #: Relative widening of the vertex bounds (diameter, distance): far above the checks' tolerance.
 VERTEX_MARGIN = 1e-6
+
+
+def max_vertex_count(m: int, d: int) -> int:
+    """The most vertices a ``d``-polytope with ``m`` facets can have (McMullen's upper bound
+    theorem: the facets of the cyclic polytope ``C(m, d)``, in the dual)."""
+    return (math.comb(m - (d + 1) // 2, d // 2)
+            + math.comb(m - d // 2 - 1, (d + 1) // 2 - 1))
 
 
 def pairwise_diameter(points: np.ndarray) -> float:
@@ -46,42 +56,70 @@ def pairwise_diameter(points: np.ndarray) -> float:
     return 2.0 * best
 
 
-def checked_vertices(polytope: Polytope, interior: np.ndarray) -> np.ndarray | None:
-    """The vertices of ``polytope`` by qhull, or ``None`` if not enumerated or not checked
-    (see :meth:`Polytope.diameter_bound`)."""
-    from scipy.spatial import ConvexHull as QhullHull
-    from scipy.spatial import HalfspaceIntersection, QhullError
+def _closed(facets: np.ndarray, neighbors: np.ndarray) -> bool:
+    """Whether qhull's triangulated facets close up: neighbour ``j`` of every facet holds all its
+    points but the ``j``-th, and has the facet among its own neighbours."""
+    F, d = facets.shape
+    if np.any(neighbors < 0) or np.any(neighbors >= F):
+        return False
+    expected = ~np.eye(d, dtype=bool)
+    for start in range(0, F, 8192):  # bounded memory: chunks of (8192, d, d, d) booleans
+        f = slice(start, min(start + 8192, F))
+        nb = neighbors[f]
+        shared = (facets[f][:, None, :, None] == facets[nb][:, :, None, :]).any(axis=-1)
+        back = (neighbors[nb] == np.arange(start, f.stop)[:, None, None]).any(axis=-1)
+        if not (np.all(shared == expected) and back.all()):
+            return False
+    return True
 
-    d = polytope.dim
-    if d > VERTEX_MAX_DIM or d < 2:
-        return None
+
+def checked_vertices(polytope: Polytope, interior: np.ndarray) -> tuple[np.ndarray | None, str]:
+    """The vertices of ``polytope``, enumerated and checked, or ``None`` and why not (see
+    :meth:`Polytope.diameter_bound`).
+
+    In coordinates centred at the interior point ``c`` the polytope is ``{v : a_i^T v <= b_i'}``
+    with ``b_i' = b_i - a_i^T c > 0``; its vertices are the facets of the convex hull of the
+    dual points ``q_i = a_i / b_i'`` (qhull: ``m`` points, cheap), each the solution of its
+    facet's ``d`` rows.  Two checks make the list complete and correct to tolerance: every
+    vertex satisfies every row (each facet hyperplane supports the dual hull), and the facets,
+    as triangulated, close up (each ridge shared by exactly two facets, neighbours symmetric): a
+    closed surface of supporting facets is the whole boundary, so no vertex is missing.
+    """
+    from scipy.spatial import ConvexHull as QhullHull
+    from scipy.spatial import QhullError
+
+    m, d = polytope.A.shape
+    if d < 2:
+        return None, "dimension 1"
+    count = max_vertex_count(m, d)
+    if count > VERTEX_BUDGET:
+        return None, f"up to {count} vertices, beyond the budget of {VERTEX_BUDGET}"
+    A = polytope.A
+    slack = polytope.b - A @ interior
+    if not np.all(slack > 0):
+        return None, "the interior point is not strictly inside"
     try:
-        # qhull's halfspaces are rows [a, -b] of a x - b <= 0.
-        halfspaces = np.hstack([polytope.A, -polytope.b[:, None]])
-        vertices = HalfspaceIntersection(halfspaces, interior).intersections
-        vertices = np.unique(vertices, axis=0)
-        if not np.all(np.isfinite(vertices)) or not d + 1 <= len(vertices) <= VERTEX_MAX_COUNT:
-            return None
-        hull = QhullHull(vertices)
-    except (QhullError, ValueError):
-        return None
+        dual = QhullHull(A / slack[:, None])
+    except (QhullError, ValueError) as exc:
+        return None, f"qhull failed ({type(exc).__name__})"
+    facets, neighbors = dual.simplices, dual.neighbors
+    if facets.shape[0] > 2 * VERTEX_BUDGET:
+        return None, f"{facets.shape[0]} facets in the dual hull"
+    if not _closed(facets, neighbors):
+        return None, "the dual hull is not closed"
+    with np.errstate(all="ignore"):
+        try:
+            offsets = np.linalg.solve(A[facets], slack[facets][..., None])[..., 0]
+        except np.linalg.LinAlgError:
+            return None, "a facet's rows are singular"
+    vertices = np.unique(interior + offsets, axis=0)
+    if not np.all(np.isfinite(vertices)) or not d + 1 <= len(vertices) <= VERTEX_MAX_COUNT:
+        return None, f"{len(vertices)} vertices"
     lo, hi = polytope.bounding_box()
     scale = float(np.max(np.maximum(np.abs(lo), np.abs(hi)))) + float(np.max(hi - lo))
-    tol = VERTEX_TOL * scale
-    if np.max(vertices @ polytope.A.T - polytope.b) > tol:  # each vertex in the polytope
-        return None
-    normals = np.ascontiguousarray(hull.equations[:, :-1])  # unit normals, n x + offset <= 0
-    # The polytope in their hull: its support in each normal, bounded from above by a certified
-    # arm's value plus the certificate's accepted gap (GAP_RTOL times about norm_bound + |b|_1;
-    # both far below tol).  No solver fallback: its value is a lower bound only to tolerance.
-    arms, codes = polytope_arms.greedy_all(polytope.compiled_arms.geometry(), normals)
-    if np.any(codes != VERIFIED):
-        return None
-    gap = polytope_arms.GAP_RTOL * (polytope.norm_bound() + np.abs(polytope.b).sum())
-    support = row_dots(arms, normals)
-    if np.max(support + hull.equations[:, -1]) > tol - gap:
-        return None
-    return vertices
+    if np.max(vertices @ A.T - polytope.b) > VERTEX_TOL * scale:  # every vertex in P
+        return None, "a vertex fails the inequalities"
+    return vertices, ""
 
 
 class _CertifiedPolyhedron(ArmSet):
@@ -93,18 +131,31 @@ class _CertifiedPolyhedron(ArmSet):
     ``"closed_form"``, and solved on Clarabel with ``"auto"``.  ``method="solver"`` is Clarabel
     alone, and ``cross_check=True`` compares the two.  SEGE's compiled stages call the same
     functions, warm started per run (:attr:`compiled_arms`).  Subclasses give
-    :meth:`_halfspaces`.
+    :meth:`_halfspaces` and :meth:`_member_rows`.
     """
 
     def _halfspaces(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(center, A, b)``: a certified interior point and the rows, of unit norm."""
         raise NotImplementedError
 
+    def _member_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(A, b)`` as the user gave them: membership is decided against these, exactly."""
+        raise NotImplementedError
+
     @cached_property
     def compiled_arms(self) -> polytope_arms.PolytopeArms:
         """The data of the compiled certified arms (see :class:`ArmSet`)."""
         center, A, b = self._halfspaces()
-        return polytope_arms.PolytopeArms(A, b, center, self.norm_bound())
+        return polytope_arms.PolytopeArms(A, b, center, self.norm_bound(), self._member_rows())
+
+    @property
+    def compiled_membership(self) -> tuple:
+        """The user's ``A x <= b``, decided exactly (:func:`~sege_cvx.fast_paths.exact.in_polytope`),
+        toward the certified interior point (see :class:`ArmSet`)."""
+        return self._halfspaces()[0], (1, *self._member_rows())
+
+    def _pull_in(self, points: np.ndarray) -> np.ndarray:
+        return _pull_in.pull_into_polytope(points, self._halfspaces()[0], *self._member_rows())
 
     @property
     def has_closed_form_lcb(self) -> bool:
@@ -151,8 +202,16 @@ class Box(_CertifiedPolyhedron):
             raise ValueError(f"Box needs lower < upper in every coordinate; coordinate {i} has "
                              f"lower={self.lower[i]}, upper={self.upper[i]}")
         # SEGE and CLUCB need both bounds; a box beyond the float range is rejected here.
-        self.diameter_bound()
+        size = self.diameter_bound()
         self.norm_bound()
+        # What a Polytope of the same rows accepts: an extent the solver resolves, and an
+        # inscribed ball (radius the smallest half-width) not negligible against the size.
+        check_resolvable(self, self.lower, self.upper)
+        radius = float(np.min(0.5 * self.upper - 0.5 * self.lower))
+        if not radius >= MIN_INTERIOR_RADIUS * size:
+            raise ValueError(f"{self!r} has an empty interior (largest inscribed ball radius "
+                             f"{radius:.3g}, below {MIN_INTERIOR_RADIUS:g} times its size "
+                             f"{size:.3g})")
 
     def __repr__(self) -> str:
         return f"Box(lower={_fmt(self.lower)}, upper={_fmt(self.upper)})"
@@ -165,25 +224,20 @@ class Box(_CertifiedPolyhedron):
         return [x >= self.lower, x <= self.upper]
 
     def _inside(self, xs: np.ndarray, tol: float) -> np.ndarray:
+        # Comparisons of floats are exact: with tol = 0 this is exact membership.
         return np.all((xs >= self.lower - tol) & (xs <= self.upper + tol), axis=1)
-
-    def _pull_in(self, points: np.ndarray) -> np.ndarray:
-        return _pull_in.pull_into_polytope(points, *self._as_polytope)
 
     def _halfspaces(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self._as_polytope
 
-    @property
-    def compiled_membership(self) -> tuple:
-        """``[I; -I] x <= [upper; -lower]`` toward the midpoint (see :class:`ArmSet`)."""
-        center, A, b = self._as_polytope
-        return center, (1, A, b)
+    def _member_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._as_polytope[1:]
 
     @cached_property
     def _as_polytope(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The exploration centre and the box as ``A x <= b`` with ``A = [I; -I]``,
-        ``b = [upper; -lower]``: the same verdicts as :meth:`contains` with ``tol=0`` (each
-        ``(A x)_j`` is exactly ``x_j`` or ``-x_j``, and negation is exact)."""
+        ``b = [upper; -lower]``: exactly the box (each ``(A x)_j`` is ``x_j`` or ``-x_j``, and
+        negation is exact), so the exact test of these rows agrees with :meth:`contains`."""
         eye = np.eye(self.dim)
         return (0.5 * self.lower + 0.5 * self.upper, np.vstack([eye, -eye]),
                 np.concatenate([self.upper, -self.lower]))
@@ -239,12 +293,20 @@ class Polytope(_CertifiedPolyhedron):
         No zero row.
     b : array_like, shape (m,)
 
+    Membership is decided against ``A`` and ``b`` as given, in exact arithmetic on their float64
+    values (:attr:`A_given`, :attr:`b_given`): ``contains(x, tol=0)`` is exactly whether
+    ``A x <= b`` holds for the rationals these floats are, and every arm a policy plays or a
+    method returns passes that test (:mod:`sege_cvx.fast_paths.exact`).  The unit rows serve
+    the solvers and ``contains`` with ``tol > 0``.
+
     Attributes
     ----------
     A : ndarray, shape (m, d)
         The rows ``a_i / ||a_i||``.
     b : ndarray, shape (m,)
         ``b_i / ||a_i||``: the distance of each facet's hyperplane from the origin, signed.
+    A_given, b_given : ndarray
+        ``A`` and ``b`` as given (float64), against which membership is decided exactly.
     chebyshev_center : ndarray, shape (d,)
     chebyshev_radius : float
         ``min_i (b_i - a_i^T c)`` at the centre ``c``: the radius of a ball about ``c`` inside
@@ -281,6 +343,7 @@ class Polytope(_CertifiedPolyhedron):
                              f"{row_norms[i]:.3g}, has b[{i}] / ||A[{i}]|| beyond the float range "
                              f"(b[{i}] = {b[i]:.3g}): rescale A and b")
         self.A, self.b = A / row_norms[:, None], b_unit
+        self.A_given, self.b_given = np.ascontiguousarray(A), np.ascontiguousarray(b)
         self.bounding_box()  # raises ValueError if empty, unbounded or too small to certify
         size = ArmSet.diameter_bound(self)  # the box's diagonal; raises if not representable
         self.norm_bound()
@@ -294,13 +357,17 @@ class Polytope(_CertifiedPolyhedron):
         tips = self.chebyshev_center + self.chebyshev_radius * np.vstack([np.eye(self.dim),
                                                                          -np.eye(self.dim)])
         check_box_holds(self, tips)
+        if not self.contains(self.chebyshev_center, tol=0.0):
+            raise ValueError(f"{self!r}: the Chebyshev centre {_fmt(self.chebyshev_center)} fails "
+                             "A x <= b in exact arithmetic; the polytope is too thin for its "
+                             "data's precision")
 
     def __repr__(self) -> str:
         return f"Polytope(A x <= b: {self.A.shape[0]} inequalities in dimension {self.dim})"
 
     def fingerprint_data(self) -> dict:
-        """The inequalities as kept, rows scaled to unit norm (see :meth:`ArmSet.fingerprint_data`)."""
-        return {"kind": "polytope", "A": self.A, "b": self.b}
+        """The inequalities as given (see :meth:`ArmSet.fingerprint_data`)."""
+        return {"kind": "polytope", "A": self.A_given, "b": self.b_given}
 
     def _chebyshev_ball(self) -> tuple[np.ndarray, float]:
         import cvxpy as cp
@@ -329,50 +396,61 @@ class Polytope(_CertifiedPolyhedron):
     def _mve(self) -> Exploration:
         frame = solver_frame(*self.bounding_box())
         if frame is None:
-            return max_volume_inscribed_ellipsoid(self.A, self.b)
-        return max_volume_inscribed_ellipsoid(self.A, self.b, center=frame[0], scale=frame[1])
+            expl = max_volume_inscribed_ellipsoid(self.A, self.b)
+        else:
+            expl = max_volume_inscribed_ellipsoid(self.A, self.b, center=frame[0], scale=frame[1])
+        # Its centre is the pull-in's: it must satisfy the given rows exactly.
+        if not self.contains(expl.center, tol=0.0):
+            raise ValueError(f"{self!r}: the inscribed ellipsoid's centre fails A x <= b in exact "
+                             "arithmetic; the polytope is too thin for its data's precision")
+        return expl
 
     def _contains_ellipsoid(self, center: np.ndarray, B: np.ndarray) -> bool:
         # max over the ellipsoid of a_i^T x is a_i^T center + ||B^T a_i||.
         return bool(np.all(self.A @ center + scaled_norm(self.A @ B, axis=1) <= self.b))
 
     def _inside(self, xs: np.ndarray, tol: float) -> np.ndarray:
-        return np.all(row_matvec(np.ascontiguousarray(xs), self.A) <= self.b + tol, axis=1)
+        """``tol = 0``: ``A x <= b`` exactly, on the given rows.  ``tol > 0``: each unit row within
+        ``tol`` (a distance), or exactly inside."""
+        xs = np.ascontiguousarray(xs, dtype=np.float64)
+        if tol == 0.0:
+            return rational.polytope_contains(self.A_given, self.b_given, xs)
+        inside = np.all(row_matvec(xs, self.A) <= self.b + tol, axis=1)
+        if not inside.all():
+            rest = np.flatnonzero(~inside)
+            inside[rest] = rational.polytope_contains(self.A_given, self.b_given, xs[rest])
+        return inside
 
-    def _pull_in(self, points: np.ndarray) -> np.ndarray:
-        return _pull_in.pull_into_polytope(points, *self._polytope_membership)
-
-    @property
-    def compiled_membership(self) -> tuple:
-        """``A x <= b`` toward the exploration centre (see :class:`ArmSet`)."""
-        center, A, b = self._polytope_membership
-        return center, (1, A, b)
-
-    @property
-    def _polytope_membership(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return self.exploration().center, self.A, self.b
+    def _member_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.A_given, self.b_given
 
     def _halfspaces(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return self._polytope_membership
+        return self.exploration().center, self.A, self.b
 
     # ----------------------------------------------------------------- vertex bounds
     @cached_property
     def _vertices(self) -> np.ndarray | None:
         """The polytope's vertices, checked (see :meth:`diameter_bound`), or ``None`` where
-        they are not enumerated (``d > VERTEX_MAX_DIM``, too many, or a check failed)."""
-        return checked_vertices(self, self.chebyshev_center)
+        they are not enumerated (then a one-line warning says why)."""
+        vertices, reason = checked_vertices(self, self.chebyshev_center)
+        if vertices is None and reason != "dimension 1":
+            warnings.warn(f"{self!r}: vertices not enumerated ({reason}); its diameter and "
+                          "distance bounds are its bounding box's, up to sqrt(d/2) times looser",
+                          RuntimeWarning, stacklevel=4)
+        return vertices
 
     def diameter_bound(self) -> float:
         """Certified upper bound on ``max_{x, y in X} ||x - y||`` (SEGE's rho-bar).
 
-        In dimension ``d <= VERTEX_MAX_DIM`` (8): the largest distance between the vertices,
-        enumerated by qhull (``scipy.spatial.HalfspaceIntersection`` from the Chebyshev centre)
-        and checked: each lies in the polytope to within ``VERTEX_TOL`` of its scale, and the
-        polytope lies in their hull (its certified support value in the normal of every facet
-        of their hull exceeds the hull's by at most ``VERTEX_TOL``); widened by
-        ``VERTEX_MARGIN`` (relative), far above those tolerances.  This is the exact diameter
-        up to that margin, where the bounding-box diagonal overstates it by up to ``sqrt(d /
-        2)`` (a simplex).  Otherwise, or should a check fail: the bounding-box diagonal.
+        The largest distance between the vertices (:func:`checked_vertices`: the facets of the
+        dual hull from the Chebyshev centre, each vertex within ``VERTEX_TOL`` of the
+        polytope's scale of every inequality, the list closed), widened by ``VERTEX_MARGIN``
+        (relative), far above that tolerance.  This is the exact diameter up to that margin,
+        where the bounding-box diagonal overstates it by up to ``sqrt(d / 2)`` (a simplex).
+        The work is bounded: vertices are enumerated only where the upper bound theorem allows
+        at most :data:`VERTEX_BUDGET` of them (:func:`max_vertex_count`; in 8 dimensions,
+        polytopes of up to about 40 facets).  Otherwise, or should a check fail, the
+        bounding-box diagonal, with a one-line ``RuntimeWarning`` saying why.
         """
         if self._vertices is None:
             return super().diameter_bound()

@@ -27,13 +27,15 @@ def solve_once(problem: cp.Problem, variable: cp.Variable, what: str, hint: str 
     """Solve a one-off cvxpy problem (a certificate computed at construction) on Clarabel.
 
     Raises ``ValueError("<what> ended <status><hint>")`` unless it ends optimal (or optimal to
-    reduced accuracy) with a value for ``variable``; a solver error is reported through the
-    status, so that callers see one kind of error.
+    reduced accuracy) with a value for ``variable``, and ``ValueError("<what> failed: ...")``
+    where Clarabel stops with an error (no status): callers see one kind of error.
     """
     try:
         problem.solve(solver=cp.CLARABEL)
-    except cp.error.SolverError:
-        pass  # reported below through the status
+    except cp.error.SolverError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"{what} failed: Clarabel stopped without a solution ({first}){hint}"
+                         ) from None
     if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or variable.value is None:
         raise ValueError(f"{what} ended {problem.status}{hint}")
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._random import MAX_RUNS
-from .._validation import MAX_HORIZON, as_nonnegative_int, as_positive_int
+from .._validation import MAX_HORIZON, _fmt, as_nonnegative_int, as_positive_int
 
 #: Parameters a grid may vary, per algorithm: its constructor's (the others come from the
 #: problem: arm set, baseline, threshold, S, noise sd; or from the sweep: runs and seeds), and
@@ -146,7 +146,7 @@ class StudySpec:
         _no_unknown("the spec", data, _TOP_KEYS)
         for key in ("seed", "runs", "horizon", "problems", "algorithms"):
             if key not in data:
-                raise SpecError(f"the spec needs '{key}'")
+                raise SpecError(f"the spec needs '{key}'{_misplaced(key, data)}")
         seed = _checked("seed", as_nonnegative_int, data["seed"])
         runs = _checked("runs", as_positive_int, data["runs"])
         if runs > MAX_RUNS:  # a cell's runs are merged in memory
@@ -167,8 +167,13 @@ class StudySpec:
         algorithms = tuple(_algorithm(i, a) for i, a in
                            enumerate(_nonempty_list("algorithms", data["algorithms"])))
         labels = [p.label for p in problems]
-        if len(set(labels)) != len(labels):
-            raise SpecError(f"problems must be distinct, got {labels}")
+        first: dict[str, int] = {}
+        for i, label in enumerate(labels):
+            if label in first:
+                raise SpecError(f"problems must be distinct: problems[{first[label]}] and "
+                                f"problems[{i}] are both {_fmt(label)} "
+                                f"({len(labels) - len(set(labels))} repeats in all)")
+            first[label] = i
         _distinct_cells(algorithms)
         return cls(seed, runs, horizon, problems, algorithms, checkpoints)
 
@@ -189,6 +194,18 @@ class StudySpec:
         return [(p, a, s) for p in self.problems for a in self.algorithms for s in a.settings()]
 
 
+def _misplaced(key: str, data: dict) -> str:
+    """Where ``key`` is, if a TOML table caught it: a key written after a ``[[problems]]`` header
+    belongs to that table, not to the top level."""
+    for name, value in data.items():
+        if isinstance(value, list) and value and isinstance(value[-1], dict) and key in value[-1]:
+            return (f" at the top level; it is in the last [[{name}]] table (in TOML a key after a "
+                    f"[[table]] header belongs to that table): move it above the first [[{name}]]"
+                    + (", or write each algorithm as [[algorithms]] with name = ..."
+                       if key == "algorithms" else ""))
+    return ""
+
+
 def _no_unknown(where: str, table: dict, allowed: set[str]) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
@@ -205,7 +222,7 @@ def _checked(key: str, convert, value):
 
 def _nonempty_list(key: str, value) -> list:
     if not isinstance(value, list):
-        raise SpecError(f"'{key}' must be a list, got {value!r}")
+        raise SpecError(f"'{key}' must be a list, got {_fmt(value)}")
     if not value:
         raise SpecError(f"'{key}' must not be empty")
     return value
@@ -214,11 +231,11 @@ def _nonempty_list(key: str, value) -> list:
 def _problem(i: int, table) -> ProblemSpec:
     where = f"problems[{i}]"
     if not isinstance(table, dict):
-        raise SpecError(f"{where} must be a table, got {table!r}")
+        raise SpecError(f"{where} must be a table, got {_fmt(table)}")
     _no_unknown(where, table, _PROBLEM_KEYS)
     misspecified = table.get("misspecified", False)
     if not isinstance(misspecified, bool):
-        raise SpecError(f"{where}: misspecified must be true or false, got {misspecified!r}")
+        raise SpecError(f"{where}: misspecified must be true or false, got {_fmt(misspecified)}")
     given = sorted(set(table) & {"name", "factory"})
     if len(given) != 1:
         raise SpecError(f"{where} needs exactly one of 'name' (a built-in example) or 'factory' "
@@ -228,32 +245,32 @@ def _problem(i: int, table) -> ProblemSpec:
 
         if not isinstance(table["name"], str):
             raise SpecError(f"{where}: name must be a string (built-in: "
-                            f"{', '.join(sorted(EXAMPLES))}), got {table['name']!r}")
+                            f"{', '.join(sorted(EXAMPLES))}), got {_fmt(table['name'])}")
         if table["name"] not in EXAMPLES:
-            raise SpecError(f"{where}: unknown problem name {table['name']!r} (built-in: "
+            raise SpecError(f"{where}: unknown problem name {_fmt(table['name'])} (built-in: "
                             f"{', '.join(sorted(EXAMPLES))})")
         return ProblemSpec(name=table["name"], misspecified=misspecified)
     factory = table["factory"]
     if not isinstance(factory, str) or factory.count(":") != 1 or not all(factory.split(":")):
-        raise SpecError(f"{where}: factory must be 'module:callable', got {factory!r}")
+        raise SpecError(f"{where}: factory must be 'module:callable', got {_fmt(factory)}")
     return ProblemSpec(factory=factory, misspecified=misspecified)
 
 
 def _algorithm(i: int, table) -> AlgorithmSpec:
     where = f"algorithms[{i}]"
     if not isinstance(table, dict):
-        raise SpecError(f"{where} must be a table, got {table!r}")
+        raise SpecError(f"{where} must be a table, got {_fmt(table)}")
     _no_unknown(where, table, _ALGORITHM_KEYS)
     name = table.get("name")
     if name is not None and not isinstance(name, str):
         raise SpecError(f"{where}: name must be a string (known: {', '.join(GRID_PARAMETERS)}), "
-                        f"got {name!r}")
+                        f"got {_fmt(name)}")
     if name not in GRID_PARAMETERS:
-        raise SpecError(f"{where}: unknown algorithm {name!r} (known: "
+        raise SpecError(f"{where}: unknown algorithm {_fmt(name)} (known: "
                         f"{', '.join(GRID_PARAMETERS)})")
     grid = table.get("grid", {})
     if not isinstance(grid, dict):
-        raise SpecError(f"{where}.grid must be a table of lists, got {grid!r}")
+        raise SpecError(f"{where}.grid must be a table of lists, got {_fmt(grid)}")
     for key, values in grid.items():
         if key not in GRID_PARAMETERS[name]:
             raise SpecError(f"{where}.grid: {name} has no parameter '{key}' to vary (it can vary: "
@@ -263,7 +280,8 @@ def _algorithm(i: int, table) -> AlgorithmSpec:
             for key, values in grid.items()}
     for key, values in grid.items():
         if len(set(values)) != len(values):
-            raise SpecError(f"{where}.grid.{key} repeats a value: {list(values)}")
+            repeated = next(v for v in values if values.count(v) > 1)
+            raise SpecError(f"{where}.grid.{key} repeats the value {_fmt(repeated)}")
     return AlgorithmSpec(name, grid)
 
 
@@ -287,5 +305,5 @@ def _grid_value(key: str, value):
     if hasattr(value, "item") and getattr(value, "shape", None) == ():
         value = value.item()
     if not isinstance(value, bool | int | float | str):
-        raise SpecError(f"{key} must hold numbers or strings, got {value!r}")
+        raise SpecError(f"{key} must hold numbers or strings, got {_fmt(value)}")
     return value

@@ -2,10 +2,13 @@ r"""Exact greedy and LCB arms of a convex hull ``conv{p_1, ..., p_K}``, over its
 certificates.
 
 An arm of the hull is ``x = P^T w`` with weights ``w`` on the simplex (``w >= 0``, ``sum(w) =
-1``), and it is *computed* from them (``x_j = sum_k w_k P_kj`` in index order): the weights are
-its witness, and the pair lies in the hull by construction, to the rounding of ``sum(w)``, which
-is checked against the bound :class:`~sege_cvx.arm_sets.lifted.LiftedMembership` accepts for
-that equality (so the Python check of the same pair agrees).
+1``), *computed* from them (``x_j = sum_k w_k P_kj`` in index order), which rounding can leave
+just outside the hull.  The weights define an exact point ``y = P^T w / sum(w)`` of the hull, and
+:func:`anchored` proves ``x`` in the hull in exact arithmetic as ``x = beta y + (1 - beta) z``
+with ``z`` in a cross-polytope certified inside the hull: at ``beta = 1`` for an arm that is a
+point itself (the greedy arm), else after the least contraction ``c + beta (x - c)`` of
+:func:`sege_cvx._pull_in.pull_in_one`'s schedule that the proof accepts
+(:func:`pull_into_hull`; ``1 - beta`` about 1e-14 for well-scaled hulls).
 
 * The greedy arm, ``max theta^T x`` (paper eq. (greedy arm)), is the best point, the first of
   ties, with the unit weight vector.
@@ -47,14 +50,16 @@ face solve and one Frank-Wolfe test (``O(K d)``).  Should a warm solve not certi
 from the greedy point; only if that fails too is :data:`NOT_CERTIFIED` returned.
 
 The geometry a compiled stage receives is ``(P, norm_bound, z_bound, gap_rtol, baseline,
-table)`` (:meth:`HullArms.geometry`): the points, a certified bound on ``max ||x||`` over the
-hull, a bound on ``||x||_{V^{-1}}`` (0: computed where needed), the accepted gap, and for SEGE the
-baseline arm's weights and the weights of the exploration's ``2d`` vertices and centre (rows of
-``table``, in the order of :meth:`~sege_cvx.arm_sets.exploration.Exploration.witness_points`).
-SEGE's mix ``(1 - rho) X^S + rho U`` is formed in weight space (:func:`pull_inside_one`).  A
-run's warm state is ``(rows, counts, weights, unused)`` of shapes ``(3, d + 1)``, ``(3,)``,
-``(3, d + 1)`` and ``(0, 0)``: slots :data:`GREEDY`, :data:`LCB` (the working set's point
-indices, increasing, and weights) and :data:`CONE` (scratch).
+table, center, half)`` (:meth:`HullArms.geometry`): the points, a certified bound on ``max ||x||``
+over the hull, a bound on ``||x||_{V^{-1}}`` (0: computed where needed), the accepted gap, for
+SEGE the baseline arm's weights and the weights of the exploration's ``2d`` vertices and centre
+(rows of ``table``, in the order of
+:meth:`~sege_cvx.arm_sets.exploration.Exploration.witness_points`), and the certified
+cross-polytope of :func:`anchored`.  SEGE's mix ``(1 - rho) X^S + rho U`` is formed in weight
+space (:func:`pull_inside_one`).  A run's warm state is ``(rows, counts, weights, mix)`` of
+shapes ``(3, d + 1)``, ``(3,)``, ``(3, d + 1)`` and ``(1, K)``: slots :data:`GREEDY`,
+:data:`LCB` (the working set's point indices, increasing, and weights) and :data:`CONE`
+(scratch), and the last mix's weights.
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ import math
 import numpy as np
 
 from .._numba import njit
+from .._pull_in import FIRST_CONTRACTION, MAX_CONTRACTION, spacing
 from ..arm_sets.lifted import EQUALITY_ROUNDING
 from .polytope_arms import (
     GAP_RTOL,
@@ -72,7 +78,7 @@ from .polytope_arms import (
     orthonormalize_row,
     project_out,
 )
-from .status import NOT_CERTIFIED, NOT_FINITE, VERIFIED
+from .status import NOT_CERTIFIED, NOT_FINITE, NOT_MEMBER, VERIFIED
 
 #: Slots of a run's warm state (:data:`CONE`: scratch of :func:`cone_projection`).
 GREEDY, LCB, CONE = 0, 1, 2
@@ -85,6 +91,9 @@ ENTER_RTOL = 1e-13
 ORIGIN_RTOL = 1e-12
 
 _EPS = float(np.finfo(np.float64).eps)
+_U = _EPS / 2.0
+#: The smallest subnormal: the absolute rounding of a product or sum in the subnormal range.
+_SUBNORMAL = 5e-324
 
 # Rows of the scratch ``vecs`` (at least 14 rows of length d) and ``mats`` (2, d, d), indexed by
 # row rather than viewed (a view costs atomic reference-count updates; see polytope_arms).
@@ -147,6 +156,145 @@ def _on_simplex(weights, slot, m, K) -> bool:
             return False
         total += w
     return abs(total - 1.0) <= sum_tolerance(total, K)
+
+
+@njit(inline="always")
+def anchored(x, P, idx, w, m, sparse, beta, center, half) -> bool:
+    r"""Whether ``x`` lies in ``conv(P)`` exactly, shown by ``x = beta y + alpha z`` with
+    ``alpha = 1 - beta`` (exact, ``beta`` in ``[1/2, 1]``), ``y = sum_j w_j p_j / sum_j w_j``
+    (weights ``w_j >= 0`` of points ``p_j = P[idx[j]]``, or ``P[j]`` unless ``sparse``) and ``z``
+    in the inscribed cross-polytope ``C = {c + t : sum_i |t_i| / h_i <= 1}`` (``center``,
+    ``half``), whose vertices were certified in the hull exactly (:class:`HullArms`).
+
+    ``y`` and ``z`` lie in the hull, so does ``x``.  The test, with ``s = sum_j w_j`` and
+    ``D_i = sum_j w_j (x_i - beta P_ji - alpha c_i)``: ``sum_i |D_i| / h_i <= alpha s``, the
+    computed ``D_i`` widened by their rounding bound (``gamma_{n+3}`` times their terms'
+    magnitudes, ``n`` the positive weights) and the sums by theirs.  ``beta = 1``: ``x`` must be one of the weighted points
+    itself, bit for bit (a vertex).
+    """
+    K, d = P.shape
+    s = 0.0
+    positive = 0
+    last = -1
+    for j in range(m):
+        wj = w[j]
+        if not (wj >= 0.0 and wj < math.inf):
+            return False
+        if wj > 0.0:
+            positive += 1
+            last = idx[j] if sparse else j
+        s += wj
+    if not s > 0.0:
+        return False
+    n = positive
+    alpha = 1.0 - beta
+    if alpha == 0.0:
+        if positive != 1:
+            return False
+        for i in range(d):
+            if x[i] != P[last, i]:
+                return False
+        return True
+    lhs = 0.0
+    for i in range(d):
+        total = 0.0
+        size = 0.0
+        for j in range(m):
+            wj = w[j]
+            if wj == 0.0:
+                continue
+            p = P[idx[j] if sparse else j, i]
+            e = x[i] - beta * p - alpha * center[i]
+            total += wj * e
+            size += wj * (abs(e) + abs(x[i]) + abs(p) + alpha * abs(center[i]))
+        lhs += (abs(total) + (n + 6.0) * _U * size + (2.0 * n + 6.0) * _SUBNORMAL) / half[i]
+    # n, the terms actually summed (zero weights add exact zeros), sets the rounding bounds.
+    return lhs * (1.0 + 4.0 * (d + n + 4.0) * _U) <= alpha * s * (1.0 - (n + 2.0) * _U)
+
+
+@njit(inline="always")
+def in_hull(x, P, idx, w, m, sparse, center, half) -> bool:
+    """:func:`anchored` for ``beta = 1`` (a vertex) or any contraction of
+    :func:`sege_cvx._pull_in.pull_in_one`'s schedule: whether a point that a pull-in may already
+    have moved is certified from the weights it came with."""
+    if anchored(x, P, idx, w, m, sparse, 1.0, center, half):
+        return True
+    limit = _limit(x, center)
+    eps = FIRST_CONTRACTION
+    while eps <= limit * 10.0:
+        if anchored(x, P, idx, w, m, sparse, 1.0 - min(eps, limit), center, half):
+            return True
+        if not eps < limit:
+            break
+        eps *= 10.0
+    return False
+
+
+@njit(inline="always")
+def _limit(x, center) -> float:
+    """:func:`sege_cvx._pull_in.contraction_limit` of ``x`` toward ``center`` (at most 1/2)."""
+    d = x.shape[0]
+    biggest = 0.0
+    norm2 = 0.0
+    for k in range(d):
+        biggest = max(biggest, abs(x[k]), abs(center[k]))
+        norm2 += (x[k] - center[k]) ** 2
+    return min(0.5, max(MAX_CONTRACTION, 16.0 * spacing(biggest) / max(math.sqrt(norm2), 1e-300)))
+
+
+@njit(inline="always")
+def pull_into_hull(x, P, idx, w, m, sparse, center, half, trial) -> float:
+    """Move ``x``, computed from the weights ``w`` of points ``P[idx]`` (or ``P``), exactly into
+    the hull: unchanged if it is a weighted point itself, else the least contraction ``c + beta
+    (x - c)`` of :func:`sege_cvx._pull_in.pull_in_one`'s schedule that :func:`anchored`
+    certifies with that ``beta``.  Returns ``beta`` (1: unchanged), or -1 (``x`` unchanged) if
+    no contraction is certified.  ``trial``: scratch."""
+    if anchored(x, P, idx, w, m, sparse, 1.0, center, half):
+        return 1.0
+    d = x.shape[0]
+    limit = _limit(x, center)
+    eps = FIRST_CONTRACTION
+    while eps <= limit * 10.0:
+        beta = 1.0 - min(eps, limit)
+        for k in range(d):
+            trial[k] = center[k] + beta * (x[k] - center[k])
+        if anchored(trial, P, idx, w, m, sparse, beta, center, half):
+            for k in range(d):
+                x[k] = trial[k]
+            return beta
+        if not eps < limit:
+            break
+        eps *= 10.0
+    return -1.0
+
+
+@njit
+def in_hull_dense(x, P, w, center, half) -> bool:
+    """:func:`in_hull` with a dense weight vector ``w`` (shape ``(K,)``)."""
+    return in_hull(x, P, np.empty(0, dtype=np.int64), w, P.shape[0], False, center, half)
+
+
+@njit
+def pull_into_hull_all(points, weights, P, center, half, center_weights):
+    """:func:`in_hull` or else :func:`pull_into_hull` per row of ``points`` (in place), each
+    with its row of dense ``weights`` (shape ``(n, K)``); a moved point's weights become
+    ``beta w + alpha w_c`` (``center_weights``: the centre's).  Returns ``ok``."""
+    n, d = points.shape
+    K = P.shape[0]
+    ok = np.zeros(n, dtype=np.bool_)
+    idx = np.empty(0, dtype=np.int64)
+    trial = np.empty(d)
+    for i in range(n):
+        x, w = points[i], weights[i]
+        if in_hull(x, P, idx, w, K, False, center, half):
+            ok[i] = True
+            continue
+        beta = pull_into_hull(x, P, idx, w, K, False, center, half, trial)
+        if beta > 0.0:
+            ok[i] = True
+            for k in range(K):
+                w[k] = beta * w[k] + (1.0 - beta) * center_weights[k]
+    return ok
 
 
 @njit
@@ -519,7 +667,7 @@ def _valid_warm_start(S, weights, m, K, d) -> bool:
 
 
 @njit
-def greedy_one(geometry, theta, S, counts, weights, unused, out, mats, vecs) -> int:
+def greedy_one(geometry, theta, S, counts, weights, mix, out, mats, vecs) -> int:
     """The greedy arm (paper eq. (greedy arm)): the best point, its unit weights in slot
     :data:`GREEDY`."""
     P = geometry[0]
@@ -540,7 +688,7 @@ def greedy_one(geometry, theta, S, counts, weights, unused, out, mats, vecs) -> 
 
 
 @njit
-def lcb_one(geometry, theta, chol, r, S, counts, weights, unused, out, mats, vecs) -> int:
+def lcb_one(geometry, theta, chol, r, S, counts, weights, mix, out, mats, vecs) -> int:
     """The certified LCB arm (paper eq. (lcb arm)) from the Cholesky factor ``chol`` of ``V``,
     warm started from slot :data:`LCB` (its working set and weights, updated)."""
     P, norm_bound, z_bound, gap_rtol = geometry[0], geometry[1], geometry[2], geometry[3]
@@ -572,31 +720,36 @@ def lcb_one(geometry, theta, chol, r, S, counts, weights, unused, out, mats, vec
                 counts[LCB] = m
                 for c in range(d):
                     out[c] = vecs[_X, c]
-                return VERIFIED
+                # The arm as computed from its weights may miss the hull by rounding: moved in.
+                if pull_into_hull(out, P, S[LCB], weights[LCB], m, True, geometry[6],
+                                  geometry[7], vecs[_W1]) > 0.0:
+                    return VERIFIED
+                return NOT_MEMBER
     counts[LCB] = 0  # the next solve starts cold
     return NOT_CERTIFIED
 
 
 @njit
-def pull_inside_one(geometry, x, warm, use_lcb, rho, g) -> bool:
+def pull_inside_one(geometry, x, warm, use_lcb, rho, g, trial) -> bool:
     """SEGE's mix ``(1 - rho) X^S + rho U`` (paper eq. (safe exp arm)) formed in weight space:
-    ``x = P^T w`` with ``w = (1 - rho) w^S + rho w^U``, ``w^S`` the LCB arm's weights (slot
-    :data:`LCB` of ``warm``) or the baseline's, ``w^U`` the weights of the exploration vertex
-    that the normal draw ``g`` selects (as
-    :meth:`~sege_cvx.arm_sets.exploration.Exploration.vertex_indices`).  True when ``w`` is on
-    the simplex (it is nonnegative by construction; its sum is checked)."""
-    P, baseline, table = geometry[0], geometry[4], geometry[5]
-    S, counts, weights = warm[0], warm[1], warm[2]
+    ``w = (1 - rho) w^S + rho w^U`` (into ``warm``'s last array), ``w^S`` the LCB arm's weights
+    (slot :data:`LCB` of ``warm``) or the baseline's, ``w^U`` the weights of the exploration
+    vertex that the normal draw ``g`` selects (as
+    :meth:`~sege_cvx.arm_sets.exploration.Exploration.vertex_indices`); ``x = P^T w / sum(w)``,
+    moved exactly into the hull from those weights (:func:`pull_into_hull`).  False if it
+    cannot be.  ``trial``: scratch of length d."""
+    P, baseline, table, center, half = geometry[0], geometry[4], geometry[5], geometry[6], geometry[7]
+    S, counts, weights, mix = warm[0], warm[1], warm[2], warm[3]
     K, d = P.shape
     k = 0
     for j in range(1, d):
         if abs(g[j]) > abs(g[k]):
             k = j
     vertex = k if g[k] > 0.0 else (d + k if g[k] < 0.0 else 2 * d)
+    w = mix[0]
     for c in range(d):
         x[c] = 0.0
     total = 0.0
-    ok = True
     m = counts[LCB]
     j = 0
     for p in range(K):
@@ -607,12 +760,17 @@ def pull_inside_one(geometry, x, warm, use_lcb, rho, g) -> bool:
                 j += 1
         else:
             safe = baseline[p]
-        w = (1.0 - rho) * safe + rho * table[vertex, p]
-        ok = ok and w >= 0.0 and math.isfinite(w)
-        total += w
-        for c in range(d):
-            x[c] += w * P[p, c]
-    return ok and abs(total - 1.0) <= sum_tolerance(total, K)
+        wp = (1.0 - rho) * safe + rho * table[vertex, p]
+        w[p] = wp
+        total += wp
+        if wp != 0.0:
+            for c in range(d):
+                x[c] += wp * P[p, c]
+    if not total > 0.0:
+        return False
+    for c in range(d):
+        x[c] /= total
+    return pull_into_hull(x, P, S[LCB], w, K, False, center, half, trial) > 0.0
 
 
 @njit(inline="always")
@@ -680,11 +838,12 @@ def certify_pair(P, x, u, tol, pinv, abs_A, abs_beta, rounding) -> tuple:
     return _hull_residual(P, x, u, r) and _within(x, u, r, tol, abs_A, abs_beta, rounding), u
 
 
-def empty_warm_state(n: int, d: int) -> tuple[np.ndarray, ...]:
+def empty_warm_state(n: int, K: int, d: int) -> tuple[np.ndarray, ...]:
     """Cold warm-start state of ``n`` runs: empty working sets (``(rows, counts, weights,
-    unused)``, shapes ``(n, 3, d + 1)``, ``(n, 3)``, ``(n, 3, d + 1)``, ``(n, 0, 0)``)."""
+    mix)``, shapes ``(n, 3, d + 1)``, ``(n, 3)``, ``(n, 3, d + 1)``, ``(n, 1, K)``; ``mix``: the
+    weights of SEGE's last mix, :func:`pull_inside_one`)."""
     return (np.zeros((n, 3, d + 1), dtype=np.int64), np.zeros((n, 3), dtype=np.int64),
-            np.zeros((n, 3, d + 1)), np.zeros((n, 0, 0)))
+            np.zeros((n, 3, d + 1)), np.zeros((n, 1, K)))
 
 
 @njit
@@ -742,19 +901,25 @@ class HullArms:
     points : ndarray, shape (K, d)
     norm_bound : float
         Certified ``max ||x||`` over the hull.
+    body : tuple of ndarray
+        ``(center, half)``: the cross-polytope ``{c + t : sum_i |t_i| / h_i <= 1}``, certified
+        inside the hull in exact arithmetic, from which :func:`anchored` certifies arms.
     gap_rtol : float, default :data:`GAP_RTOL`
         The certificate's accepted relative duality gap (a negative value certifies nothing:
         every LCB arm then falls back, which the tests use).
     """
 
-    def __init__(self, points: np.ndarray, norm_bound: float, gap_rtol: float = GAP_RTOL) -> None:
+    def __init__(self, points: np.ndarray, norm_bound: float,
+                 body: tuple[np.ndarray, np.ndarray], gap_rtol: float = GAP_RTOL) -> None:
         self.points = np.ascontiguousarray(points, dtype=np.float64)
         self.norm_bound = float(norm_bound)
+        self.body = tuple(np.ascontiguousarray(v, dtype=np.float64) for v in body)
         self.gap_rtol = float(gap_rtol)
 
     def geometry(self, lam: float | None = None,
                  witnesses: tuple[np.ndarray, np.ndarray] | None = None) -> tuple:
-        """``(P, norm_bound, z_bound, gap_rtol, baseline, table)``, what the compiled arms receive.
+        """``(P, norm_bound, z_bound, gap_rtol, baseline, table, center, half)``, what the
+        compiled arms receive (``center``, ``half``: the certified body).
 
         ``z_bound`` as :meth:`~sege_cvx.fast_paths.polytope_arms.PolytopeArms.geometry`.
         ``witnesses``: SEGE's ``(baseline weights (K,), exploration table (2d + 1, K))``, the
@@ -771,11 +936,11 @@ class HullArms:
             if baseline.shape != (K,) or table.shape != (2 * d + 1, K):
                 raise ValueError(f"hull witnesses must have shapes ({K},) and ({2 * d + 1}, {K}), "
                                  f"got {baseline.shape} and {table.shape}")
-        return (self.points, self.norm_bound, z_bound, self.gap_rtol, baseline, table)
+        return (self.points, self.norm_bound, z_bound, self.gap_rtol, baseline, table, *self.body)
 
     def warm_state(self, n: int) -> tuple[np.ndarray, ...]:
         """The cold warm-start state of ``n`` runs (:func:`empty_warm_state`)."""
-        return empty_warm_state(n, self.points.shape[1])
+        return empty_warm_state(n, *self.points.shape)
 
     def checked_lcb_arm(self, theta_hat: object, V: object, radius: object) -> None:
         """No single-call shortcut: the general path validates and solves."""

@@ -36,8 +36,8 @@ A^T y)^T x' <= b^T y + ||u|| ||L^{-1} x'||`` with ``u = L^T (theta - A^T y)``, s
 ``y`` the final multipliers clipped at 0, a computed arm is accepted only when this upper bound
 exceeds ``f`` at the arm (after its exact pull-in) by at most :data:`GAP_RTOL` times
 ``||theta|| norm_bound + r ||L^{-1} x|| + sum_i |b_i y_i|``, the scale of the terms of the
-duality gap.  Membership is checked exactly as everywhere (``tol=0``, after the pull-in toward
-the set's certified interior point).
+duality gap.  Membership is decided exactly against the user's own rows (``tol=0``,
+:mod:`.exact`), after the pull-in toward the set's certified interior point.
 
 **Warm start.**  A run keeps its working set and arm from one stage to the next (the set does
 not change, and ``theta_hat`` and ``V`` change little), so a solve usually ends after one face
@@ -46,11 +46,12 @@ the check is one ``d x d`` mat-vec.  Should a warm solve not certify, the solve 
 the interior point with an empty working set; only if that fails too is
 :data:`NOT_CERTIFIED` returned.
 
-The geometry a compiled stage receives is ``(A, b, center, norm_bound, z_bound, gap_rtol)``
-(:meth:`PolytopeArms.geometry`): rows of unit norm, the certified interior point (the pull-in's
-centre and the cold start), a certified bound on ``max ||x||`` over ``P``, a bound on
-``||x||_{V^{-1}}`` over ``P`` (0: computed where needed) and the accepted gap
-(:data:`GAP_RTOL`).  A run's warm state is ``(rows, counts, points, inverse)`` of shapes
+The geometry a compiled stage receives is ``(A, b, center, norm_bound, z_bound, gap_rtol,
+member_A, member_b)`` (:meth:`PolytopeArms.geometry`): rows of unit norm, the certified interior
+point (the pull-in's centre and the cold start), a certified bound on ``max ||x||`` over ``P``, a
+bound on ``||x||_{V^{-1}}`` over ``P`` (0: computed where needed), the accepted gap
+(:data:`GAP_RTOL`), and the inequalities as the user gave them, which membership is decided
+against (:func:`.exact.in_polytope`).  A run's warm state is ``(rows, counts, points, inverse)`` of shapes
 ``(2, d)``, ``(2,)``, ``(2, d)`` and ``(d, d)``: slots :data:`GREEDY` and :data:`LCB`.
 """
 
@@ -61,7 +62,8 @@ import math
 import numpy as np
 
 from .._numba import njit
-from .._pull_in import in_polytope, pull_in_one
+from .._pull_in import pull_in_one
+from .exact import in_polytope
 from .status import NOT_CERTIFIED, NOT_FINITE, NOT_MEMBER, VERIFIED
 
 #: Slots of a run's warm state.
@@ -463,25 +465,23 @@ def _valid_working_set(W, slot, k, m, d) -> bool:
 
 
 @njit(inline="always")
-def _vertex_still_optimal(A, b, W, inverse, points, slot, norm_bound, gap_rtol, vecs) -> bool:
+def _vertex_still_optimal(A, b, member, W, inverse, points, slot, norm_bound, gap_rtol,
+                          vecs) -> bool:
     """The linear program's warm check: at the stored vertex ``A_W x = b_W`` (its verified arm
     ``points[slot]``, the inverse of ``A_W`` in ``inverse``), whether ``mu = A_W^{-T} theta`` is
     certified (:func:`certified` with ``L = I``, ``r = 0``), leaving ``mu`` and the arm in
-    ``vecs[_MU]`` and ``vecs[_X]``.  The stored point is checked to lie in ``P`` again (``tol=0``): the warm
-    state is the run's public state, and a point from elsewhere must not pass as the vertex."""
-    m, d = A.shape
+    ``vecs[_MU]`` and ``vecs[_X]``.  The stored point is checked to lie in ``P`` again, exactly
+    (``member``, the user's rows): the warm state is the run's public state, and a point from
+    elsewhere must not pass as the vertex."""
+    d = A.shape[1]
     for j in range(d):
         s = 0.0
         for c in range(d):
             s += inverse[c, j] * vecs[_SCALED, c]
         vecs[_MU, j] = s
         vecs[_X, j] = points[slot, j]
-    for i in range(m):  # as in_polytope, without a view of the state
-        s = 0.0
-        for c in range(d):
-            s += A[i, c] * vecs[_X, c]
-        if not s <= b[i]:
-            return False
+    if not in_polytope(vecs[_X], member):
+        return False
     return certified(A, b, inverse, False, 0.0, W, slot, d, norm_bound, 0.0, gap_rtol, vecs)
 
 
@@ -499,15 +499,16 @@ def _store_inverse(mats, inverse) -> None:
 
 
 @njit
-def arm_one(A, b, center, norm_bound, z_bound, gap_rtol, theta, chol, whiten, r, W, counts,
-            points, inverse, slot, out, mats, vecs) -> int:
+def arm_one(A, b, center, norm_bound, z_bound, gap_rtol, member, theta, chol, whiten, r, W,
+            counts, points, inverse, slot, out, mats, vecs) -> int:
     """The certified arm of one instance into ``out``, warm started from slot ``slot`` of the
     run's state (``W[slot]``, ``counts[slot]``, ``points[slot]``: the working set and the arm of
     the previous solve; for the linear program, ``inverse``: ``A_W^{-1}`` at a vertex), which it
     updates; returns its status (:mod:`.status`).
 
     ``(theta, r)`` are first scaled by a power of two near ``max(|theta_i|, r)`` (exact; the arm
-    is unchanged).  ``mats``: scratch (2, d, d); ``vecs``: scratch (13, d).
+    is unchanged).  ``member``: the user's rows ``(A, b)``, against which the arm is verified
+    exactly.  ``mats``: scratch (2, d, d); ``vecs``: scratch (13, d).
     """
     m, d = A.shape
     biggest = r
@@ -529,7 +530,7 @@ def arm_one(A, b, center, norm_bound, z_bound, gap_rtol, theta, chol, whiten, r,
         for c in range(d):
             points[slot, c] = center[c]
     if not whiten and warm and counts[slot] == d and _vertex_still_optimal(
-            A, b, W, inverse, points, slot, norm_bound, gap_rtol, vecs):
+            A, b, member, W, inverse, points, slot, norm_bound, gap_rtol, vecs):
         for c in range(d):
             out[c] = vecs[_X, c]
         return VERIFIED
@@ -550,7 +551,7 @@ def arm_one(A, b, center, norm_bound, z_bound, gap_rtol, theta, chol, whiten, r,
         if not finite:
             status = NOT_FINITE
             continue
-        if not pull_in_one(out, center, in_polytope, (A, b), vecs[_W1], vecs[_W2]):
+        if not pull_in_one(out, center, in_polytope, member, vecs[_W1], vecs[_W2]):
             status = NOT_MEMBER
             continue
         for c in range(d):
@@ -574,25 +575,24 @@ def arm_one(A, b, center, norm_bound, z_bound, gap_rtol, theta, chol, whiten, r,
 def greedy_one(geometry, theta, W, counts, points, inverse, out, mats, vecs) -> int:
     """The certified greedy arm (paper eq. (greedy arm): ``max theta^T x``), warm slot
     :data:`GREEDY`."""
-    A, b, center, norm_bound, z_bound, gap_rtol = geometry
-    return arm_one(A, b, center, norm_bound, z_bound, gap_rtol, theta, inverse, False, 0.0, W,
-                   counts, points, inverse, GREEDY, out, mats, vecs)
+    A, b, center, norm_bound, z_bound, gap_rtol, member_A, member_b = geometry
+    return arm_one(A, b, center, norm_bound, z_bound, gap_rtol, (member_A, member_b), theta,
+                   inverse, False, 0.0, W, counts, points, inverse, GREEDY, out, mats, vecs)
 
 
 @njit(inline="always")
 def lcb_one(geometry, theta, chol, r, W, counts, points, inverse, out, mats, vecs) -> int:
     """The certified LCB arm (paper eq. (lcb arm)) from the Cholesky factor ``chol`` of ``V``,
     warm slot :data:`LCB`."""
-    A, b, center, norm_bound, z_bound, gap_rtol = geometry
-    return arm_one(A, b, center, norm_bound, z_bound, gap_rtol, theta, chol, True, r, W, counts,
-                   points, inverse, LCB, out, mats, vecs)
+    A, b, center, norm_bound, z_bound, gap_rtol, member_A, member_b = geometry
+    return arm_one(A, b, center, norm_bound, z_bound, gap_rtol, (member_A, member_b), theta,
+                   chol, True, r, W, counts, points, inverse, LCB, out, mats, vecs)
 
 
 @njit(inline="always")
 def pull_inside_one(geometry, x, offset, trial) -> bool:
     """Move ``x`` exactly into ``P`` (:func:`sege_cvx._pull_in.pull_in_one` toward the centre)."""
-    A, b, center = geometry[0], geometry[1], geometry[2]
-    return pull_in_one(x, center, in_polytope, (A, b), offset, trial)
+    return pull_in_one(x, geometry[2], in_polytope, (geometry[6], geometry[7]), offset, trial)
 
 
 def empty_warm_state(n: int, center: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -610,7 +610,7 @@ def empty_warm_state(n: int, center: np.ndarray) -> tuple[np.ndarray, ...]:
 def _cold_all(geometry, thetas, chols, radii, slot) -> tuple:
     """:func:`arm_one` per row from a cold start (slot :data:`GREEDY`: the greedy arm, ``chols``
     and ``radii`` unused; slot :data:`LCB`: the LCB arm): arms and status codes."""
-    A, b, center, norm_bound, z_bound, gap_rtol = geometry
+    A, b, center, norm_bound, z_bound, gap_rtol, member_A, member_b = geometry
     n, d = thetas.shape
     lcb = slot == LCB
     W = np.zeros((2, d), dtype=np.int64)
@@ -625,9 +625,10 @@ def _cold_all(geometry, thetas, chols, radii, slot) -> tuple:
         counts[:] = 0
         for c in range(d):  # not points[slot] = center: numba would compile its shape error
             points[slot, c] = center[c]
-        status[i] = arm_one(A, b, center, norm_bound, z_bound, gap_rtol, thetas[i],
-                            chols[i] if lcb else inverse, lcb, radii[i] if lcb else 0.0, W, counts,
-                            points, inverse, slot, arms[i], mats, vecs)
+        status[i] = arm_one(A, b, center, norm_bound, z_bound, gap_rtol, (member_A, member_b),
+                            thetas[i], chols[i] if lcb else inverse, lcb,
+                            radii[i] if lcb else 0.0, W, counts, points, inverse, slot, arms[i],
+                            mats, vecs)
         if status[i] != VERIFIED:
             arms[i] = np.nan  # not the scratch a failed solve left
     return arms, status
@@ -658,28 +659,32 @@ class PolytopeArms:
         A certified interior point (the pull-in's centre and the cold start).
     norm_bound : float
         Certified ``max ||x||`` over the polytope.
+    member : tuple of ndarray
+        ``(A, b)`` as the user gave them: every arm is verified against these, exactly.
     gap_rtol : float, default :data:`GAP_RTOL`
         The certificate's accepted relative duality gap (a negative value certifies nothing:
         every arm then falls back, which the tests use).
     """
 
     def __init__(self, A: np.ndarray, b: np.ndarray, center: np.ndarray, norm_bound: float,
-                 gap_rtol: float = GAP_RTOL) -> None:
+                 member: tuple[np.ndarray, np.ndarray], gap_rtol: float = GAP_RTOL) -> None:
         self.A = np.ascontiguousarray(A, dtype=np.float64)
         self.b = np.ascontiguousarray(b, dtype=np.float64)
+        self.member = tuple(np.ascontiguousarray(v, dtype=np.float64) for v in member)
         self.center = np.ascontiguousarray(center, dtype=np.float64)
         self.norm_bound = float(norm_bound)
         self.gap_rtol = float(gap_rtol)
 
     def geometry(self, lam: float | None = None) -> tuple:
-        """``(A, b, center, norm_bound, z_bound, gap_rtol)``, what the compiled stages receive.
+        """``(A, b, center, norm_bound, z_bound, gap_rtol, member_A, member_b)``, what the
+        compiled stages receive.
 
         ``z_bound`` bounds ``||x||_{V^{-1}}`` over the polytope for every ``V >= lam I`` (SEGE's
         information matrices): ``norm_bound / sqrt(lam)``, widened by 1e-6 against rounding in
         ``V``; without ``lam`` it is 0 (computed per instance from ``L``; see :func:`certified`).
         """
         z_bound = 0.0 if lam is None else self.norm_bound / math.sqrt(lam) * (1.0 + 1e-6)
-        return (self.A, self.b, self.center, self.norm_bound, z_bound, self.gap_rtol)
+        return (self.A, self.b, self.center, self.norm_bound, z_bound, self.gap_rtol, *self.member)
 
     def warm_state(self, n: int) -> tuple[np.ndarray, ...]:
         """The cold warm-start state of ``n`` runs (:func:`empty_warm_state`)."""

@@ -9,7 +9,7 @@ solves over its weights (:mod:`.hull_arms`, beginning with the points and a floa
 returns a status code of :mod:`.status`; only :data:`~.status.VERIFIED` arms are played.
 
 ``warm`` is the run's warm-start state (:mod:`.polytope_arms`: ``(rows, counts, points,
-inverse)``; :mod:`.hull_arms`: ``(rows, counts, weights, unused)``); ellipsoids ignore it.
+inverse)``; :mod:`.hull_arms`: ``(rows, counts, weights, mix)``); ellipsoids ignore it.
 ``mats`` (6, d, d) and ``vecs`` (18, d) are the stage's scratch: the arms use ``mats[:5]`` and
 ``vecs[:16]``.
 """
@@ -51,8 +51,8 @@ def pull_inside(geometry, x, warm, use_lcb, rho, g, offset, trial) -> bool:
 def _greedy_arm(geometry, theta, warm, out, mats, vecs):
     if _kind(geometry) == "hull":
         def hull(geometry, theta, warm, out, mats, vecs):
-            rows, counts, weights, unused = warm
-            return hull_arms.greedy_one(geometry, theta, rows, counts, weights, unused, out,
+            rows, counts, weights, mix = warm
+            return hull_arms.greedy_one(geometry, theta, rows, counts, weights, mix, out,
                                         mats, vecs)
         return hull
     if _kind(geometry) == "polytope":
@@ -73,8 +73,8 @@ def _greedy_arm(geometry, theta, warm, out, mats, vecs):
 def _lcb_arm(geometry, theta, chol, r, warm, out, mats, vecs):
     if _kind(geometry) == "hull":
         def hull(geometry, theta, chol, r, warm, out, mats, vecs):
-            rows, counts, weights, unused = warm
-            return hull_arms.lcb_one(geometry, theta, chol, r, rows, counts, weights, unused,
+            rows, counts, weights, mix = warm
+            return hull_arms.lcb_one(geometry, theta, chol, r, rows, counts, weights, mix,
                                      out, mats, vecs)
         return hull
     if _kind(geometry) == "polytope":
@@ -95,7 +95,7 @@ def _lcb_arm(geometry, theta, chol, r, warm, out, mats, vecs):
 def _pull_inside(geometry, x, warm, use_lcb, rho, g, offset, trial):
     if _kind(geometry) == "hull":
         def hull(geometry, x, warm, use_lcb, rho, g, offset, trial):
-            return hull_arms.pull_inside_one(geometry, x, warm, use_lcb, rho, g)
+            return hull_arms.pull_inside_one(geometry, x, warm, use_lcb, rho, g, trial)
         return hull
     if _kind(geometry) == "polytope":
         def polytope(geometry, x, warm, use_lcb, rho, g, offset, trial):

@@ -106,6 +106,15 @@ class BatchPolicy:
                      f"its certified reward is b0 - S * {self.baseline_shift:.3g} = {float(b0)!r})"
                      if self.baseline_shift > 0.0 else "")
             raise ValueError(f"threshold must be < baseline_reward {float(b0)!r}{moved}, got {b!r}")
+        floor = margin_floor(arm_set, self.S, b0)
+        if not b0 - b >= floor:
+            largest = b0 - floor
+            while not b0 - largest >= floor:  # the suggestion must itself pass
+                largest = np.nextafter(largest, -np.inf)
+            raise ValueError(f"threshold {b!r} is {b0 - b:.3g} below baseline_reward {float(b0)!r}, "
+                             f"a margin lost to rounding: b0 - b must be at least {floor:.3g} "
+                             f"(64 d eps max(S L, |b0|), L = {arm_set.norm_bound():.6g} bounding "
+                             f"the arms' norm); use threshold <= {float(largest)!r}")
         self.threshold = b
 
     def _check_lam(self, L: float) -> None:
@@ -152,6 +161,20 @@ class BatchPolicy:
         self._pending = None
         self.t += 1
         return xs, ys
+
+
+#: The smallest safety margin ``b0 - b`` accepted, in units of ``d eps max(S L, |b0|)``: the
+#: rounding of an arm's coordinates, of its reward ``<x, theta*>`` and of a pull-in toward the
+#: interior (a relative contraction of 1e-15 to 1e-14, :mod:`sege_cvx._pull_in`) each moves a
+#: reward by a few ``eps S L``; a margin below their sum is not one the arithmetic can keep
+#: (with ``b = b0 - 4 ulp`` on the paper's disk, SEGE and ROFUL played arms below ``b``).
+MARGIN_ROUNDING = 64.0
+
+
+def margin_floor(arm_set: ArmSet, S: float, baseline_reward: float) -> float:
+    """The smallest ``b0 - b`` a policy accepts on ``arm_set`` (:data:`MARGIN_ROUNDING`)."""
+    scale = max(S * arm_set.norm_bound(), abs(float(baseline_reward)))
+    return MARGIN_ROUNDING * arm_set.dim * float(np.finfo(float).eps) * scale
 
 
 def _nearest_arm(arm_set: ArmSet, x: np.ndarray) -> str:

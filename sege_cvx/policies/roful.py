@@ -34,7 +34,7 @@ from collections import Counter
 import numpy as np
 
 from .._numba import borrow, keep_alive, njit, over_runs
-from .._pull_in import in_polytope, pull_in_one
+from .._pull_in import pull_in_one
 from .._random import SeedLike, seed_sequences
 from .._validation import as_scalar, scaled_norm
 from ..arm_sets.base import ArmSet
@@ -42,6 +42,7 @@ from ..confidence.cholesky import inverse_factor_one, observe_one
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius, CountTable, radii_all, radius_one
 from ..fast_paths.ellipsoid_arms import gauge_one
+from ..fast_paths.exact import in_polytope
 from ..simulation.statistics import record_run_stage
 from .base import BatchPolicy
 from .clucb import as_arm_count, default_arm_count, directional_terms, discretize_with_witnesses
@@ -114,7 +115,8 @@ def segment_point(baseline, offsets, j, tau, out) -> None:
 def compiled_inside(x, data) -> bool:
     """Exact membership (``tol = 0``) by the set's own compiled test, ``data = (kind, M, v)`` of
     :attr:`~sege_cvx.arm_sets.ArmSet.compiled_membership`: kind 0 an ellipsoid
-    (``gauge_one(x, v, M) <= 1``), kind 1 a polytope (``in_polytope``, ``M x <= v``).  One
+    (``gauge_one(x, v, M) <= 1``), kind 1 a polytope (``M x <= v`` decided exactly,
+    :func:`~sege_cvx.fast_paths.exact.in_polytope`).  One
     signature for both, so that :func:`run_stages` compiles once."""
     kind, M, v = data
     if kind == 0:

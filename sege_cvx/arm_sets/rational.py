@@ -1,0 +1,173 @@
+"""Exact rational arithmetic for the membership decisions the compiled kernels leave open.
+
+The compiled tests (:mod:`sege_cvx.fast_paths.exact`) decide ``A x <= b`` exactly for data of
+ordinary magnitude; a row they cannot decide (data beyond about 1e135 or below 1e-135) is decided
+here, on the exact rationals the float64 values are (:class:`fractions.Fraction`).  A convex
+hull's membership, a linear feasibility question, is decided here by the simplex method in
+rationals where a verified float solve cannot prove it (:func:`convex_weights`).  Both serve
+``contains(x, tol=0)`` and construction-time certificates, never a simulation's stages.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from ..fast_paths import exact
+
+_U = 2.0**-53
+
+
+def _q(v: float) -> Fraction:
+    return Fraction(float(v))
+
+
+def row_violated(A: np.ndarray, b: np.ndarray, j: int, x: np.ndarray) -> bool:
+    """Whether ``A[j] x > b[j]`` in exact rationals (finite ``x``)."""
+    total = sum((_q(a) * _q(v) for a, v in zip(A[j], x, strict=True)), Fraction(0))
+    return total > _q(b[j])
+
+
+def polytope_contains(A: np.ndarray, b: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """Whether each row of ``X`` satisfies ``A x <= b`` exactly (rows with NaN or inf: False).
+
+    The compiled verdicts first (:func:`~sege_cvx.fast_paths.exact.polytope_verdicts`); the rows
+    of points they leave :data:`~sege_cvx.fast_paths.exact.UNDECIDED`, in rationals.
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    verdicts = exact.polytope_verdicts(A, b, X)
+    out = verdicts == exact.INSIDE
+    for i in np.flatnonzero(verdicts == exact.UNDECIDED):
+        x = X[i]
+        if not np.all(np.isfinite(x)):
+            continue
+        signs = exact.row_signs(A, b, x)
+        out[i] = not any(row_violated(A, b, j, x) for j in np.flatnonzero(signs == exact.UNDECIDED))
+    return out
+
+
+def convex_weights(points: np.ndarray, x: np.ndarray) -> np.ndarray | None:
+    """Weights proving ``x`` in the convex hull of the rows of ``points`` in exact arithmetic
+    (rounded to float), or ``None`` if ``x`` is not in it.
+
+    A basic solution of ``points^T w = x``, ``sum(w) = 1``, ``w >= 0`` (HiGHS's simplex method)
+    names at most ``d + 1`` points whose simplex should contain ``x``; then
+
+    1. a verified float solve on them (:func:`verified_barycentric`) proves it for a point
+       strictly inside that simplex, at the cost of a few ``(d + 1) x (d + 1)`` products;
+    2. otherwise (a point on a face, or near one) the same points in exact rationals, and
+    3. should they not contain it (or the linear program find no solution), phase one of the
+       simplex method over all the points in exact rationals (:func:`_phase_one`), which
+       decides.
+    """
+    K, d = points.shape
+    x = np.asarray(x, dtype=np.float64)
+    basic = basic_weights(points, x)
+    if basic is not None:
+        support = np.flatnonzero(basic > 0)
+        if support.size == d + 1:
+            weights = verified_barycentric(points[support], x)
+            if weights is not None:
+                out = np.zeros(K)
+                out[support] = weights
+                return out
+        if support.size:
+            exact = _phase_one(points[support], [_q(v) for v in x])
+            if exact is not None:
+                out = np.zeros(K)
+                out[support] = [float(v) for v in exact]
+                return out
+    exact = _phase_one(points, [_q(v) for v in x])
+    return None if exact is None else np.array([float(v) for v in exact])
+
+
+def basic_weights(points: np.ndarray, x: np.ndarray) -> np.ndarray | None:
+    """Float weights ``w >= 0`` with ``points^T w = x``, ``sum(w) = 1`` to the solver's
+    tolerance, from a basic solution (at most ``d + 1`` of them nonzero; HiGHS's dual simplex
+    method), or ``None`` if it finds none."""
+    from scipy.optimize import linprog
+
+    K = points.shape[0]
+    result = linprog(np.zeros(K), A_eq=np.vstack([points.T, np.ones(K)]),
+                     b_eq=np.append(x, 1.0), bounds=(0, None), method="highs-ds")
+    if result.status != 0 or not np.all(np.isfinite(result.x)):
+        return None
+    return np.maximum(result.x, 0.0)
+
+
+def verified_barycentric(simplex: np.ndarray, x: np.ndarray) -> np.ndarray | None:
+    """Float barycentric coordinates of ``x`` in the simplex of the ``d + 1`` rows of
+    ``simplex``, returned only if they are *proven* positive: the exact coordinates ``l`` solve
+    ``M l = [x; 1]``, ``M = [simplex^T; 1^T]``, and lie within ``delta`` of the computed ``l~``.
+
+    The bound is Rump's: with ``R`` an approximate inverse and ``G = I - R M``, ``||M^{-1}|| <=
+    ||R|| / (1 - ||G||)`` when ``||G|| < 1``, so ``|l - l~| <= ||M^{-1}|| ||M l~ - [x; 1]||``
+    (infinity norms).  Every computed product is widened by its rounding bound ``gamma_n |A||B|``
+    (any summation order, BLAS's included), so the proof holds in exact arithmetic.  ``None``
+    for a singular or ill-conditioned ``M`` or a coordinate within ``delta`` of 0.
+    """
+    n = simplex.shape[0]
+    M = np.vstack([simplex.T, np.ones(n)])
+    rhs = np.append(x, 1.0)
+    if M.shape != (n, n):
+        return None
+    with np.errstate(all="ignore"):
+        try:
+            approx = np.linalg.solve(M, rhs)
+            R = np.linalg.inv(M)
+        except np.linalg.LinAlgError:
+            return None
+        g = (n + 2) * _U / (1.0 - (n + 2) * _U)
+        up = 1.0 + 4.0 * (n + 2) * _U
+        residual = (np.abs(rhs - M @ approx) + g * (np.abs(rhs) + np.abs(M) @ np.abs(approx))) * up
+        G = (np.abs(np.eye(n) - R @ M) + g * (np.eye(n) + np.abs(R) @ np.abs(M))) * up
+        g_norm = float(np.max(G.sum(axis=1))) * up
+        if not g_norm < 0.5:
+            return None
+        inverse_norm = float(np.max(np.abs(R).sum(axis=1))) * up / (1.0 - g_norm) * up
+        delta = inverse_norm * float(np.max(residual)) * up + 1e-300
+    if not (np.all(np.isfinite(approx)) and np.isfinite(delta) and np.min(approx) > delta):
+        return None
+    return approx
+
+
+def _phase_one(points: np.ndarray, x: list[Fraction]) -> list[Fraction] | None:
+    """The simplex method's phase one for ``[points^T; 1^T] w = [x; 1]``, ``w >= 0``: feasible
+    weights, or ``None``."""
+    K, d = points.shape
+    rows = [[_q(points[k, c]) for k in range(K)] + [x[c]] for c in range(d)]
+    rows.append([Fraction(1)] * K + [Fraction(1)])
+    for row in rows:  # right-hand sides >= 0, so that the artificial basis is feasible
+        if row[-1] < 0:
+            row[:] = [-v for v in row]
+    m = d + 1
+    # Tableau columns: K weights, m artificials, right-hand side; the basis starts artificial.
+    tableau = [row[:K] + [Fraction(int(i == r)) for i in range(m)] + [row[-1]]
+               for r, row in enumerate(rows)]
+    basis = [K + r for r in range(m)]
+    while True:
+        # Minimizing the artificials' sum: a weight's reduced cost is minus its column's sum over
+        # the rows whose basic variable is artificial; the first negative one enters (Bland).
+        artificial = [r for r in range(m) if basis[r] >= K]
+        entering = next((j for j in range(K) if j not in basis
+                         and sum(tableau[r][j] for r in artificial) > 0), None)
+        if entering is None:
+            break
+        ratios = [(tableau[r][-1] / tableau[r][entering], basis[r], r)
+                  for r in range(m) if tableau[r][entering] > 0]
+        _, _, leave = min(ratios)  # the smallest ratio, ties by smallest basic index (Bland)
+        pivot = tableau[leave][entering]
+        tableau[leave] = [v / pivot for v in tableau[leave]]
+        for r in range(m):
+            if r != leave and tableau[r][entering] != 0:
+                f = tableau[r][entering]
+                tableau[r] = [a - f * p for a, p in zip(tableau[r], tableau[leave], strict=True)]
+        basis[leave] = entering
+    if any(basis[r] >= K and tableau[r][-1] != 0 for r in range(m)):
+        return None
+    w = [Fraction(0)] * K
+    for r in range(m):
+        if basis[r] < K:
+            w[basis[r]] = tableau[r][-1]
+    return w
