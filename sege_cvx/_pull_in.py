@@ -77,15 +77,16 @@ def pull_in_one(x, center, inside, data, offset, trial) -> bool:
 
 
 @njit
-def pull_into_polytope(points, center, A, b) -> np.ndarray:
+def pull_into_polytope(points, center, rows) -> np.ndarray:
     """:func:`pull_in_one` for every row of ``points``, in place, into ``{x : A x <= b}`` as
-    decided exactly (:func:`sege_cvx.fast_paths.exact.in_polytope`); returns which rows are
-    inside (the others are left as they were)."""
+    decided exactly (:func:`sege_cvx.fast_paths.exact.in_polytope`; ``rows``: its
+    :func:`~sege_cvx.fast_paths.exact.membership_rows`); returns which rows are inside (the
+    others are left as they were)."""
     n, d = points.shape
     ok = np.empty(n, dtype=np.bool_)
     scratch = np.empty((2, d))
     for i in range(n):
-        ok[i] = pull_in_one(points[i], center, in_polytope, (A, b), scratch[0], scratch[1])
+        ok[i] = pull_in_one(points[i], center, in_polytope, rows, scratch[0], scratch[1])
     return ok
 
 

@@ -170,10 +170,10 @@ def test_the_exact_sign_kernel_agrees_with_rationals():
         bj = np.nextafter(bj, -np.inf) if trial % 3 == 2 else bj
         value = sum(q(u) * q(v) for u, v in zip(a, x, strict=True)) - q(bj)
         expected = (value > 0) - (value < 0)
-        got = exact.dot_sign(a[None], 0, x, bj)
+        got = exact.row_signs(exact.membership_rows(a[None], [bj]), x)[0]
         assert got == expected, (a, x, bj)
-    big = np.array([[1e300, 1.0]])
-    assert exact.dot_sign(big, 0, np.array([1e10, 0.0]), 1e300) == exact.UNDECIDED
+    big = exact.membership_rows(np.array([[1e300, 1.0]]), [1e300])
+    assert exact.row_signs(big, np.array([1e10, 0.0]))[0] == exact.UNDECIDED
     P = sc.Polytope(np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]]), np.ones(4))
     assert P.contains([1.0, 1.0], tol=0.0) and not P.contains([1.0, np.nextafter(1.0, 2.0)], tol=0.0)
 

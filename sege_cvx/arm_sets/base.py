@@ -114,10 +114,11 @@ class ArmSet(ABC):
 
     @property
     def compiled_membership(self) -> tuple | None:
-        """``(interior point, (kind, M, v))``: the set's exact membership test (``tol=0``) as data
-        for compiled per-point code, kind 0 an ellipsoid ``||M (x - v)|| <= 1`` and kind 1 a
-        polytope ``M x <= v``, each evaluated in the order of the set's own test (ROFUL's
-        compiled stages use it); ``None`` for sets without one."""
+        """``(interior point, (kind, M, v, w))``: the set's membership test (``tol=0``) as data for
+        compiled per-point code, kind 0 an ellipsoid ``||M (x - v)|| <= 1`` (``w`` unused) and
+        kind 1 a polytope ``M x <= v`` decided exactly (``w``: the rows' rounded-up 1-norms,
+        :func:`~sege_cvx.fast_paths.exact.membership_rows`), each as the set's own test decides
+        it (ROFUL's compiled stages use it); ``None`` for sets without one."""
         return None
 
     #: Lazily built attributes left out of a pickle: they hold Clarabel solvers and cones, which

@@ -85,7 +85,7 @@ class Ellipsoid(ArmSet):
     @property
     def compiled_membership(self) -> tuple:
         """``gauge_one(x, c, H^{-1/2}) <= 1``, toward the centre (see :class:`ArmSet`)."""
-        return self.center, (0, self._shape_inv_sqrt, self.center)
+        return self.center, (0, self._shape_inv_sqrt, self.center, self.center)
 
     def _pull_in(self, points: np.ndarray) -> np.ndarray:
         # The schedule of ArmSet.pull_inside toward the centre, compiled per point

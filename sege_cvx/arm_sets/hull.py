@@ -12,6 +12,7 @@ from .._validation import _fmt, as_batch_of_vectors, as_finite_array, scaled_nor
 from ..fast_paths import hull_arms
 from . import rational
 from .base import BatchArms
+from .exploration import Exploration
 from .generic import MAX_DIM, ConvexArmSet
 from .scaling import scale_directions
 
@@ -154,18 +155,34 @@ class ConvexHull(ConvexArmSet):
         """``(c, h)``: the cross-polytope ``{c + t : sum_i |t_i| / h_i <= 1}`` inside the hull, from
         which arms are certified (:func:`~sege_cvx.fast_paths.hull_arms.anchored`).
 
-        ``c`` is the exploration's centre and ``h_i`` the smaller offset of its two vertices on
-        axis ``i``, rounded down: the centre and the vertices were certified in the hull in
-        exact arithmetic, so the body's vertices, on the segments between them, are in it too.
+        ``c`` is the centre of the inscribed cross-polytope of :class:`ConvexArmSet` and ``h_i``
+        the smaller offset of its two vertices on axis ``i``, rounded down: the centre and the
+        vertices were certified in the hull in exact arithmetic, so the body's vertices, on the
+        segments between them, are in it too.
         """
-        expl = self.exploration()
+        cross = self._scaled_cross_polytope
         d = self.dim
-        vertices = expl.vertices()
+        vertices = cross.vertices()
         up, down = np.diag(vertices[:d]), np.diag(vertices[d:])
-        half = np.minimum(up - expl.center, expl.center - down) * (1.0 - 4.0 * _EPS)
+        half = np.minimum(up - cross.center, cross.center - down) * (1.0 - 4.0 * _EPS)
         if not np.all(half > 0.0):
             raise ValueError(f"{self!r}: the certified inscribed cross-polytope is degenerate")
-        return expl.center.copy(), half
+        return cross.center.copy(), half
+
+    def exploration(self) -> Exploration:
+        """SEGE's exploration: the certified cross-polytope of :meth:`_body` shrunk about its
+        centre by :data:`EXPLORATION_SHRINK`, so that a mix with a drawn vertex is proven in the
+        hull directly (:func:`~sege_cvx.fast_paths.hull_arms.pull_inside_one`); each vertex's
+        weights are the same mix of the body's vertex's and the centre's."""
+        return self._exploration
+
+    @cached_property
+    def _exploration(self) -> Exploration:
+        cross = self._scaled_cross_polytope
+        keep = 1.0 - EXPLORATION_SHRINK
+        return Exploration(cross.center, keep * cross.B, "cross",
+                           keep * cross.witnesses + EXPLORATION_SHRINK * cross.center_witness,
+                           cross.center_witness)
 
     @property
     def has_closed_form_lcb(self) -> bool:
@@ -310,3 +327,6 @@ class ConvexHull(ConvexArmSet):
 
 
 _EPS = float(np.finfo(float).eps)
+#: Relative shrink of the hull's exploration inside its certified cross-polytope (2^-20): the
+#: margin that proves SEGE's mixes ``(1 - rho) X^S + rho U`` without contracting them.
+EXPLORATION_SHRINK = 2.0**-20

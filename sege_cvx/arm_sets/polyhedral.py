@@ -16,7 +16,7 @@ import numpy as np
 from .. import _pull_in
 from .._rowwise import row_matvec
 from .._validation import _fmt, as_finite_array, as_vector, scaled_norm
-from ..fast_paths import polytope_arms
+from ..fast_paths import exact, polytope_arms
 from . import rational
 from .base import ArmSet, BatchArms, check_resolvable
 from .exploration import Exploration, max_volume_inscribed_ellipsoid
@@ -138,24 +138,29 @@ class _CertifiedPolyhedron(ArmSet):
         """``(center, A, b)``: a certified interior point and the rows, of unit norm."""
         raise NotImplementedError
 
-    def _member_rows(self) -> tuple[np.ndarray, np.ndarray]:
+    def _given_rows(self) -> tuple[np.ndarray, np.ndarray]:
         """``(A, b)`` as the user gave them: membership is decided against these, exactly."""
         raise NotImplementedError
+
+    @cached_property
+    def _member_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`~sege_cvx.fast_paths.exact.membership_rows` of :meth:`_given_rows`."""
+        return exact.membership_rows(*self._given_rows())
 
     @cached_property
     def compiled_arms(self) -> polytope_arms.PolytopeArms:
         """The data of the compiled certified arms (see :class:`ArmSet`)."""
         center, A, b = self._halfspaces()
-        return polytope_arms.PolytopeArms(A, b, center, self.norm_bound(), self._member_rows())
+        return polytope_arms.PolytopeArms(A, b, center, self.norm_bound(), self._member_rows)
 
     @property
     def compiled_membership(self) -> tuple:
         """The user's ``A x <= b``, decided exactly (:func:`~sege_cvx.fast_paths.exact.in_polytope`),
         toward the certified interior point (see :class:`ArmSet`)."""
-        return self._halfspaces()[0], (1, *self._member_rows())
+        return self._halfspaces()[0], (1, *self._member_rows)
 
     def _pull_in(self, points: np.ndarray) -> np.ndarray:
-        return _pull_in.pull_into_polytope(points, self._halfspaces()[0], *self._member_rows())
+        return _pull_in.pull_into_polytope(points, self._halfspaces()[0], self._member_rows)
 
     @property
     def has_closed_form_lcb(self) -> bool:
@@ -230,7 +235,7 @@ class Box(_CertifiedPolyhedron):
     def _halfspaces(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self._as_polytope
 
-    def _member_rows(self) -> tuple[np.ndarray, np.ndarray]:
+    def _given_rows(self) -> tuple[np.ndarray, np.ndarray]:
         return self._as_polytope[1:]
 
     @cached_property
@@ -414,14 +419,14 @@ class Polytope(_CertifiedPolyhedron):
         ``tol`` (a distance), or exactly inside."""
         xs = np.ascontiguousarray(xs, dtype=np.float64)
         if tol == 0.0:
-            return rational.polytope_contains(self.A_given, self.b_given, xs)
+            return rational.polytope_contains(self._member_rows, xs)
         inside = np.all(row_matvec(xs, self.A) <= self.b + tol, axis=1)
         if not inside.all():
             rest = np.flatnonzero(~inside)
-            inside[rest] = rational.polytope_contains(self.A_given, self.b_given, xs[rest])
+            inside[rest] = rational.polytope_contains(self._member_rows, xs[rest])
         return inside
 
-    def _member_rows(self) -> tuple[np.ndarray, np.ndarray]:
+    def _given_rows(self) -> tuple[np.ndarray, np.ndarray]:
         return self.A_given, self.b_given
 
     def _halfspaces(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

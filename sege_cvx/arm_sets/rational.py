@@ -29,20 +29,24 @@ def row_violated(A: np.ndarray, b: np.ndarray, j: int, x: np.ndarray) -> bool:
     return total > _q(b[j])
 
 
-def polytope_contains(A: np.ndarray, b: np.ndarray, X: np.ndarray) -> np.ndarray:
-    """Whether each row of ``X`` satisfies ``A x <= b`` exactly (rows with NaN or inf: False).
+def polytope_contains(rows: tuple, X: np.ndarray) -> np.ndarray:
+    """Whether each row of ``X`` satisfies ``A x <= b`` exactly (rows with NaN or inf: False);
+    ``rows``: :func:`~sege_cvx.fast_paths.exact.membership_rows` of ``A`` and ``b``.
 
-    The compiled verdicts first (:func:`~sege_cvx.fast_paths.exact.polytope_verdicts`); the rows
-    of points they leave :data:`~sege_cvx.fast_paths.exact.UNDECIDED`, in rationals.
+    The compiled verdicts first (:func:`~sege_cvx.fast_paths.exact.polytope_verdicts`); for the
+    points they leave :data:`~sege_cvx.fast_paths.exact.UNDECIDED`, every row's sign with the
+    exact expansion (:func:`~sege_cvx.fast_paths.exact.row_signs`), and the rows beyond its
+    range in rationals.
     """
+    A, b = rows[0], rows[1]
     X = np.ascontiguousarray(X, dtype=np.float64)
-    verdicts = exact.polytope_verdicts(A, b, X)
+    verdicts = exact.polytope_verdicts(rows, X)
     out = verdicts == exact.INSIDE
     for i in np.flatnonzero(verdicts == exact.UNDECIDED):
         x = X[i]
         if not np.all(np.isfinite(x)):
             continue
-        signs = exact.row_signs(A, b, x)
+        signs = exact.row_signs(rows, x)
         out[i] = not any(row_violated(A, b, j, x) for j in np.flatnonzero(signs == exact.UNDECIDED))
     return out
 

@@ -5,20 +5,24 @@ A float64 number is an exact rational, and so is ``a^T x - b`` for float64 ``a``
 decides it in three tiers, each exact where it answers:
 
 1. **A float filter.**  The sum ``s`` computed in index order differs from the exact value by
-   at most ``gamma_n T`` (Higham, *Accuracy and Stability of Numerical Algorithms*, 3.1;
-   ``T`` the sum of the terms' magnitudes, ``gamma_n = n u / (1 - n u)``, ``u = 2^-53``);
-   :data:`FILTER_FACTOR` ``(n + 2) u T`` covers it twice over.  Beyond it, ``s`` has the exact
-   sign: this decides every row not within a few ulps of its boundary.
+   at most ``gamma_{n+1} T`` (Higham, *Accuracy and Stability of Numerical Algorithms*, 3.1;
+   ``T`` the sum of the terms' magnitudes, ``gamma_n = n u / (1 - n u)``, ``u = 2^-53``), and
+   ``T <= ||a||_1 max_k |x_k| + |b|``, with ``||a||_1`` rounded up once per row
+   (:func:`membership_rows`); :func:`filter_factor` ``(n + 2) u`` times that covers it.  Beyond
+   it, ``s`` has the exact sign: this decides every row not within a few ulps of its boundary,
+   at the cost of the plain float test.
 2. **A compensated sum** with error-free transformations (Ogita, Rump & Oishi, "Accurate sum
    and dot product", SIAM J. Sci. Comput. 26, 2005, Algorithm Dot2): each product ``a_k x_k =
-   h + r`` exactly (:func:`two_product`, Dekker's), each partial sum ``hi + h = hi' + q``
+   h + r`` exactly (:func:`two_product`, a fused multiply-add), each partial sum ``hi + h = hi' + q``
    exactly (:func:`two_sum`, Knuth's).  If every ``r`` and ``q`` is zero the running ``hi`` *is*
    the exact value; otherwise the result errs by at most ``u |value| + gamma_n^2 T``, so a
    result beyond ``2 gamma_n^2 T`` (about ``1e-31 T``) has the exact sign.
 3. **An exact expansion** (Shewchuk, "Adaptive precision floating-point arithmetic and fast
    robust geometric predicates", 1997, Grow-Expansion with zero elimination): the terms
    ``h``, ``r`` and ``-b`` summed into nonoverlapping components of increasing magnitude, the
-   largest of which has the sign of the sum.
+   largest of which has the sign of the sum.  Only :func:`row_signs` (``contains``) runs it: in
+   the compiled stages a value tier 2 cannot separate from 0 (below about 1e-31 of its terms, and
+   nonzero) counts as not inside, and the arm is pulled further in.
 
 Tiers 2 and 3 are exact when no product overflows and no product's error term underflows:
 every nonzero product ``a_k x_k`` (and ``b``) of binary exponent within
@@ -28,15 +32,19 @@ answers :data:`UNDECIDED`: compiled code then treats the point as not (yet) insi
 (:mod:`sege_cvx.arm_sets.rational`).  Non-finite ``x`` is :data:`UNDECIDED` too; callers treat
 it as outside.
 
-The kernels run with IEEE arithmetic and no fused multiply-add (numba without ``fastmath``),
-which the transformations assume.
+The kernels run with IEEE arithmetic (numba without ``fastmath``), which the transformations
+assume; the one fused multiply-add, in :func:`two_product`, is LLVM's ``llvm.fma.f64``, exact on
+every CPU (in hardware where there is one, else in software).
 """
 
 from __future__ import annotations
 
 import math
 
+import llvmlite.ir as ir
 import numpy as np
+from numba.core import cgutils, types
+from numba.extending import intrinsic
 
 from .._numba import njit
 
@@ -46,14 +54,11 @@ NEGATIVE, ZERO, POSITIVE, UNDECIDED = -1, 0, 1, 2
 OUTSIDE, INSIDE = 0, 1
 
 #: Binary exponents of the nonzero products (and of ``b``) within which tiers 2 and 3 are
-#: exact: a product's error term is then a normal or subnormal multiple of ``2^-1066``, no sum of
-#: up to 2^40 terms overflows, and Dekker's split of a factor (below ``2^990``) does not either.
+#: exact: a product's error term (a multiple of the factors' ulps' product, at least
+#: ``2^-1066``) is then representable, and no sum of up to 2^40 terms overflows.
 EXACT_EXPONENT = 960
 _PRODUCT_LOW, _PRODUCT_HIGH = 2.0**-EXACT_EXPONENT, 2.0**EXACT_EXPONENT
-_NORMAL, _FACTOR = 2.0**-1020, 2.0**990
 _U = 2.0**-53
-#: Dekker's splitter for float64, ``2^27 + 1``.
-_SPLITTER = 134217729.0
 #: An absolute allowance for subnormal rounding, far below any term in the exact range.
 _ABS = 2.0**-1000
 
@@ -67,37 +72,30 @@ def two_sum(a: float, b: float) -> tuple[float, float]:
     return s, (a - (s - bb)) + (b - bb)
 
 
+@intrinsic
+def fma(typingctx, a, b, c):
+    """``a b + c`` rounded once (``llvm.fma.f64``)."""
+    def codegen(context, builder, signature, args):
+        double = ir.DoubleType()
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(double, [double] * 3),
+                                            "llvm.fma.f64")
+        return builder.call(fn, args)
+
+    return types.float64(types.float64, types.float64, types.float64), codegen
+
+
 @njit(inline="always")
 def two_product(a: float, b: float) -> tuple[float, float]:
-    """``(p, e)`` with ``p = fl(a b)`` and ``a b = p + e`` exactly (Dekker, Veltkamp's split),
-    for a product within :data:`EXACT_EXPONENT` (:func:`_exact_product`)."""
+    """``(p, e)`` with ``p = fl(a b)`` and ``a b = p + e`` exactly (``e = fma(a, b, -p)``), for a
+    product within :data:`EXACT_EXPONENT`."""
     p = a * b
-    c = _SPLITTER * a
-    ah = c - (c - a)
-    al = a - ah
-    c = _SPLITTER * b
-    bh = c - (c - b)
-    bl = b - bh
-    return p, al * bl - (((p - ah * bh) - al * bh) - ah * bl)
-
-
-@njit(inline="always")
-def _exact_product(a: float, v: float) -> bool:
-    """Whether :func:`two_product` of ``a`` and ``v`` is exact and their product safe to sum (a
-    zero factor always is): normal factors below ``2^990`` and a product within
-    ``2^+-EXACT_EXPONENT`` (Dekker's condition ``e_a + e_v >= e_min + p - 1``, with room to sum;
-    rounding is monotone, so the computed product tells)."""
-    if a == 0.0 or v == 0.0:
-        return True
-    p = abs(a * v)
-    return (_NORMAL <= abs(a) < _FACTOR and _NORMAL <= abs(v) < _FACTOR
-            and _PRODUCT_LOW <= p <= _PRODUCT_HIGH)
+    return p, fma(a, b, -p)
 
 
 @njit(inline="always")
 def filter_factor(n: int) -> float:
-    """Tier 1's bound on ``|fl(a^T x - b) - (a^T x - b)|`` per unit of ``T`` for ``n`` products:
-    ``(n + 2) u``, twice ``gamma_{n+1}`` for any ``n`` below 2^40."""
+    """Tier 1's bound on ``|fl(a^T x - b) - (a^T x - b)|`` per unit of the terms' magnitude for
+    ``n`` products: ``(n + 2) u``, above ``gamma_{n+1}`` with room for the bound's own rounding."""
     return (n + 2.0) * _U
 
 
@@ -129,36 +127,47 @@ def _expansion_sign(A, j, x, bj) -> int:
 
 
 @njit(inline="always")
-def dot_sign(A, j, x, bj) -> int:
-    """The exact sign of ``A[j] x - bj`` (the module docstring's tiers): :data:`NEGATIVE`,
-    :data:`ZERO`, :data:`POSITIVE`, or :data:`UNDECIDED` for data beyond the exact range or a
-    non-finite ``x``."""
+def dot_sign(A, j, x, bj, size) -> int:
+    """The exact sign of ``A[j] x - bj`` by tiers 1 and 2 (the module docstring's):
+    :data:`NEGATIVE`, :data:`ZERO`, :data:`POSITIVE`, or :data:`UNDECIDED` for data beyond the
+    exact range, a non-finite ``x``, or a value tier 2 cannot separate from 0 (below about
+    ``1e-31`` of its terms: :func:`row_signs` decides it by tier 3).  ``size``: an upper bound on
+    ``sum_k |A[j, k] x_k| + |bj|`` (:func:`polytope_verdict` gives ``||A[j]||_1 max_k |x_k| +
+    |bj|``)."""
     n = x.shape[0]
     s = 0.0
-    t = 0.0
     for k in range(n):
-        p = A[j, k] * x[k]
-        s += p
-        t += abs(p)
+        s += A[j, k] * x[k]
     s -= bj
-    t += abs(bj)
-    bound = filter_factor(n) * t + _ABS
+    bound = filter_factor(n) * size + _ABS
     if s > bound:
         return POSITIVE
     if s < -bound:
         return NEGATIVE
-    if not (_exact_product(bj, 1.0) and math.isfinite(s)):
+    return _compensated_sign(A, j, x, bj)
+
+
+@njit(inline="always")
+def _compensated_sign(A, j, x, bj) -> int:
+    """Tier 2 of :func:`dot_sign`: the sign, or :data:`UNDECIDED` where it cannot tell (then
+    :func:`row_signs` runs tier 3).  Inlined and free of calls: a call taking arrays inside the
+    membership loop would make numba keep the reference counts of its array views (4x slower)."""
+    n = x.shape[0]
+    if not abs(bj) <= _PRODUCT_HIGH:
         return UNDECIDED
-    for k in range(n):
-        if not (math.isfinite(x[k]) and _exact_product(A[j, k], x[k])):
-            return UNDECIDED
     hi = 0.0
     lo = 0.0
     total = 0.0
     exact = True
     for k in range(n + 1):
         if k < n:
-            h, r = two_product(A[j, k], x[k])
+            a, v = A[j, k], x[k]
+            h, r = two_product(a, v)
+            # Exact only for a product within 2^+-EXACT_EXPONENT (or a zero factor); this also
+            # refuses NaN and inf.
+            if not (_PRODUCT_LOW <= abs(h) <= _PRODUCT_HIGH or (h == 0.0 and (a == 0.0 or v == 0.0)
+                                                                 and math.isfinite(v))):
+                return UNDECIDED
         else:
             h, r = -bj, 0.0
         total += abs(h)
@@ -175,16 +184,31 @@ def dot_sign(A, j, x, bj) -> int:
         return POSITIVE
     if value < -bound:
         return NEGATIVE
-    return _expansion_sign(A, j, x, bj)
+    return UNDECIDED
+
+
+def membership_rows(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(A, b, l1)``, the data of :func:`in_polytope`: the rows as given (float64, C order) and
+    each row's ``||a_j||_1`` rounded up (by ``(d + 2) u``, above its summation's rounding)."""
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    b = np.ascontiguousarray(b, dtype=np.float64)
+    l1 = np.abs(A).sum(axis=1) * (1.0 + (A.shape[1] + 2.0) * _U)
+    return A, b, l1
 
 
 @njit(inline="always")
-def polytope_verdict(A, b, x) -> int:
-    """Whether ``A x <= b`` holds exactly: :data:`INSIDE`, :data:`OUTSIDE` (some row fails), or
-    :data:`UNDECIDED` (no row fails, some cannot be decided by the kernels)."""
+def polytope_verdict(rows, x) -> int:
+    """Whether ``A x <= b`` holds exactly (``rows``: :func:`membership_rows`): :data:`INSIDE`,
+    :data:`OUTSIDE` (some row fails), or :data:`UNDECIDED` (no row fails, some cannot be decided
+    by the kernels)."""
+    A, b, l1 = rows
+    largest = 0.0
+    for k in range(x.shape[0]):
+        if not abs(x[k]) <= largest:  # larger, or NaN: the bound is then NaN, the row tier 2's
+            largest = abs(x[k])
     undecided = False
     for j in range(A.shape[0]):
-        sign = dot_sign(A, j, x, b[j])
+        sign = dot_sign(A, j, x, b[j], l1[j] * largest + abs(b[j]))
         if sign == POSITIVE:
             return OUTSIDE
         if sign == UNDECIDED:
@@ -193,26 +217,50 @@ def polytope_verdict(A, b, x) -> int:
 
 
 @njit
-def in_polytope(x, data) -> bool:
-    """``A x <= b`` proven exactly (``data = (A, b)``, the user's own rows): the membership test
-    of :func:`sege_cvx._pull_in.pull_in_one` for boxes and polytopes.  False where it cannot be
-    proven (:data:`UNDECIDED`): the point is then pulled further in."""
-    return polytope_verdict(data[0], data[1], x) == INSIDE
+def in_polytope(x, rows) -> bool:
+    """``A x <= b`` proven exactly (``rows``: :func:`membership_rows` of the user's own ``A`` and
+    ``b``): the membership test of :func:`sege_cvx._pull_in.pull_in_one` for boxes and
+    polytopes.  False where it cannot be proven (:data:`UNDECIDED`): the point is then pulled
+    further in."""
+    return polytope_verdict(rows, x) == INSIDE
 
 
 @njit
-def polytope_verdicts(A, b, X) -> np.ndarray:
+def polytope_verdicts(rows, X) -> np.ndarray:
     """:func:`polytope_verdict` per row of ``X`` (int8)."""
     out = np.empty(X.shape[0], dtype=np.int8)
     for i in range(X.shape[0]):
-        out[i] = polytope_verdict(A, b, X[i])
+        out[i] = polytope_verdict(rows, X[i])
     return out
 
 
 @njit
-def row_signs(A, b, x) -> np.ndarray:
-    """:func:`dot_sign` of every row of ``A x - b`` (int8)."""
+def row_signs(rows, x) -> np.ndarray:
+    """The sign of every row of ``A x - b`` (int8): :func:`dot_sign`, then tier 3 where it could
+    not separate the value from 0; :data:`UNDECIDED` only for data beyond the exact range (or a
+    non-finite ``x``), which rationals decide (:mod:`sege_cvx.arm_sets.rational`)."""
+    A, b, l1 = rows
+    largest = 0.0
+    for k in range(x.shape[0]):
+        largest = max(largest, abs(x[k]))
     out = np.empty(A.shape[0], dtype=np.int8)
     for j in range(A.shape[0]):
-        out[j] = dot_sign(A, j, x, b[j])
+        sign = dot_sign(A, j, x, b[j], l1[j] * largest + abs(b[j]))
+        if sign == UNDECIDED and _in_exact_range(A, j, x, b[j]):
+            sign = _expansion_sign(A, j, x, b[j])
+        out[j] = sign
     return out
+
+
+@njit
+def _in_exact_range(A, j, x, bj) -> bool:
+    """Whether every product of row ``j`` (and ``bj``) is within :data:`EXACT_EXPONENT`."""
+    if not abs(bj) <= _PRODUCT_HIGH:
+        return False
+    for k in range(x.shape[0]):
+        a, v = A[j, k], x[k]
+        p = abs(a * v)
+        if not (_PRODUCT_LOW <= p <= _PRODUCT_HIGH or (p == 0.0 and (a == 0.0 or v == 0.0)
+                                                      and math.isfinite(v))):
+            return False
+    return True

@@ -169,32 +169,48 @@ def anchored(x, P, idx, w, m, sparse, beta, center, half) -> bool:
     ``y`` and ``z`` lie in the hull, so does ``x``.  The test, with ``s = sum_j w_j`` and
     ``D_i = sum_j w_j (x_i - beta P_ji - alpha c_i)``: ``sum_i |D_i| / h_i <= alpha s``, the
     computed ``D_i`` widened by their rounding bound (``gamma_{n+3}`` times their terms'
-    magnitudes, ``n`` the positive weights) and the sums by theirs.  ``beta = 1``: ``x`` must be one of the weighted points
-    itself, bit for bit (a vertex).
+    magnitudes, ``n`` the positive weights) and the sums by theirs.  ``beta = 1``: ``x`` must be
+    one of the weighted points itself, bit for bit (a vertex).
     """
     K, d = P.shape
-    s = 0.0
-    positive = 0
-    last = -1
-    for j in range(m):
-        wj = w[j]
-        if not (wj >= 0.0 and wj < math.inf):
-            return False
-        if wj > 0.0:
-            positive += 1
-            last = idx[j] if sparse else j
-        s += wj
+    s, n, last = _weights_sum(w, m, idx, sparse)
     if not s > 0.0:
         return False
-    n = positive
-    alpha = 1.0 - beta
-    if alpha == 0.0:
-        if positive != 1:
+    if beta == 1.0:
+        if n != 1:
             return False
         for i in range(d):
             if x[i] != P[last, i]:
                 return False
         return True
+    return _gauge(x, P, idx, w, m, sparse, beta, center, half, n) <= (1.0 - beta) * s * (
+        1.0 - (n + 2.0) * _U)
+
+
+@njit(inline="always")
+def _weights_sum(w, m, idx, sparse) -> tuple:
+    """``(s, n, last)``: the weights' sum, how many are positive and the point of the last one;
+    ``s = -1`` if any is negative or not finite."""
+    s = 0.0
+    n = 0
+    last = -1
+    for j in range(m):
+        wj = w[j]
+        if not (wj >= 0.0 and wj < math.inf):
+            return -1.0, 0, -1
+        if wj > 0.0:
+            n += 1
+            last = idx[j] if sparse else j
+        s += wj
+    return s, n, last
+
+
+@njit(inline="always")
+def _gauge(x, P, idx, w, m, sparse, beta, center, half, n) -> float:
+    """An upper bound on ``sum_i |D_i| / h_i`` (:func:`anchored`), ``n`` the positive weights:
+    the terms actually summed (zero weights add exact zeros) set the rounding bounds."""
+    d = P.shape[1]
+    alpha = 1.0 - beta
     lhs = 0.0
     for i in range(d):
         total = 0.0
@@ -208,8 +224,7 @@ def anchored(x, P, idx, w, m, sparse, beta, center, half) -> bool:
             total += wj * e
             size += wj * (abs(e) + abs(x[i]) + abs(p) + alpha * abs(center[i]))
         lhs += (abs(total) + (n + 6.0) * _U * size + (2.0 * n + 6.0) * _SUBNORMAL) / half[i]
-    # n, the terms actually summed (zero weights add exact zeros), sets the rounding bounds.
-    return lhs * (1.0 + 4.0 * (d + n + 4.0) * _U) <= alpha * s * (1.0 - (n + 2.0) * _U)
+    return lhs * (1.0 + 4.0 * (d + n + 4.0) * _U)
 
 
 @njit(inline="always")
@@ -247,13 +262,21 @@ def pull_into_hull(x, P, idx, w, m, sparse, center, half, trial) -> float:
     """Move ``x``, computed from the weights ``w`` of points ``P[idx]`` (or ``P``), exactly into
     the hull: unchanged if it is a weighted point itself, else the least contraction ``c + beta
     (x - c)`` of :func:`sege_cvx._pull_in.pull_in_one`'s schedule that :func:`anchored`
-    certifies with that ``beta``.  Returns ``beta`` (1: unchanged), or -1 (``x`` unchanged) if
-    no contraction is certified.  ``trial``: scratch."""
+    certifies with that ``beta``, searched from the first at or above ``x``'s own distance from
+    ``y`` in the gauge of ``C`` (the proof needs ``1 - beta`` about that large).  Returns ``beta``
+    (1: unchanged), or -1 (``x`` unchanged) if no contraction is certified.  ``trial``:
+    scratch."""
     if anchored(x, P, idx, w, m, sparse, 1.0, center, half):
         return 1.0
+    s, n, _ = _weights_sum(w, m, idx, sparse)
+    if not s > 0.0:
+        return -1.0
     d = x.shape[0]
     limit = _limit(x, center)
+    needed = _gauge(x, P, idx, w, m, sparse, 1.0, center, half, n) / s
     eps = FIRST_CONTRACTION
+    while eps < needed and eps < limit:
+        eps *= 10.0
     while eps <= limit * 10.0:
         beta = 1.0 - min(eps, limit)
         for k in range(d):
@@ -687,10 +710,25 @@ def greedy_one(geometry, theta, S, counts, weights, mix, out, mats, vecs) -> int
     return VERIFIED
 
 
-@njit
+@njit(inline="always")
 def lcb_one(geometry, theta, chol, r, S, counts, weights, mix, out, mats, vecs) -> int:
     """The certified LCB arm (paper eq. (lcb arm)) from the Cholesky factor ``chol`` of ``V``,
-    warm started from slot :data:`LCB` (its working set and weights, updated)."""
+    warm started from slot :data:`LCB` (its working set and weights, updated), proven in the
+    hull (:func:`pull_into_hull`)."""
+    return _lcb(geometry, theta, chol, r, S, counts, weights, out, mats, vecs, True)
+
+
+@njit(inline="always")
+def lcb_weights_one(geometry, theta, chol, r, S, counts, weights, mix, out, mats, vecs) -> int:
+    """:func:`lcb_one` for SEGE's stages, which play the LCB arm only inside the mix
+    ``(1 - rho) X^S + rho U``: the arm as computed from its weights, not yet proven in the hull;
+    :func:`pull_inside_one` proves the mix from those weights."""
+    return _lcb(geometry, theta, chol, r, S, counts, weights, out, mats, vecs, False)
+
+
+@njit
+def _lcb(geometry, theta, chol, r, S, counts, weights, out, mats, vecs, pull) -> int:
+    """:func:`lcb_one` (``pull``: proven in the hull) or :func:`lcb_weights_one`."""
     P, norm_bound, z_bound, gap_rtol = geometry[0], geometry[1], geometry[2], geometry[3]
     K, d = P.shape
     rs = _scaled_theta(theta, r, vecs)
@@ -721,8 +759,8 @@ def lcb_one(geometry, theta, chol, r, S, counts, weights, mix, out, mats, vecs) 
                 for c in range(d):
                     out[c] = vecs[_X, c]
                 # The arm as computed from its weights may miss the hull by rounding: moved in.
-                if pull_into_hull(out, P, S[LCB], weights[LCB], m, True, geometry[6],
-                                  geometry[7], vecs[_W1]) > 0.0:
+                if not pull or pull_into_hull(out, P, S[LCB], weights[LCB], m, True, geometry[6],
+                                              geometry[7], vecs[_W1]) > 0.0:
                     return VERIFIED
                 return NOT_MEMBER
     counts[LCB] = 0  # the next solve starts cold
@@ -730,17 +768,32 @@ def lcb_one(geometry, theta, chol, r, S, counts, weights, mix, out, mats, vecs) 
 
 
 @njit
-def pull_inside_one(geometry, x, warm, use_lcb, rho, g, trial) -> bool:
-    """SEGE's mix ``(1 - rho) X^S + rho U`` (paper eq. (safe exp arm)) formed in weight space:
-    ``w = (1 - rho) w^S + rho w^U`` (into ``warm``'s last array), ``w^S`` the LCB arm's weights
-    (slot :data:`LCB` of ``warm``) or the baseline's, ``w^U`` the weights of the exploration
-    vertex that the normal draw ``g`` selects (as
-    :meth:`~sege_cvx.arm_sets.exploration.Exploration.vertex_indices`); ``x = P^T w / sum(w)``,
-    moved exactly into the hull from those weights (:func:`pull_into_hull`).  False if it
-    cannot be.  ``trial``: scratch of length d."""
+def pull_inside_one(geometry, x, warm, use_lcb, rho, g, safe, trial) -> bool:
+    """Prove SEGE's mix ``x = (1 - rho) X^S + rho U`` (paper eq. (safe exp arm)) in the hull, or
+    form it anew in weight space and move it in; False if neither can be done.
+
+    The mix as computed is proven by :func:`anchored` with ``beta = 1 - rho``: its anchor is the
+    LCB arm's weights (slot :data:`LCB` of ``warm``) or the baseline arm ``safe`` itself (proven
+    in the hull when the policy was built), and ``U`` lies inside the certified cross-polytope
+    by a margin (the hull's exploration is that body shrunk by 2^-20).  Otherwise (a tiny
+    ``rho``, or an exploration of the user's outside the body): ``w = (1 - rho) w^S + rho w^U``
+    (into ``warm``'s last array), ``w^S`` the LCB arm's weights or the baseline's, ``w^U`` the
+    weights of the exploration vertex that the normal draw ``g`` selects (as
+    :meth:`~sege_cvx.arm_sets.exploration.Exploration.vertex_indices`), ``x = P^T w / sum(w)``,
+    moved exactly into the hull from those weights (:func:`pull_into_hull`).  ``trial``:
+    scratch of length d."""
     P, baseline, table, center, half = geometry[0], geometry[4], geometry[5], geometry[6], geometry[7]
     S, counts, weights, mix = warm[0], warm[1], warm[2], warm[3]
     K, d = P.shape
+    beta = 1.0 - rho
+    if use_lcb:
+        if anchored(x, P, S[LCB], weights[LCB], counts[LCB], True, beta, center, half):
+            return True
+    else:
+        one = mix[0]
+        one[0] = 1.0
+        if anchored(x, safe.reshape((1, d)), S[LCB], one, 1, False, beta, center, half):
+            return True
     k = 0
     for j in range(1, d):
         if abs(g[j]) > abs(g[k]):

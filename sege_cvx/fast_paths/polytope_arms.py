@@ -47,12 +47,13 @@ the interior point with an empty working set; only if that fails too is
 :data:`NOT_CERTIFIED` returned.
 
 The geometry a compiled stage receives is ``(A, b, center, norm_bound, z_bound, gap_rtol,
-member_A, member_b)`` (:meth:`PolytopeArms.geometry`): rows of unit norm, the certified interior
-point (the pull-in's centre and the cold start), a certified bound on ``max ||x||`` over ``P``, a
-bound on ``||x||_{V^{-1}}`` over ``P`` (0: computed where needed), the accepted gap
-(:data:`GAP_RTOL`), and the inequalities as the user gave them, which membership is decided
-against (:func:`.exact.in_polytope`).  A run's warm state is ``(rows, counts, points, inverse)`` of shapes
-``(2, d)``, ``(2,)``, ``(2, d)`` and ``(d, d)``: slots :data:`GREEDY` and :data:`LCB`.
+member_A, member_b, member_l1)`` (:meth:`PolytopeArms.geometry`): rows of unit norm, the
+certified interior point (the pull-in's centre and the cold start), a certified bound on
+``max ||x||`` over ``P``, a bound on ``||x||_{V^{-1}}`` over ``P`` (0: computed where needed), the
+accepted gap (:data:`GAP_RTOL`), and the inequalities as the user gave them, which membership is
+decided against (:func:`.exact.membership_rows`, :func:`.exact.in_polytope`).  A run's warm
+state is ``(rows, counts, points, inverse)`` of shapes ``(2, d)``, ``(2,)``, ``(2, d)`` and
+``(d, d)``: slots :data:`GREEDY` and :data:`LCB`.
 """
 
 from __future__ import annotations
@@ -508,7 +509,8 @@ def arm_one(A, b, center, norm_bound, z_bound, gap_rtol, member, theta, chol, wh
 
     ``(theta, r)`` are first scaled by a power of two near ``max(|theta_i|, r)`` (exact; the arm
     is unchanged).  ``member``: the user's rows ``(A, b)``, against which the arm is verified
-    exactly.  ``mats``: scratch (2, d, d); ``vecs``: scratch (13, d).
+    exactly (:func:`~.exact.membership_rows`).  ``mats``: scratch (2, d, d); ``vecs``: scratch
+    (13, d).
     """
     m, d = A.shape
     biggest = r
@@ -575,24 +577,25 @@ def arm_one(A, b, center, norm_bound, z_bound, gap_rtol, member, theta, chol, wh
 def greedy_one(geometry, theta, W, counts, points, inverse, out, mats, vecs) -> int:
     """The certified greedy arm (paper eq. (greedy arm): ``max theta^T x``), warm slot
     :data:`GREEDY`."""
-    A, b, center, norm_bound, z_bound, gap_rtol, member_A, member_b = geometry
-    return arm_one(A, b, center, norm_bound, z_bound, gap_rtol, (member_A, member_b), theta,
-                   inverse, False, 0.0, W, counts, points, inverse, GREEDY, out, mats, vecs)
+    A, b, center, norm_bound, z_bound, gap_rtol, member_A, member_b, member_l1 = geometry
+    return arm_one(A, b, center, norm_bound, z_bound, gap_rtol, (member_A, member_b, member_l1),
+                   theta, inverse, False, 0.0, W, counts, points, inverse, GREEDY, out, mats, vecs)
 
 
 @njit(inline="always")
 def lcb_one(geometry, theta, chol, r, W, counts, points, inverse, out, mats, vecs) -> int:
     """The certified LCB arm (paper eq. (lcb arm)) from the Cholesky factor ``chol`` of ``V``,
     warm slot :data:`LCB`."""
-    A, b, center, norm_bound, z_bound, gap_rtol, member_A, member_b = geometry
-    return arm_one(A, b, center, norm_bound, z_bound, gap_rtol, (member_A, member_b), theta,
-                   chol, True, r, W, counts, points, inverse, LCB, out, mats, vecs)
+    A, b, center, norm_bound, z_bound, gap_rtol, member_A, member_b, member_l1 = geometry
+    return arm_one(A, b, center, norm_bound, z_bound, gap_rtol, (member_A, member_b, member_l1),
+                   theta, chol, True, r, W, counts, points, inverse, LCB, out, mats, vecs)
 
 
 @njit(inline="always")
 def pull_inside_one(geometry, x, offset, trial) -> bool:
     """Move ``x`` exactly into ``P`` (:func:`sege_cvx._pull_in.pull_in_one` toward the centre)."""
-    return pull_in_one(x, geometry[2], in_polytope, (geometry[6], geometry[7]), offset, trial)
+    return pull_in_one(x, geometry[2], in_polytope, (geometry[6], geometry[7], geometry[8]),
+                       offset, trial)
 
 
 def empty_warm_state(n: int, center: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -610,7 +613,7 @@ def empty_warm_state(n: int, center: np.ndarray) -> tuple[np.ndarray, ...]:
 def _cold_all(geometry, thetas, chols, radii, slot) -> tuple:
     """:func:`arm_one` per row from a cold start (slot :data:`GREEDY`: the greedy arm, ``chols``
     and ``radii`` unused; slot :data:`LCB`: the LCB arm): arms and status codes."""
-    A, b, center, norm_bound, z_bound, gap_rtol, member_A, member_b = geometry
+    A, b, center, norm_bound, z_bound, gap_rtol, member_A, member_b, member_l1 = geometry
     n, d = thetas.shape
     lcb = slot == LCB
     W = np.zeros((2, d), dtype=np.int64)
@@ -625,7 +628,8 @@ def _cold_all(geometry, thetas, chols, radii, slot) -> tuple:
         counts[:] = 0
         for c in range(d):  # not points[slot] = center: numba would compile its shape error
             points[slot, c] = center[c]
-        status[i] = arm_one(A, b, center, norm_bound, z_bound, gap_rtol, (member_A, member_b),
+        status[i] = arm_one(A, b, center, norm_bound, z_bound, gap_rtol,
+                            (member_A, member_b, member_l1),
                             thetas[i], chols[i] if lcb else inverse, lcb,
                             radii[i] if lcb else 0.0, W, counts, points, inverse, slot, arms[i],
                             mats, vecs)
@@ -660,7 +664,8 @@ class PolytopeArms:
     norm_bound : float
         Certified ``max ||x||`` over the polytope.
     member : tuple of ndarray
-        ``(A, b)`` as the user gave them: every arm is verified against these, exactly.
+        :func:`~.exact.membership_rows` of ``A`` and ``b`` as the user gave them: every arm is
+        verified against these, exactly.
     gap_rtol : float, default :data:`GAP_RTOL`
         The certificate's accepted relative duality gap (a negative value certifies nothing:
         every arm then falls back, which the tests use).
@@ -676,8 +681,8 @@ class PolytopeArms:
         self.gap_rtol = float(gap_rtol)
 
     def geometry(self, lam: float | None = None) -> tuple:
-        """``(A, b, center, norm_bound, z_bound, gap_rtol, member_A, member_b)``, what the
-        compiled stages receive.
+        """``(A, b, center, norm_bound, z_bound, gap_rtol, member_A, member_b, member_l1)``, what
+        the compiled stages receive.
 
         ``z_bound`` bounds ``||x||_{V^{-1}}`` over the polytope for every ``V >= lam I`` (SEGE's
         information matrices): ``norm_bound / sqrt(lam)``, widened by 1e-6 against rounding in

@@ -36,14 +36,17 @@ def greedy_arm(geometry, theta, warm, out, mats, vecs) -> int:
 
 
 def lcb_arm(geometry, theta, chol, r, warm, out, mats, vecs) -> int:
-    """The verified LCB arm into ``out`` from the Cholesky factor of ``V``; returns its status."""
+    """The verified LCB arm into ``out`` from the Cholesky factor of ``V``; returns its status.
+    A hull's is computed from certified weights and proven in the hull through the mix that
+    plays it (:func:`pull_inside`)."""
     raise NotImplementedError("compiled only")
 
 
-def pull_inside(geometry, x, warm, use_lcb, rho, g, offset, trial) -> bool:
-    """Move SEGE's mix ``x`` exactly into the set; False if it cannot be.  A hull forms the mix
-    in weight space instead, from the run's ``warm`` LCB weights (``use_lcb``) or the
-    baseline's, ``rho`` and the exploration draw ``g`` (:func:`.hull_arms.pull_inside_one`)."""
+def pull_inside(geometry, x, warm, use_lcb, rho, g, safe, offset, trial) -> bool:
+    """Move SEGE's mix ``x = (1 - rho) safe + rho U`` exactly into the set; False if it cannot
+    be.  A hull proves it from the safe arm (the run's ``warm`` LCB weights if ``use_lcb``, else
+    the baseline arm ``safe``), ``rho`` and the exploration draw ``g``
+    (:func:`.hull_arms.pull_inside_one`)."""
     raise NotImplementedError("compiled only")
 
 
@@ -74,8 +77,9 @@ def _lcb_arm(geometry, theta, chol, r, warm, out, mats, vecs):
     if _kind(geometry) == "hull":
         def hull(geometry, theta, chol, r, warm, out, mats, vecs):
             rows, counts, weights, mix = warm
-            return hull_arms.lcb_one(geometry, theta, chol, r, rows, counts, weights, mix,
-                                     out, mats, vecs)
+            # SEGE plays the LCB arm only inside its mix, which pull_inside proves.
+            return hull_arms.lcb_weights_one(geometry, theta, chol, r, rows, counts, weights, mix,
+                                             out, mats, vecs)
         return hull
     if _kind(geometry) == "polytope":
         def polytope(geometry, theta, chol, r, warm, out, mats, vecs):
@@ -92,16 +96,16 @@ def _lcb_arm(geometry, theta, chol, r, warm, out, mats, vecs):
 
 
 @overload(pull_inside)
-def _pull_inside(geometry, x, warm, use_lcb, rho, g, offset, trial):
+def _pull_inside(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
     if _kind(geometry) == "hull":
-        def hull(geometry, x, warm, use_lcb, rho, g, offset, trial):
-            return hull_arms.pull_inside_one(geometry, x, warm, use_lcb, rho, g, trial)
+        def hull(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
+            return hull_arms.pull_inside_one(geometry, x, warm, use_lcb, rho, g, safe, trial)
         return hull
     if _kind(geometry) == "polytope":
-        def polytope(geometry, x, warm, use_lcb, rho, g, offset, trial):
+        def polytope(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
             return polytope_arms.pull_inside_one(geometry, x, offset, trial)
         return polytope
 
-    def ellipsoid(geometry, x, warm, use_lcb, rho, g, offset, trial):
+    def ellipsoid(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
         return ellipsoid_arms.pull_inside_one(x, geometry[0], geometry[3], offset, trial)
     return ellipsoid

@@ -113,15 +113,15 @@ def segment_point(baseline, offsets, j, tau, out) -> None:
 
 @njit
 def compiled_inside(x, data) -> bool:
-    """Exact membership (``tol = 0``) by the set's own compiled test, ``data = (kind, M, v)`` of
+    """Membership (``tol = 0``) by the set's own compiled test, ``data = (kind, M, v, w)`` of
     :attr:`~sege_cvx.arm_sets.ArmSet.compiled_membership`: kind 0 an ellipsoid
-    (``gauge_one(x, v, M) <= 1``), kind 1 a polytope (``M x <= v`` decided exactly,
-    :func:`~sege_cvx.fast_paths.exact.in_polytope`).  One
-    signature for both, so that :func:`run_stages` compiles once."""
-    kind, M, v = data
+    (``gauge_one(x, v, M) <= 1``, ``w`` unused), kind 1 a polytope (``M x <= v`` decided
+    exactly, :func:`~sege_cvx.fast_paths.exact.in_polytope`, ``w`` its rows' rounded-up 1-norms).
+    One signature for both, so that :func:`run_stages` compiles once."""
+    kind, M, v, w = data
     if kind == 0:
         return gauge_one(x, v, M) <= 1.0
-    return in_polytope(x, (M, v))
+    return in_polytope(x, (M, v, w))
 
 
 @njit(nogil=True)

@@ -125,7 +125,7 @@ def stage_one(bound, rule, stage_value, V, chol, theta_hat, draws, cursor, i, ge
     cursor[i] += 1
     use_lcb = safe_exploration_arm(lcb_point, status == VERIFIED, theta_hat, chol, r, b0,
                                    baseline, U, rho, vecs[14], safe, out)
-    if not pull_inside(geometry, out, warm, use_lcb, rho, g, vecs[14], vecs[15]):
+    if not pull_inside(geometry, out, warm, use_lcb, rho, g, safe, vecs[14], vecs[15]):
         fallbacks[0] += 1
         fallbacks[NOT_MEMBER] += 1
         for k in range(out.shape[0]):
