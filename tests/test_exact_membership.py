@@ -215,6 +215,23 @@ def test_a_hull_contains_its_own_points():
     assert sege.baseline_shift == 0.0 and sege.baseline_reward == 0.72
 
 
+@pytest.mark.parametrize("offset", [1e2, 1e5])
+def test_far_from_the_origin_the_certificates_pass(offset):
+    """The built-in polytope moved by (t, t, t): before the certificate's bound was taken relative
+    to the interior point, 25 % (1e4) and 47 % (1e5) of SEGE's stages fell back "NotCertified"
+    (benchmarks/measure_far_from_origin.py)."""
+    from sege_cvx.experiments.examples import polytope_problem
+
+    base = polytope_problem()
+    o = np.full(3, offset)
+    P = sc.Polytope(base.arm_set.A_given, base.arm_set.b_given + base.arm_set.A_given @ o)
+    x0, theta = np.asarray(base.baseline_arm) + o, np.asarray(base.theta_star)
+    b0 = float(x0 @ theta)
+    policy = sc.SEGE(P, x0, b0, b0 - 0.1, S=1.0, noise_sd=0.5, c=base.c, n_runs=8, seed=1)
+    sc.simulate(policy, sc.LinearBandit(theta, 0.5, sc.run_seeds(0, 8)[1]), 400)
+    assert policy.solver_fallbacks.sum() == 0, policy.fallback_reasons
+
+
 # --------------------------------------------------------------------------- construction
 def test_an_8d_polytope_builds_without_enumerating_forever():
     rng = np.random.default_rng(1)

@@ -172,7 +172,7 @@ def _uncertifiable(arm_set):
     """``arm_set`` whose compiled certificates accept nothing (a negative gap bound)."""
     arms = arm_set.compiled_arms
     arm_set.__dict__["compiled_arms"] = polytope_arms.PolytopeArms(
-        arms.A, arms.b, arms.center, arms.norm_bound, arms.member, gap_rtol=-1.0)
+        arms.A, arms.b, arms.center, arms.norm_bound, arms.radius, arms.member, gap_rtol=-1.0)
     return arm_set
 
 

@@ -151,7 +151,9 @@ class _CertifiedPolyhedron(ArmSet):
     def compiled_arms(self) -> polytope_arms.PolytopeArms:
         """The data of the compiled certified arms (see :class:`ArmSet`)."""
         center, A, b = self._halfspaces()
-        return polytope_arms.PolytopeArms(A, b, center, self.norm_bound(), self._member_rows)
+        # The bounding box's distance bound: certified, and it enumerates no vertices.
+        return polytope_arms.PolytopeArms(A, b, center, self.norm_bound(),
+                                          ArmSet.distance_bound(self, center), self._member_rows)
 
     @property
     def compiled_membership(self) -> tuple:

@@ -32,7 +32,11 @@ A^T y)^T x' <= b^T y + ||u|| ||L^{-1} x'||`` with ``u = L^T (theta - A^T y)``, s
 
     ``f(x') <= b^T y + max(||u|| - r, 0) * Z``,  ``Z >= max_{x' in P} ||L^{-1} x'||``
 
-(``Z = ||L^{-1}||_F * norm_bound``; only needed when rounding leaves ``||u||`` above ``r``).  With
+(only needed when rounding leaves ``||u||`` above ``r``).  ``Z = ||L^{-1} c|| + ||L^{-1}||
+R``, relative to the interior point ``c`` with ``R >= max_{x' in P} ||x' - c||``: far from the
+origin, where ``V`` is ill-conditioned along the arms' common direction, the bound ``||L^{-1}||
+max ||x'||`` would multiply the rounding of ``||u||`` by the arms' distance from 0, and no
+certificate would pass (46 % of SEGE's LCB arms failed on a polytope centred at 1e5).  With
 ``y`` the final multipliers clipped at 0, a computed arm is accepted only when this upper bound
 exceeds ``f`` at the arm (after its exact pull-in) by at most :data:`GAP_RTOL` times
 ``||theta|| norm_bound + r ||L^{-1} x|| + sum_i |b_i y_i|``, the scale of the terms of the
@@ -46,12 +50,13 @@ the check is one ``d x d`` mat-vec.  Should a warm solve not certify, the solve 
 the interior point with an empty working set; only if that fails too is
 :data:`NOT_CERTIFIED` returned.
 
-The geometry a compiled stage receives is ``(A, b, center, norm_bound, z_bound, gap_rtol,
-member_A, member_b, member_l1)`` (:meth:`PolytopeArms.geometry`): rows of unit norm, the
-certified interior point (the pull-in's centre and the cold start), a certified bound on
-``max ||x||`` over ``P``, a bound on ``||x||_{V^{-1}}`` over ``P`` (0: computed where needed), the
-accepted gap (:data:`GAP_RTOL`), and the inequalities as the user gave them, which membership is
-decided against (:func:`.exact.membership_rows`, :func:`.exact.in_polytope`).  A run's warm
+The geometry a compiled stage receives is ``(A, b, center, norm_bound, radius, z_bound,
+gap_rtol, member_A, member_b, member_l1)`` (:meth:`PolytopeArms.geometry`): rows of unit norm,
+the certified interior point ``c`` (the pull-in's centre and the cold start), certified bounds
+on ``max ||x||`` and on ``max ||x - c||`` over ``P``, a bound on ``||L^{-1}|| max ||x - c||`` (0:
+computed where needed), the accepted gap (:data:`GAP_RTOL`), and the inequalities as the user
+gave them, which membership is decided against (:func:`.exact.membership_rows`,
+:func:`.exact.in_polytope`).  A run's warm
 state is ``(rows, counts, points, inverse)`` of shapes ``(2, d)``, ``(2,)``, ``(2, d)`` and
 ``(d, d)``: slots :data:`GREEDY` and :data:`LCB`.
 """
@@ -393,11 +398,13 @@ def inverse_frobenius(chol, vecs, row) -> float:
 
 
 @njit
-def certified(A, b, chol, whiten, r, W, slot, k, norm_bound, z_bound, gap_rtol, vecs) -> bool:
+def certified(A, b, chol, whiten, r, W, slot, k, center, norm_bound, radius, z_bound, gap_rtol,
+              vecs) -> bool:
     """Whether the arm ``vecs[_X]`` (in ``P``) is within ``gap_rtol`` of optimal for ``theta =
     vecs[_SCALED]`` (module docstring), with ``y`` the multipliers ``vecs[_MU, :k]`` of rows
-    ``W[slot, :k]`` clipped at 0.  ``z_bound``: a bound on ``||L^{-1} x||`` over ``P``, or 0 to
-    compute ``||L^{-1}||_F norm_bound`` where needed.  Uses ``vecs[_W1]``, ``vecs[_W2]``."""
+    ``W[slot, :k]`` clipped at 0.  ``Z = ||L^{-1} center|| + z_bound``, ``z_bound`` a bound on
+    ``||L^{-1} (x - center)||`` over ``P``, or 0 to compute ``||L^{-1}||_F radius`` where
+    needed.  Uses ``vecs[_W1]``, ``vecs[_W2]``."""
     d = A.shape[1]
     dual = 0.0
     dual_scale = 0.0
@@ -442,11 +449,21 @@ def certified(A, b, chol, whiten, r, W, slot, k, norm_bound, z_bound, gap_rtol, 
     excess = u_norm - r
     upper = dual
     if excess > 0.0:
+        # Z bounds ||L^{-1} x'|| over P relative to the interior point (module docstring).
         if not whiten:
-            z_bound = norm_bound
+            z_bound = radius
         elif not z_bound > 0.0:
-            z_bound = norm_bound * inverse_frobenius(chol, vecs, _W2)
-        upper += excess * z_bound
+            z_bound = radius * inverse_frobenius(chol, vecs, _W2)
+        centre2 = 0.0
+        for i in range(d):
+            s = center[i]
+            if whiten:
+                for c in range(i):
+                    s -= chol[i, c] * vecs[_W2, c]
+                s /= chol[i, i]
+            vecs[_W2, i] = s
+            centre2 += s * s
+        upper += excess * (math.sqrt(centre2) * (1.0 + 1e-6) + z_bound)
     gap = upper - value
     scale = theta_norm * norm_bound + r * x_norm + dual_scale
     # A gap below -tolerance is impossible for a point of P: the data are not what they claim.
@@ -466,8 +483,8 @@ def _valid_working_set(W, slot, k, m, d) -> bool:
 
 
 @njit(inline="always")
-def _vertex_still_optimal(A, b, member, W, inverse, points, slot, norm_bound, gap_rtol,
-                          vecs) -> bool:
+def _vertex_still_optimal(A, b, member, W, inverse, points, slot, center, norm_bound, radius,
+                          gap_rtol, vecs) -> bool:
     """The linear program's warm check: at the stored vertex ``A_W x = b_W`` (its verified arm
     ``points[slot]``, the inverse of ``A_W`` in ``inverse``), whether ``mu = A_W^{-T} theta`` is
     certified (:func:`certified` with ``L = I``, ``r = 0``), leaving ``mu`` and the arm in
@@ -483,7 +500,8 @@ def _vertex_still_optimal(A, b, member, W, inverse, points, slot, norm_bound, ga
         vecs[_X, j] = points[slot, j]
     if not in_polytope(vecs[_X], member):
         return False
-    return certified(A, b, inverse, False, 0.0, W, slot, d, norm_bound, 0.0, gap_rtol, vecs)
+    return certified(A, b, inverse, False, 0.0, W, slot, d, center, norm_bound, radius, 0.0,
+                     gap_rtol, vecs)
 
 
 @njit
@@ -500,8 +518,8 @@ def _store_inverse(mats, inverse) -> None:
 
 
 @njit
-def arm_one(A, b, center, norm_bound, z_bound, gap_rtol, member, theta, chol, whiten, r, W,
-            counts, points, inverse, slot, out, mats, vecs) -> int:
+def arm_one(A, b, center, norm_bound, radius, z_bound, gap_rtol, member, theta, chol, whiten, r,
+            W, counts, points, inverse, slot, out, mats, vecs) -> int:
     """The certified arm of one instance into ``out``, warm started from slot ``slot`` of the
     run's state (``W[slot]``, ``counts[slot]``, ``points[slot]``: the working set and the arm of
     the previous solve; for the linear program, ``inverse``: ``A_W^{-1}`` at a vertex), which it
@@ -532,7 +550,7 @@ def arm_one(A, b, center, norm_bound, z_bound, gap_rtol, member, theta, chol, wh
         for c in range(d):
             points[slot, c] = center[c]
     if not whiten and warm and counts[slot] == d and _vertex_still_optimal(
-            A, b, member, W, inverse, points, slot, norm_bound, gap_rtol, vecs):
+            A, b, member, W, inverse, points, slot, center, norm_bound, radius, gap_rtol, vecs):
         for c in range(d):
             out[c] = vecs[_X, c]
         return VERIFIED
@@ -558,7 +576,8 @@ def arm_one(A, b, center, norm_bound, z_bound, gap_rtol, member, theta, chol, wh
             continue
         for c in range(d):
             vecs[_X, c] = out[c]
-        if not certified(A, b, chol, whiten, rs, W, slot, k, norm_bound, z_bound, gap_rtol, vecs):
+        if not certified(A, b, chol, whiten, rs, W, slot, k, center, norm_bound, radius, z_bound,
+                         gap_rtol, vecs):
             status = NOT_CERTIFIED
             continue
         counts[slot] = k
@@ -577,24 +596,26 @@ def arm_one(A, b, center, norm_bound, z_bound, gap_rtol, member, theta, chol, wh
 def greedy_one(geometry, theta, W, counts, points, inverse, out, mats, vecs) -> int:
     """The certified greedy arm (paper eq. (greedy arm): ``max theta^T x``), warm slot
     :data:`GREEDY`."""
-    A, b, center, norm_bound, z_bound, gap_rtol, member_A, member_b, member_l1 = geometry
-    return arm_one(A, b, center, norm_bound, z_bound, gap_rtol, (member_A, member_b, member_l1),
-                   theta, inverse, False, 0.0, W, counts, points, inverse, GREEDY, out, mats, vecs)
+    A, b, center, norm_bound, radius, z_bound, gap_rtol, member_A, member_b, member_l1 = geometry
+    return arm_one(A, b, center, norm_bound, radius, z_bound, gap_rtol,
+                   (member_A, member_b, member_l1), theta, inverse, False, 0.0, W, counts, points,
+                   inverse, GREEDY, out, mats, vecs)
 
 
 @njit(inline="always")
 def lcb_one(geometry, theta, chol, r, W, counts, points, inverse, out, mats, vecs) -> int:
     """The certified LCB arm (paper eq. (lcb arm)) from the Cholesky factor ``chol`` of ``V``,
     warm slot :data:`LCB`."""
-    A, b, center, norm_bound, z_bound, gap_rtol, member_A, member_b, member_l1 = geometry
-    return arm_one(A, b, center, norm_bound, z_bound, gap_rtol, (member_A, member_b, member_l1),
-                   theta, chol, True, r, W, counts, points, inverse, LCB, out, mats, vecs)
+    A, b, center, norm_bound, radius, z_bound, gap_rtol, member_A, member_b, member_l1 = geometry
+    return arm_one(A, b, center, norm_bound, radius, z_bound, gap_rtol,
+                   (member_A, member_b, member_l1), theta, chol, True, r, W, counts, points,
+                   inverse, LCB, out, mats, vecs)
 
 
 @njit(inline="always")
 def pull_inside_one(geometry, x, offset, trial) -> bool:
     """Move ``x`` exactly into ``P`` (:func:`sege_cvx._pull_in.pull_in_one` toward the centre)."""
-    return pull_in_one(x, geometry[2], in_polytope, (geometry[6], geometry[7], geometry[8]),
+    return pull_in_one(x, geometry[2], in_polytope, (geometry[7], geometry[8], geometry[9]),
                        offset, trial)
 
 
@@ -613,7 +634,7 @@ def empty_warm_state(n: int, center: np.ndarray) -> tuple[np.ndarray, ...]:
 def _cold_all(geometry, thetas, chols, radii, slot) -> tuple:
     """:func:`arm_one` per row from a cold start (slot :data:`GREEDY`: the greedy arm, ``chols``
     and ``radii`` unused; slot :data:`LCB`: the LCB arm): arms and status codes."""
-    A, b, center, norm_bound, z_bound, gap_rtol, member_A, member_b, member_l1 = geometry
+    A, b, center, norm_bound, radius, z_bound, gap_rtol, member_A, member_b, member_l1 = geometry
     n, d = thetas.shape
     lcb = slot == LCB
     W = np.zeros((2, d), dtype=np.int64)
@@ -628,7 +649,7 @@ def _cold_all(geometry, thetas, chols, radii, slot) -> tuple:
         counts[:] = 0
         for c in range(d):  # not points[slot] = center: numba would compile its shape error
             points[slot, c] = center[c]
-        status[i] = arm_one(A, b, center, norm_bound, z_bound, gap_rtol,
+        status[i] = arm_one(A, b, center, norm_bound, radius, z_bound, gap_rtol,
                             (member_A, member_b, member_l1),
                             thetas[i], chols[i] if lcb else inverse, lcb,
                             radii[i] if lcb else 0.0, W, counts, points, inverse, slot, arms[i],
@@ -663,6 +684,8 @@ class PolytopeArms:
         A certified interior point (the pull-in's centre and the cold start).
     norm_bound : float
         Certified ``max ||x||`` over the polytope.
+    radius : float
+        Certified ``max ||x - center||`` over the polytope.
     member : tuple of ndarray
         :func:`~.exact.membership_rows` of ``A`` and ``b`` as the user gave them: every arm is
         verified against these, exactly.
@@ -672,24 +695,27 @@ class PolytopeArms:
     """
 
     def __init__(self, A: np.ndarray, b: np.ndarray, center: np.ndarray, norm_bound: float,
-                 member: tuple[np.ndarray, np.ndarray], gap_rtol: float = GAP_RTOL) -> None:
+                 radius: float, member: tuple[np.ndarray, ...], gap_rtol: float = GAP_RTOL) -> None:
         self.A = np.ascontiguousarray(A, dtype=np.float64)
         self.b = np.ascontiguousarray(b, dtype=np.float64)
         self.member = tuple(np.ascontiguousarray(v, dtype=np.float64) for v in member)
         self.center = np.ascontiguousarray(center, dtype=np.float64)
         self.norm_bound = float(norm_bound)
+        self.radius = float(radius)
         self.gap_rtol = float(gap_rtol)
 
     def geometry(self, lam: float | None = None) -> tuple:
-        """``(A, b, center, norm_bound, z_bound, gap_rtol, member_A, member_b, member_l1)``, what
-        the compiled stages receive.
+        """``(A, b, center, norm_bound, radius, z_bound, gap_rtol, member_A, member_b,
+        member_l1)``, what the compiled stages receive.
 
-        ``z_bound`` bounds ``||x||_{V^{-1}}`` over the polytope for every ``V >= lam I`` (SEGE's
-        information matrices): ``norm_bound / sqrt(lam)``, widened by 1e-6 against rounding in
-        ``V``; without ``lam`` it is 0 (computed per instance from ``L``; see :func:`certified`).
+        ``z_bound`` bounds ``||x - center||_{V^{-1}}`` over the polytope for every ``V >= lam I``
+        (SEGE's information matrices): ``radius / sqrt(lam)``, widened by 1e-6 against rounding
+        in ``V``; without ``lam`` it is 0 (computed per instance from ``L``; see
+        :func:`certified`).
         """
-        z_bound = 0.0 if lam is None else self.norm_bound / math.sqrt(lam) * (1.0 + 1e-6)
-        return (self.A, self.b, self.center, self.norm_bound, z_bound, self.gap_rtol, *self.member)
+        z_bound = 0.0 if lam is None else self.radius / math.sqrt(lam) * (1.0 + 1e-6)
+        return (self.A, self.b, self.center, self.norm_bound, self.radius, z_bound, self.gap_rtol,
+                *self.member)
 
     def warm_state(self, n: int) -> tuple[np.ndarray, ...]:
         """The cold warm-start state of ``n`` runs (:func:`empty_warm_state`)."""
