@@ -178,6 +178,21 @@ def test_the_exact_sign_kernel_agrees_with_rationals():
     assert P.contains([1.0, 1.0], tol=0.0) and not P.contains([1.0, np.nextafter(1.0, 2.0)], tol=0.0)
 
 
+def test_a_value_below_the_compensated_sums_reach_is_decided_by_the_expansion():
+    """1e-20 * 1 + 1e20 * 1 - 1e20 = 1e-20 > 0: the float sum and the compensated sum (whose
+    bound is about 1e-31 of 2e20) cannot tell; the exact expansion can (found by review)."""
+    A = np.array([[1e-20, 1e20], [1.0, 0.0], [-1.0, 0.0], [0.0, -1.0]])
+    b = np.array([1e20, 1.0, 0.0, 0.0])
+    P = sc.Polytope(A, b)
+    assert polytope_excess(A, b, [1.0, 1.0]) > 0
+    assert not P.contains([1.0, 1.0], tol=0.0)
+    moved, ok = P.pull_inside(np.array([[1.0, 1.0]]))
+    assert ok[0] and outside_polytope(A, b, moved) == []
+    rows = exact.membership_rows(A, b)
+    assert exact.polytope_verdicts(rows, np.array([[1.0, 1.0]]))[0] == exact.UNDECIDED
+    assert exact.row_signs(rows, np.array([1.0, 1.0]))[0] == exact.POSITIVE
+
+
 def test_contains_of_a_hull_is_exact_next_to_its_boundary():
     rng = np.random.default_rng(13)
     points = rng.uniform(0, 1, (6, 2))

@@ -347,8 +347,11 @@ class ArmSet(ABC):
         centre and its witness) and checked at ``tol=0`` (:mod:`.lifted`: equalities to their
         rounding bound).  Witnesses not given are found by a small solve per point
         (:func:`~sege_cvx.conic.programs.witness_program`); a convex combination of certified
-        arms should pass the same combination of their witnesses.  Other sets ignore
-        ``witnesses``.
+        arms should pass the same combination of their witnesses.  A
+        :class:`~sege_cvx.arm_sets.ConvexHull` proves each point exactly from its weights instead
+        (:func:`~sege_cvx.fast_paths.hull_arms.pull_into_hull`).  Other sets ignore
+        ``witnesses``.  Rows already in the set exactly (``contains(tol=0)``) are returned
+        unchanged.
 
         Parameters
         ----------

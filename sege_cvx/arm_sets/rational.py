@@ -47,7 +47,8 @@ def polytope_contains(rows: tuple, X: np.ndarray) -> np.ndarray:
         if not np.all(np.isfinite(x)):
             continue
         signs = exact.row_signs(rows, x)
-        out[i] = not any(row_violated(A, b, j, x) for j in np.flatnonzero(signs == exact.UNDECIDED))
+        out[i] = not (np.any(signs == exact.POSITIVE) or any(
+            row_violated(A, b, j, x) for j in np.flatnonzero(signs == exact.UNDECIDED)))
     return out
 
 

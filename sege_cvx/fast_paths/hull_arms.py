@@ -174,7 +174,7 @@ def anchored(x, P, idx, w, m, sparse, beta, center, half) -> bool:
     """
     K, d = P.shape
     s, n, last = _weights_sum(w, m, idx, sparse)
-    if not s > 0.0:
+    if not (s > 0.0 and 0.5 <= beta <= 1.0):  # 1 - beta is exact there (Sterbenz)
         return False
     if beta == 1.0:
         if n != 1:
