@@ -212,6 +212,29 @@ def test_contains_of_a_hull_is_exact_next_to_its_boundary():
     np.testing.assert_array_equal(hull.contains(xs, tol=0.0), truth)
 
 
+def test_contains_of_a_hull_is_exact_next_to_its_facets_in_3d():
+    """Facet centroids (computed in floats: just inside or just outside), moved by up to 2 ulps,
+    on a 3-D hull of points on the sphere: decided against the exact facets."""
+    from scipy.spatial import ConvexHull as Qhull
+
+    rng = np.random.default_rng(16)
+    points = rng.standard_normal((14, 3))
+    points /= np.linalg.norm(points, axis=1, keepdims=True)
+    hull = sc.ConvexHull(points)
+    facets = hull_facets(points)
+    xs = []
+    for simplex in Qhull(points).simplices:
+        x = points[simplex].mean(axis=0)
+        for _ in range(rng.integers(0, 3)):
+            k = rng.integers(3)
+            x[k] = np.nextafter(x[k], np.inf if rng.random() < 0.5 else -np.inf)
+        xs.append(x)
+    xs = np.array(xs)
+    truth = np.array([in_hull(facets, x) for x in xs])
+    assert 0 < truth.sum() < len(truth)
+    np.testing.assert_array_equal(hull.contains(xs, tol=0.0), truth)
+
+
 def test_a_hull_contains_its_own_points():
     assert sc.ConvexHull([[0.1, 0.1], [0.7, 0.2], [0.3, 0.9]]).contains(
         [[0.1, 0.1], [0.7, 0.2], [0.3, 0.9]], tol=0.0).all()

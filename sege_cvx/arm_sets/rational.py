@@ -61,30 +61,121 @@ def convex_weights(points: np.ndarray, x: np.ndarray) -> np.ndarray | None:
 
     1. a verified float solve on them (:func:`verified_barycentric`) proves it for a point
        strictly inside that simplex, at the cost of a few ``(d + 1) x (d + 1)`` products;
-    2. otherwise (a point on a face, or near one) the same points in exact rationals, and
-    3. should they not contain it (or the linear program find no solution), phase one of the
-       simplex method over all the points in exact rationals (:func:`_phase_one`), which
-       decides.
+    2. otherwise (a point on a face, or near one) the same points in exact rationals;
+    3. for ``d`` points, the hyperplane through them, if it is a facet of the hull (every point
+       on one side, in rationals), decides a point near it (:func:`_facet_decision`): beyond it,
+       outside; on it, in the facet's points' hull; short of it, in the simplex of these points
+       and the point farthest from it, if its barycentric coordinates there are nonnegative;
+    4. and otherwise (the linear program found no solution, or a point near a lower-dimensional
+       face), phase one of the simplex method over all the points in exact rationals
+       (:func:`_phase_one`), which decides: slow for thousands of points.
     """
     K, d = points.shape
     x = np.asarray(x, dtype=np.float64)
+    xq = [_q(v) for v in x]
     basic = basic_weights(points, x)
     if basic is not None:
         support = np.flatnonzero(basic > 0)
         if support.size == d + 1:
             weights = verified_barycentric(points[support], x)
             if weights is not None:
-                out = np.zeros(K)
-                out[support] = weights
-                return out
+                return _spread(K, support, weights)
         if support.size:
-            exact = _phase_one(points[support], [_q(v) for v in x])
+            exact = _phase_one(points[support], xq)
             if exact is not None:
-                out = np.zeros(K)
-                out[support] = [float(v) for v in exact]
-                return out
-    exact = _phase_one(points, [_q(v) for v in x])
+                return _spread(K, support, [float(v) for v in exact])
+        if support.size == d:
+            decided = _facet_decision(points, xq, support)
+            if decided is not None:
+                return None if decided is False else decided
+    exact = _phase_one(points, xq)
     return None if exact is None else np.array([float(v) for v in exact])
+
+
+def _spread(K: int, support: np.ndarray, weights) -> np.ndarray:
+    out = np.zeros(K)
+    out[support] = weights
+    return out
+
+
+def _facet_decision(points: np.ndarray, x: list[Fraction],
+                    support: np.ndarray) -> np.ndarray | bool | None:
+    """Decide ``x`` near the hyperplane through the ``d`` points ``support``: weights (inside),
+    ``False`` (outside), or ``None`` (not a facet, or undecided).  All in rationals."""
+    K, d = points.shape
+    P = [[_q(v) for v in p] for p in points]
+    base = P[support[0]]
+    normal = _null_vector([[P[k][c] - base[c] for c in range(d)] for k in support[1:]], d)
+    if normal is None:
+        return None
+    offset = sum(n * v for n, v in zip(normal, base, strict=True))
+    values = [sum(n * v for n, v in zip(normal, p, strict=True)) - offset for p in P]
+    if all(v >= 0 for v in values):  # the hull's points below the hyperplane: flip it
+        normal, values = [-n for n in normal], [-v for v in values]
+        offset = -offset
+    if not all(v <= 0 for v in values):
+        return None  # not a supporting hyperplane
+    side = sum(n * v for n, v in zip(normal, x, strict=True)) - offset
+    if side > 0:
+        return False  # beyond a facet: outside
+    if side == 0:  # on the facet: in the hull of the facet's own points, or not
+        on = np.array([k for k in range(K) if values[k] == 0])
+        exact = _phase_one(points[on], x)
+        return False if exact is None else _spread(K, on, [float(v) for v in exact])
+    far = int(min(range(K), key=lambda k: values[k]))  # the point farthest inside
+    simplex = [*support, far]
+    M = [[P[k][c] for k in simplex] for c in range(d)] + [[Fraction(1)] * (d + 1)]
+    weights = _solve(M, [*x, Fraction(1)])
+    if weights is None or any(w < 0 for w in weights):
+        return None
+    return _spread(K, np.array(simplex), [float(w) for w in weights])
+
+
+def _null_vector(rows: list[list[Fraction]], d: int) -> list[Fraction] | None:
+    """A nonzero rational vector orthogonal to the ``d - 1`` ``rows``, or ``None`` if they are
+    dependent (Gaussian elimination to reduced row echelon form)."""
+    rows = [list(r) for r in rows]
+    pivots = []
+    r = 0
+    for c in range(d):
+        pivot = next((i for i in range(r, len(rows)) if rows[i][c] != 0), None)
+        if pivot is None:
+            continue
+        rows[r], rows[pivot] = rows[pivot], rows[r]
+        lead = rows[r][c]
+        rows[r] = [v / lead for v in rows[r]]
+        for i in range(len(rows)):
+            if i != r and rows[i][c] != 0:
+                f = rows[i][c]
+                rows[i] = [a - f * p for a, p in zip(rows[i], rows[r], strict=True)]
+        pivots.append(c)
+        r += 1
+    if r != d - 1:
+        return None
+    free = next(c for c in range(d) if c not in pivots)
+    out = [Fraction(0)] * d
+    out[free] = Fraction(1)
+    for i, c in enumerate(pivots):
+        out[c] = -rows[i][free]
+    return out
+
+
+def _solve(M: list[list[Fraction]], rhs: list[Fraction]) -> list[Fraction] | None:
+    """The solution of the square rational system ``M w = rhs``, or ``None`` if singular."""
+    n = len(M)
+    rows = [list(row) + [v] for row, v in zip(M, rhs, strict=True)]
+    for c in range(n):
+        pivot = next((i for i in range(c, n) if rows[i][c] != 0), None)
+        if pivot is None:
+            return None
+        rows[c], rows[pivot] = rows[pivot], rows[c]
+        lead = rows[c][c]
+        rows[c] = [v / lead for v in rows[c]]
+        for i in range(n):
+            if i != c and rows[i][c] != 0:
+                f = rows[i][c]
+                rows[i] = [a - f * p for a, p in zip(rows[i], rows[c], strict=True)]
+    return [rows[i][n] for i in range(n)]
 
 
 def basic_weights(points: np.ndarray, x: np.ndarray) -> np.ndarray | None:
