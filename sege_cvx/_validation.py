@@ -21,10 +21,19 @@ _TINY = float(np.finfo(np.float64).tiny)
 
 
 def _fmt(value: object) -> str:
+    """``value`` for a one-line message: at most 80 characters, arrays on one line."""
     text = np.array2string(np.asarray(value), threshold=8, precision=4) if isinstance(
         value, np.ndarray
     ) else repr(value)
+    text = " ".join(text.split())  # an array's rows on one line
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _first_not_finite(name: str, arr: np.ndarray) -> str:
+    """``"<name> must be finite (no NaN or inf): <name>[i, j] is nan"``, the first such entry."""
+    index = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
+    where = f"[{', '.join(map(str, index))}]" if index else ""
+    return f"{name} must be finite (no NaN or inf): {name}{where} is {float(arr[index])!r}"
 
 
 def as_finite_array(name: str, value: object) -> np.ndarray:
@@ -36,7 +45,7 @@ def as_finite_array(name: str, value: object) -> np.ndarray:
     """
     if type(value) is np.ndarray and value.dtype == np.float64:  # the common case, kept cheap
         if not np.isfinite(value).all():
-            raise ValueError(f"{name} must be finite (no NaN or inf), got {_fmt(value)}")
+            raise ValueError(_first_not_finite(name, value))
         return value
     # Text and bytes (numpy would parse "1.5" -> 1.5, or read b"7" as the byte 55).
     if isinstance(value, str | bytes | bytearray) or (
@@ -61,7 +70,7 @@ def as_finite_array(name: str, value: object) -> np.ndarray:
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be numeric, got {_fmt(value)}") from exc
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite (no NaN or inf), got {_fmt(arr)}")
+        raise ValueError(_first_not_finite(name, arr))
     return arr
 
 

@@ -18,6 +18,7 @@ import pytest
 from _exact import hull_facets, in_hull, outside_hull, outside_polytope, polytope_excess, q
 
 import sege_cvx as sc
+from sege_cvx.arm_sets import rational
 from sege_cvx.arm_sets.polyhedral import VERTEX_BUDGET, max_vertex_count
 from sege_cvx.experiments.spec import SpecError, StudySpec
 from sege_cvx.fast_paths import exact
@@ -172,10 +173,30 @@ def test_the_exact_sign_kernel_agrees_with_rationals():
         expected = (value > 0) - (value < 0)
         got = exact.row_signs(exact.membership_rows(a[None], [bj]), x)[0]
         assert got == expected, (a, x, bj)
-    big = exact.membership_rows(np.array([[1e300, 1.0]]), [1e300])
-    assert exact.row_signs(big, np.array([1e10, 0.0]))[0] == exact.UNDECIDED
+    # Products beyond 2^+-960 (1e10 * 1e295): the kernels cannot tell; rationals decide.
+    A, x = np.array([[1e10, 1.0]]), np.array([1e295, 1e-300])
+    rows = exact.membership_rows(A, [1e305])
+    assert exact.row_signs(rows, x)[0] == exact.UNDECIDED
+    assert polytope_excess(A, [1e305], x) > 0
+    assert not rational.polytope_contains(rows, x[None])[0]
+    # A row of 1e-300 is scaled by a power of two: the same inequality, in the kernels' range.
+    rows = exact.membership_rows(np.array([[1e-300, 0.0]]), [1e-300])
+    assert exact.row_signs(rows, np.array([1.0, 5.0]))[0] == exact.ZERO
     P = sc.Polytope(np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]]), np.ones(4))
     assert P.contains([1.0, 1.0], tol=0.0) and not P.contains([1.0, np.nextafter(1.0, 2.0)], tol=0.0)
+
+
+def test_rows_of_tiny_scale_work():
+    """Rows multiplied by 1e-300 describe the same set: arms certified, none outside (they fell
+    back NotMember: products below 2^-960; found by review)."""
+    s = 1e-300
+    A = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0], [1.0, 1.0]]) * s
+    b = np.array([1.0, 1.0, 1.0, 1.0, 1.5]) * s
+    P = sc.Polytope(A, b)
+    np.testing.assert_array_equal(P.greedy_arm([0.6, 0.3]), [1.0, 0.5])
+    policy = sc.SEGE(P, [0.2, 0.1], 0.15, 0.05, S=1.0, noise_sd=0.1, n_runs=4, seed=0)
+    arms = play(policy, np.array([0.5, 0.4]), 100)
+    assert policy.solver_fallbacks.sum() == 0 and outside_polytope(A, b, arms) == []
 
 
 def test_a_value_below_the_compensated_sums_reach_is_decided_by_the_expansion():

@@ -48,9 +48,9 @@ class Ellipsoid(ArmSet):
     """
 
     def __init__(self, center: np.ndarray, shape: np.ndarray) -> None:
-        self.center = as_vector("center", center)
+        self.center = as_vector("center", center).copy()  # copies: the caller's may change
         self.dim = self.center.shape[0]
-        self.shape = as_spd_matrix("shape", shape, self.dim)
+        self.shape = as_spd_matrix("shape", shape, self.dim).copy()
         self._eig = np.linalg.eigvalsh(self.shape)
         #: The data of the compiled per-point arms (:mod:`sege_cvx.fast_paths.ellipsoid_arms`),
         #: which the batched methods below and SEGE's compiled stages share.

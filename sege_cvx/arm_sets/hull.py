@@ -89,15 +89,16 @@ class ConvexHull(ConvexArmSet):
         if K < d + 1:
             raise ValueError(f"ConvexHull in dimension {d} needs at least d + 1 = {d + 1} points "
                              f"(a nonempty interior), got {K}")
-        # Affine rank, scaled so that the test does not depend on the points' units.
+        # Affine rank, each coordinate scaled so that the test depends on no coordinate's units
+        # (one scale for all called [[0, 0], [1e30, 0], [0, 1]] a segment).
         spread = P - P.mean(axis=0)
-        scale = np.max(np.abs(spread))
-        rank = np.linalg.matrix_rank(spread / scale) if scale > 0 else 0
+        scale = np.max(np.abs(spread), axis=0)
+        rank = np.linalg.matrix_rank(spread / np.where(scale > 0, scale, 1.0))
         if rank < d:
             raise ValueError(f"the points span an affine subspace of dimension {rank} only, not "
                              f"R^{d}: their convex hull has an empty interior")
         self.dim = d
-        self.points = np.ascontiguousarray(P)
+        self.points = np.array(P, dtype=np.float64, order="C")  # a copy: the caller's may change
         self._certify_construction()
 
     def __repr__(self) -> str:

@@ -200,9 +200,9 @@ class Box(_CertifiedPolyhedron):
     """
 
     def __init__(self, lower: np.ndarray, upper: np.ndarray) -> None:
-        self.lower = as_vector("lower", lower)
+        self.lower = as_vector("lower", lower).copy()  # copies: the caller's may change
         self.dim = self.lower.shape[0]
-        self.upper = as_vector("upper", upper, self.dim)
+        self.upper = as_vector("upper", upper, self.dim).copy()
         bad = np.flatnonzero(~(self.lower < self.upper))
         if bad.size:
             i = bad[0]
@@ -350,7 +350,8 @@ class Polytope(_CertifiedPolyhedron):
                              f"{row_norms[i]:.3g}, has b[{i}] / ||A[{i}]|| beyond the float range "
                              f"(b[{i}] = {b[i]:.3g}): rescale A and b")
         self.A, self.b = A / row_norms[:, None], b_unit
-        self.A_given, self.b_given = np.ascontiguousarray(A), np.ascontiguousarray(b)
+        # Copies: the caller's arrays may change after the set is built.
+        self.A_given, self.b_given = np.array(A, order="C"), np.array(b)
         self.bounding_box()  # raises ValueError if empty, unbounded or too small to certify
         size = ArmSet.diameter_bound(self)  # the box's diagonal; raises if not representable
         self.norm_bound()

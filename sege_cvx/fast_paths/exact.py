@@ -188,10 +188,19 @@ def _compensated_sign(A, j, x, bj) -> int:
 
 
 def membership_rows(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(A, b, l1)``, the data of :func:`in_polytope`: the rows as given (float64, C order) and
+    """``(A, b, l1)``, the data of :func:`in_polytope`: the rows as given (float64, C order), each
+    multiplied by the power of two that brings its largest ``|a_jk|`` into ``[1, 2)`` where that
+    is exact (the same inequality, and products of ordinary size even for rows of 1e-300), and
     each row's ``||a_j||_1`` rounded up (by ``(d + 2) u``, above its summation's rounding)."""
-    A = np.ascontiguousarray(A, dtype=np.float64)
-    b = np.ascontiguousarray(b, dtype=np.float64)
+    A = np.array(A, dtype=np.float64, order="C")
+    b = np.array(b, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        shift = 1 - np.frexp(np.abs(A).max(axis=1))[1]
+        scaled_A, scaled_b = np.ldexp(A, shift[:, None]), np.ldexp(b, shift)
+        exact = (np.all(np.ldexp(scaled_A, -shift[:, None]) == A, axis=1)
+                 & (np.ldexp(scaled_b, -shift) == b) & np.isfinite(scaled_b)
+                 & np.all(np.isfinite(scaled_A), axis=1))
+    A[exact], b[exact] = scaled_A[exact], scaled_b[exact]
     l1 = np.abs(A).sum(axis=1) * (1.0 + (A.shape[1] + 2.0) * _U)
     return A, b, l1
 

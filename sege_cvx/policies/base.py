@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 from .._random import MAX_RUNS
@@ -107,9 +109,9 @@ class BatchPolicy:
                      if self.baseline_shift > 0.0 else "")
             raise ValueError(f"threshold must be < baseline_reward {float(b0)!r}{moved}, got {b!r}")
         floor = margin_floor(arm_set, self.S, b0)
-        if not b0 - b >= floor:
+        if not _margin_at_least(b0, b, floor):
             largest = b0 - floor
-            while not b0 - largest >= floor:  # the suggestion must itself pass
+            while not _margin_at_least(b0, largest, floor):  # the suggestion must itself pass
                 largest = np.nextafter(largest, -np.inf)
             raise ValueError(f"threshold {b!r} is {b0 - b:.3g} below baseline_reward {float(b0)!r}, "
                              f"a margin lost to rounding: b0 - b must be at least {floor:.3g} "
@@ -175,6 +177,11 @@ def margin_floor(arm_set: ArmSet, S: float, baseline_reward: float) -> float:
     """The smallest ``b0 - b`` a policy accepts on ``arm_set`` (:data:`MARGIN_ROUNDING`)."""
     scale = max(S * arm_set.norm_bound(), abs(float(baseline_reward)))
     return MARGIN_ROUNDING * arm_set.dim * float(np.finfo(float).eps) * scale
+
+
+def _margin_at_least(b0: float, b: float, floor: float) -> bool:
+    """``b0 - b >= floor`` in exact arithmetic (the float difference can round up)."""
+    return Fraction(float(b0)) - Fraction(float(b)) >= Fraction(float(floor))
 
 
 def _nearest_arm(arm_set: ArmSet, x: np.ndarray) -> str:
