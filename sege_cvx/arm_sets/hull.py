@@ -313,7 +313,12 @@ class ConvexHull(ConvexArmSet):
         return bound
 
     def diameter_bound(self) -> float:
-        """The largest pairwise distance, widened by ``4 (d + 2)`` ulps (rounding)."""
+        """The largest pairwise distance, widened by ``4 (d + 2)`` ulps (rounding); computed once
+        (``O(K^2)``)."""
+        return self._diameter
+
+    @cached_property
+    def _diameter(self) -> float:
         P, best = 0.5 * self.points, 0.0  # halves: differences cannot overflow
         for start in range(0, P.shape[0], _DISTANCE_CHUNK):
             block = P[start:start + _DISTANCE_CHUNK]

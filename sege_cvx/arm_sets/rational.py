@@ -62,8 +62,9 @@ def convex_weights(points: np.ndarray, x: np.ndarray) -> np.ndarray | None:
     1. a verified float solve on them (:func:`verified_barycentric`) proves it for a point
        strictly inside that simplex, at the cost of a few ``(d + 1) x (d + 1)`` products;
     2. otherwise (a point on a face, or near one) the same points in exact rationals;
-    3. for ``d`` points, the hyperplane through them, if it is a facet of the hull (every point
-       on one side, in rationals), decides a point near it (:func:`_facet_decision`): beyond it,
+    3. the hyperplane through the ``d`` points of largest weight, if it is a facet of the hull
+       (every point on one side, in rationals), decides a point near it
+       (:func:`_facet_decision`): beyond it,
        outside; on it, in the facet's points' hull; short of it, in the simplex of these points
        and the point farthest from it, if its barycentric coordinates there are nonnegative;
     4. and otherwise (the linear program found no solution, or a point near a lower-dimensional
@@ -84,8 +85,9 @@ def convex_weights(points: np.ndarray, x: np.ndarray) -> np.ndarray | None:
             exact = _phase_one(points[support], xq)
             if exact is not None:
                 return _spread(K, support, [float(v) for v in exact])
-        if support.size == d:
-            decided = _facet_decision(points, xq, support)
+        if support.size >= d:  # a point near a facet: the d largest weights name it
+            facet = np.sort(support[np.argsort(-basic[support], kind="stable")[:d]])
+            decided = _facet_decision(points, xq, facet)
             if decided is not None:
                 return None if decided is False else decided
     exact = _phase_one(points, xq)
