@@ -1,12 +1,16 @@
 """Arm sets: closed forms against hand-computed values and against linear programs."""
 
+from unittest import mock
+
 import cvxpy as cp
 import numpy as np
 import pytest
+from _exact import outside_polytope
 from scipy.optimize import linprog
 
 import sege_cvx as sc
 from sege_cvx.arm_sets.base import ArmSet
+from sege_cvx.fast_paths import exact
 
 DISK = sc.Ball(center=[1.0, 1.0], radius=1.0)
 SIMPLEX = sc.Polytope(A=np.vstack([-np.eye(2), np.ones((1, 2))]), b=[0.0, 0.0, 1.0])
@@ -178,10 +182,21 @@ def test_compiled_pull_in_is_the_batched_schedule_bit_for_bit(arm_set):
                         center + 0.5 * (edge - center), [[np.nan, 0.5], edge[0] + 1.0]])
     ours, ok = arm_set._pull_inside(points)  # the policies' path: NaN rows come back not ok
     batched = np.array(points)
-    ok_batched = ArmSet._pull_in(arm_set, batched)
+    # The compiled schedule accepts what the float test proves (exact.in_polytope): the same
+    # test in the batched schedule.
+    rows = arm_set._member_rows
+    with mock.patch.object(arm_set, "_inside", lambda X, tol: np.array(
+            [exact.in_polytope(x, rows) for x in X])):
+        ok_batched = ArmSet._pull_in(arm_set, batched)
     assert ours.tobytes() == batched.tobytes() and np.array_equal(ok, ok_batched)
     moved = np.any(ours[:120] != points[:120], axis=1)
     assert ok[:120].all() and not ok[120:].any() and moved[:40].sum() >= 20 and not moved[40:].any()
+    assert outside_polytope(*arm_set._given_rows(), ours[:120]) == []
+    # The simplex's vertex (1, 0) is on x + y <= 1 exactly: the float test cannot prove it (the
+    # compiled pull-in moves it), the public pull_inside keeps it, as every row inside exactly.
+    vertex = np.array([[1.0, 0.0]])
+    assert (arm_set._pull_inside(vertex)[0] != vertex).any() == (arm_set is SIMPLEX)
+    assert np.array_equal(arm_set.pull_inside(vertex)[0], vertex)
 
 
 def test_pull_inside_moves_finite_rows_next_to_nan_rows():

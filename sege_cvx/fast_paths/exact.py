@@ -10,27 +10,30 @@ decides it in three tiers, each exact where it answers:
    ``T <= ||a||_1 max_k |x_k| + |b|``, with ``||a||_1`` rounded up once per row
    (:func:`membership_rows`); :func:`filter_factor` ``(n + 2) u`` times that covers it.  Beyond
    it, ``s`` has the exact sign: this decides every row not within a few ulps of its boundary,
-   at the cost of the plain float test.
+   at the cost of the plain float test (:func:`filter_sign`).  A row with a single entry ``+-1``
+   (a box's) has an exact sum: its sign decides, zero included.
 2. **A compensated sum** with error-free transformations (Ogita, Rump & Oishi, "Accurate sum
    and dot product", SIAM J. Sci. Comput. 26, 2005, Algorithm Dot2): each product ``a_k x_k =
-   h + r`` exactly (:func:`two_product`, a fused multiply-add), each partial sum ``hi + h = hi' + q``
-   exactly (:func:`two_sum`, Knuth's).  If every ``r`` and ``q`` is zero the running ``hi`` *is*
-   the exact value; otherwise the result errs by at most ``u |value| + gamma_n^2 T``, so a
+   h + r`` exactly (:func:`two_product`, a fused multiply-add), each partial sum ``hi + h = hi' +
+   q`` exactly (:func:`two_sum`, Knuth's).  If every ``r`` and ``q`` is zero the running ``hi``
+   *is* the exact value; otherwise the result errs by at most ``u |value| + gamma_n^2 T``, so a
    result beyond ``2 gamma_n^2 T`` (about ``1e-31 T``) has the exact sign.
 3. **An exact expansion** (Shewchuk, "Adaptive precision floating-point arithmetic and fast
    robust geometric predicates", 1997, Grow-Expansion with zero elimination): the terms
    ``h``, ``r`` and ``-b`` summed into nonoverlapping components of increasing magnitude, the
-   largest of which has the sign of the sum.  Only :func:`row_signs` (``contains``) runs it: in
-   the compiled stages a value tier 2 cannot separate from 0 (below about 1e-31 of its terms, and
-   nonzero) counts as not inside, and the arm is pulled further in.
+   largest of which has the sign of the sum (:func:`row_signs`).
+
+``contains(x, tol=0)`` runs all three (:func:`polytope_verdict`, then :func:`row_signs`), and
+rationals where they cannot answer (:mod:`sege_cvx.arm_sets.rational`).  The compiled stages run
+tier 1 alone (:func:`in_polytope`): an arm it cannot prove inside is pulled in a little further
+(about 1e-15 of its distance) until it can, so that every later check of that arm costs what the
+plain float test did, and a point it accepts is inside exactly.
 
 Tiers 2 and 3 are exact when no product overflows and no product's error term underflows:
-every nonzero product ``a_k x_k`` (and ``b``) of binary exponent within
-``+-EXACT_EXPONENT`` (products from about 1e-289 to 1e289).  Beyond that :func:`dot_sign`
-answers :data:`UNDECIDED`: compiled code then treats the point as not (yet) inside, which is safe
-(an arm is pulled further in), and Python decides the row in rationals
-(:mod:`sege_cvx.arm_sets.rational`).  Non-finite ``x`` is :data:`UNDECIDED` too; callers treat
-it as outside.
+every nonzero product ``a_k x_k`` (and ``b``) of binary exponent within ``+-EXACT_EXPONENT``
+(products from about 1e-289 to 1e289; rows are scaled by powers of two first, so this concerns
+``x``).  Beyond that they answer :data:`UNDECIDED`, and rationals decide.  Non-finite ``x`` is
+:data:`UNDECIDED` too; callers treat it as outside.
 
 The kernels run with IEEE arithmetic (numba without ``fastmath``), which the transformations
 assume; the one fused multiply-add, in :func:`two_product`, is LLVM's ``llvm.fma.f64``, exact on
@@ -127,23 +130,36 @@ def _expansion_sign(A, j, x, bj) -> int:
 
 
 @njit(inline="always")
-def dot_sign(A, j, x, bj, size) -> int:
-    """The exact sign of ``A[j] x - bj`` by tiers 1 and 2 (the module docstring's):
-    :data:`NEGATIVE`, :data:`ZERO`, :data:`POSITIVE`, or :data:`UNDECIDED` for data beyond the
-    exact range, a non-finite ``x``, or a value tier 2 cannot separate from 0 (below about
-    ``1e-31`` of its terms: :func:`row_signs` decides it by tier 3).  ``size``: an upper bound on
-    ``sum_k |A[j, k] x_k| + |bj|`` (:func:`polytope_verdict` gives ``||A[j]||_1 max_k |x_k| +
-    |bj|``)."""
+def filter_sign(A, j, x, bj, norm, largest) -> int:
+    """Tier 1: the sign of ``A[j] x - bj`` where the float sum is beyond its rounding bound,
+    else :data:`UNDECIDED` (and for NaN or inf).  ``norm``: the row's rounded-up ``||a||_1``
+    (:func:`membership_rows`), 0 for a row whose float sum is exact (a single entry ``+-1``: the
+    sign of the float sum is then the exact sign, zero included); ``largest``: ``max_k |x_k|``."""
     n = x.shape[0]
     s = 0.0
     for k in range(n):
         s += A[j, k] * x[k]
     s -= bj
-    bound = filter_factor(n) * size + _ABS
+    if norm == 0.0:  # s is exact
+        return POSITIVE if s > 0.0 else (NEGATIVE if s < 0.0 else (ZERO if s == 0.0 else UNDECIDED))
+    bound = filter_factor(n) * (norm * largest + abs(bj)) + _ABS
     if s > bound:
         return POSITIVE
     if s < -bound:
         return NEGATIVE
+    return UNDECIDED
+
+
+@njit(inline="always")
+def dot_sign(A, j, x, bj, norm, largest) -> int:
+    """The exact sign of ``A[j] x - bj`` by tiers 1 and 2 (the module docstring's):
+    :data:`NEGATIVE`, :data:`ZERO`, :data:`POSITIVE`, or :data:`UNDECIDED` for data beyond the
+    exact range, a non-finite ``x``, or a value tier 2 cannot separate from 0 (below about
+    ``1e-31`` of its terms: :func:`row_signs` decides it by tier 3).  ``norm``, ``largest``: as
+    :func:`filter_sign`."""
+    sign = filter_sign(A, j, x, bj, norm, largest)
+    if sign != UNDECIDED or not largest < math.inf:
+        return sign
     return _compensated_sign(A, j, x, bj)
 
 
@@ -191,7 +207,8 @@ def membership_rows(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarra
     """``(A, b, l1)``, the data of :func:`in_polytope`: the rows as given (float64, C order), each
     multiplied by the power of two that brings its largest ``|a_jk|`` into ``[1, 2)`` where that
     is exact (the same inequality, and products of ordinary size even for rows of 1e-300), and
-    each row's ``||a_j||_1`` rounded up (by ``(d + 2) u``, above its summation's rounding)."""
+    each row's ``||a_j||_1`` rounded up (by ``(d + 2) u``, above its summation's rounding), or 0
+    for a row whose float sum is exact: a single entry ``+-1`` (a box's rows)."""
     A = np.array(A, dtype=np.float64, order="C")
     b = np.array(b, dtype=np.float64)
     with np.errstate(all="ignore"):
@@ -202,6 +219,7 @@ def membership_rows(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarra
                  & np.all(np.isfinite(scaled_A), axis=1))
     A[exact], b[exact] = scaled_A[exact], scaled_b[exact]
     l1 = np.abs(A).sum(axis=1) * (1.0 + (A.shape[1] + 2.0) * _U)
+    l1[(np.count_nonzero(A, axis=1) == 1) & (np.abs(A).max(axis=1) == 1.0)] = 0.0
     return A, b, l1
 
 
@@ -211,13 +229,10 @@ def polytope_verdict(rows, x) -> int:
     :data:`OUTSIDE` (some row fails), or :data:`UNDECIDED` (no row fails, some cannot be decided
     by the kernels)."""
     A, b, l1 = rows
-    largest = 0.0
-    for k in range(x.shape[0]):
-        if not abs(x[k]) <= largest:  # larger, or NaN: the bound is then NaN, the row tier 2's
-            largest = abs(x[k])
+    largest = _largest(x)
     undecided = False
     for j in range(A.shape[0]):
-        sign = dot_sign(A, j, x, b[j], l1[j] * largest + abs(b[j]))
+        sign = dot_sign(A, j, x, b[j], l1[j], largest)
         if sign == POSITIVE:
             return OUTSIDE
         if sign == UNDECIDED:
@@ -225,13 +240,34 @@ def polytope_verdict(rows, x) -> int:
     return UNDECIDED if undecided else INSIDE
 
 
+@njit(inline="always")
+def _largest(x) -> float:
+    """``max_k |x_k|``: inf or NaN if some ``x_k`` is (the rows are then undecided)."""
+    largest = 0.0
+    for k in range(x.shape[0]):
+        if not abs(x[k]) <= largest:  # larger, or NaN
+            largest = abs(x[k])
+    return largest
+
+
 @njit
 def in_polytope(x, rows) -> bool:
-    """``A x <= b`` proven exactly (``rows``: :func:`membership_rows` of the user's own ``A`` and
-    ``b``): the membership test of :func:`sege_cvx._pull_in.pull_in_one` for boxes and
-    polytopes.  False where it cannot be proven (:data:`UNDECIDED`): the point is then pulled
-    further in."""
-    return polytope_verdict(rows, x) == INSIDE
+    """``A x <= b`` proven exactly by tier 1 alone (``rows``: :func:`membership_rows` of the user's
+    own ``A`` and ``b``): the membership test of the compiled stages and of
+    :func:`sege_cvx._pull_in.pull_in_one` for boxes and polytopes.
+
+    A point within rounding of a facet is not accepted (but on a box's face it is: those rows
+    are exact), so the pull-in moves it in, by about 1e-15 of its distance, until the float sum
+    proves it: then every later check of that arm (the simplex method's warm start, ROFUL's
+    segment points) costs what the plain float test did.  ``contains(x, tol=0)`` decides such a
+    point exactly (:func:`polytope_verdict`)."""
+    A, b, l1 = rows
+    largest = _largest(x)
+    for j in range(A.shape[0]):
+        sign = filter_sign(A, j, x, b[j], l1[j], largest)
+        if sign != NEGATIVE and sign != ZERO:
+            return False
+    return True
 
 
 @njit
@@ -249,12 +285,10 @@ def row_signs(rows, x) -> np.ndarray:
     not separate the value from 0; :data:`UNDECIDED` only for data beyond the exact range (or a
     non-finite ``x``), which rationals decide (:mod:`sege_cvx.arm_sets.rational`)."""
     A, b, l1 = rows
-    largest = 0.0
-    for k in range(x.shape[0]):
-        largest = max(largest, abs(x[k]))
+    largest = _largest(x)
     out = np.empty(A.shape[0], dtype=np.int8)
     for j in range(A.shape[0]):
-        sign = dot_sign(A, j, x, b[j], l1[j] * largest + abs(b[j]))
+        sign = dot_sign(A, j, x, b[j], l1[j], largest)
         if sign == UNDECIDED and _in_exact_range(A, j, x, b[j]):
             sign = _expansion_sign(A, j, x, b[j])
         out[j] = sign
