@@ -152,6 +152,15 @@ def test_contains_is_exact_next_to_the_boundary(kind):
     truth = np.array([polytope_excess(A, b, x) <= 0 for x in points])
     assert 0 < truth.sum() < len(truth)  # both sides are exercised
     np.testing.assert_array_equal(P.contains(points, tol=0.0), truth)
+    # contains' first step, the float test in NumPy, decides only what is true, and (beyond
+    # rounding) decides: points 1e-6 of the way in or out.
+    c = P.chebyshev_center
+    for X in (points, c + (1.0 - 1e-6) * (points - c), c + (1.0 + 1e-6) * (points - c)):
+        verdicts = rational._filter_verdicts(P._member_rows, X)
+        truth = np.array([polytope_excess(A, b, x) <= 0 for x in X])
+        assert truth[verdicts == exact.INSIDE].all() and not truth[verdicts == exact.OUTSIDE].any()
+        if X is not points:
+            assert (verdicts != exact.UNDECIDED).all()
     # Integer rows such as x >= 0, sum(x) <= 2 have points exactly on them: in the set.
     if kind == "integer":
         assert P.contains([0.0, 0.5, 1.5], tol=0.0)

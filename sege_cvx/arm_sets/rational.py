@@ -33,14 +33,18 @@ def polytope_contains(rows: tuple, X: np.ndarray) -> np.ndarray:
     """Whether each row of ``X`` satisfies ``A x <= b`` exactly (rows with NaN or inf: False);
     ``rows``: :func:`~sege_cvx.fast_paths.exact.membership_rows` of ``A`` and ``b``.
 
-    The compiled verdicts first (:func:`~sege_cvx.fast_paths.exact.polytope_verdicts`); for the
-    points they leave :data:`~sege_cvx.fast_paths.exact.UNDECIDED`, every row's sign with the
-    exact expansion (:func:`~sege_cvx.fast_paths.exact.row_signs`), and the rows beyond its
-    range in rationals.
+    Tier 1 of :mod:`~sege_cvx.fast_paths.exact` in NumPy first (:func:`_filter_verdicts`), then
+    the compiled verdicts (:func:`~sege_cvx.fast_paths.exact.polytope_verdicts`) for the points
+    it leaves open, then for those still :data:`~sege_cvx.fast_paths.exact.UNDECIDED` every
+    row's sign with the exact expansion (:func:`~sege_cvx.fast_paths.exact.row_signs`), and the
+    rows beyond its range in rationals.
     """
     A, b = rows[0], rows[1]
     X = np.ascontiguousarray(X, dtype=np.float64)
-    verdicts = exact.polytope_verdicts(rows, X)
+    verdicts = _filter_verdicts(rows, X)
+    open_ = np.flatnonzero(verdicts == exact.UNDECIDED)
+    if open_.size:  # points within rounding of a facet: compiled only where needed
+        verdicts[open_] = exact.polytope_verdicts(rows, X[open_])
     out = verdicts == exact.INSIDE
     for i in np.flatnonzero(verdicts == exact.UNDECIDED):
         x = X[i]
@@ -50,6 +54,27 @@ def polytope_contains(rows: tuple, X: np.ndarray) -> np.ndarray:
         out[i] = not (np.any(signs == exact.POSITIVE) or any(
             row_violated(A, b, j, x) for j in np.flatnonzero(signs == exact.UNDECIDED)))
     return out
+
+
+def _filter_verdicts(rows: tuple, X: np.ndarray) -> np.ndarray:
+    """Tier 1 (:func:`~sege_cvx.fast_paths.exact.filter_sign`) on every point at once, with
+    NumPy's product: :data:`~sege_cvx.fast_paths.exact.INSIDE`, ``OUTSIDE`` or ``UNDECIDED`` per
+    row of ``X``.  The rounding bound ``(n + 2) u (||a||_1 max_k |x_k| + |b|)`` holds for a sum
+    in any order, with or without fused multiply-adds, so the BLAS's order does not matter; a
+    row with a single entry ``+-1`` (``l1 = 0``) has an exact sum.  NaN and inf are undecided."""
+    A, b, l1 = rows
+    with np.errstate(all="ignore"):
+        residual = X @ A.T - b
+        largest = np.max(np.abs(X), axis=1, initial=0.0)
+        largest[~np.all(np.isfinite(X), axis=1)] = np.nan
+        bound = exact.filter_factor.py_func(A.shape[1]) * (l1 * largest[:, None] + np.abs(b)) + exact._ABS
+    bound[:, l1 == 0.0] = 0.0
+    bound[np.isnan(largest)] = np.nan
+    inside = (residual < -bound) | ((bound == 0.0) & (residual <= 0.0))
+    verdicts = np.full(X.shape[0], exact.UNDECIDED, dtype=np.int8)
+    verdicts[np.all(inside, axis=1)] = exact.INSIDE
+    verdicts[np.any(residual > bound, axis=1)] = exact.OUTSIDE
+    return verdicts
 
 
 def convex_weights(points: np.ndarray, x: np.ndarray) -> np.ndarray | None:
