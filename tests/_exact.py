@@ -13,6 +13,15 @@ def q(v: float) -> Fraction:
     return Fraction(float(v))
 
 
+def nudged(x: np.ndarray, rng: np.random.Generator, most: int) -> np.ndarray:
+    """``x`` (in place) with fewer than ``most`` random coordinates moved by one ulp each, up or
+    down: points a few ulps from where they were built, on either side of a boundary."""
+    for _ in range(rng.integers(0, most)):
+        k = rng.integers(x.shape[0])
+        x[k] = np.nextafter(x[k], np.inf if rng.random() < 0.5 else -np.inf)
+    return x
+
+
 def polytope_excess(A: np.ndarray, b: np.ndarray, x: np.ndarray) -> Fraction:
     """``max_j (A_j x - b_j)`` in rationals: positive iff ``x`` is outside ``A x <= b``."""
     xq = [q(v) for v in x]

@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
-from _exact import hull_facets, in_hull, outside_hull, outside_polytope, polytope_excess, q
+from _exact import hull_facets, in_hull, nudged, outside_hull, outside_polytope, polytope_excess, q
 
 import sege_cvx as sc
 from sege_cvx.arm_sets import rational
@@ -143,10 +143,7 @@ def test_contains_is_exact_next_to_the_boundary(kind):
         u = rng.standard_normal(d)
         rate = A @ u
         t = np.min((b - A @ P.chebyshev_center)[rate > 0] / rate[rate > 0])
-        x = P.chebyshev_center + t * u
-        for _ in range(rng.integers(0, 5)):
-            k = rng.integers(d)
-            x[k] = np.nextafter(x[k], np.inf if rng.random() < 0.5 else -np.inf)
+        x = nudged(P.chebyshev_center + t * u, rng, 5)
         points.append(x)
     points = np.array(points)
     truth = np.array([polytope_excess(A, b, x) <= 0 for x in points])
@@ -235,10 +232,7 @@ def test_contains_of_a_hull_is_exact_next_to_its_boundary():
     xs = []
     for _ in range(150):  # points on edges between vertices, moved by up to 3 ulps
         i, j = rng.choice(len(points), 2, replace=False)
-        x = points[i] + rng.uniform() * (points[j] - points[i])
-        for _ in range(rng.integers(0, 4)):
-            k = rng.integers(2)
-            x[k] = np.nextafter(x[k], np.inf if rng.random() < 0.5 else -np.inf)
+        x = nudged(points[i] + rng.uniform() * (points[j] - points[i]), rng, 4)
         xs.append(x)
     xs = np.array(xs)
     truth = np.array([in_hull(facets, x) for x in xs])
@@ -258,10 +252,7 @@ def test_contains_of_a_hull_is_exact_next_to_its_facets_in_3d():
     facets = hull_facets(points)
     xs = []
     for simplex in Qhull(points).simplices:
-        x = points[simplex].mean(axis=0)
-        for _ in range(rng.integers(0, 3)):
-            k = rng.integers(3)
-            x[k] = np.nextafter(x[k], np.inf if rng.random() < 0.5 else -np.inf)
+        x = nudged(points[simplex].mean(axis=0), rng, 3)
         xs.append(x)
     xs = np.array(xs)
     truth = np.array([in_hull(facets, x) for x in xs])

@@ -158,6 +158,17 @@ def _facet_decision(points: np.ndarray, x: list[Fraction],
     return _spread(K, np.array(simplex), [float(w) for w in weights])
 
 
+def _pivot(rows: list[list[Fraction]], r: int, c: int) -> None:
+    """A Gauss-Jordan pivot in place: row ``r`` divided by ``rows[r][c]``, column ``c`` cleared
+    from every other row."""
+    lead = rows[r][c]
+    rows[r] = [v / lead for v in rows[r]]
+    for i in range(len(rows)):
+        if i != r and rows[i][c] != 0:
+            f = rows[i][c]
+            rows[i] = [a - f * p for a, p in zip(rows[i], rows[r], strict=True)]
+
+
 def _null_vector(rows: list[list[Fraction]], d: int) -> list[Fraction] | None:
     """A nonzero rational vector orthogonal to the ``d - 1`` ``rows``, or ``None`` if they are
     dependent (Gaussian elimination to reduced row echelon form)."""
@@ -169,12 +180,7 @@ def _null_vector(rows: list[list[Fraction]], d: int) -> list[Fraction] | None:
         if pivot is None:
             continue
         rows[r], rows[pivot] = rows[pivot], rows[r]
-        lead = rows[r][c]
-        rows[r] = [v / lead for v in rows[r]]
-        for i in range(len(rows)):
-            if i != r and rows[i][c] != 0:
-                f = rows[i][c]
-                rows[i] = [a - f * p for a, p in zip(rows[i], rows[r], strict=True)]
+        _pivot(rows, r, c)
         pivots.append(c)
         r += 1
     if r != d - 1:
@@ -196,12 +202,7 @@ def _solve(M: list[list[Fraction]], rhs: list[Fraction]) -> list[Fraction] | Non
         if pivot is None:
             return None
         rows[c], rows[pivot] = rows[pivot], rows[c]
-        lead = rows[c][c]
-        rows[c] = [v / lead for v in rows[c]]
-        for i in range(n):
-            if i != c and rows[i][c] != 0:
-                f = rows[i][c]
-                rows[i] = [a - f * p for a, p in zip(rows[i], rows[c], strict=True)]
+        _pivot(rows, c, c)
     return [rows[i][n] for i in range(n)]
 
 
@@ -280,12 +281,7 @@ def _phase_one(points: np.ndarray, x: list[Fraction]) -> list[Fraction] | None:
         ratios = [(tableau[r][-1] / tableau[r][entering], basis[r], r)
                   for r in range(m) if tableau[r][entering] > 0]
         _, _, leave = min(ratios)  # the smallest ratio, ties by smallest basic index (Bland)
-        pivot = tableau[leave][entering]
-        tableau[leave] = [v / pivot for v in tableau[leave]]
-        for r in range(m):
-            if r != leave and tableau[r][entering] != 0:
-                f = tableau[r][entering]
-                tableau[r] = [a - f * p for a, p in zip(tableau[r], tableau[leave], strict=True)]
+        _pivot(tableau, leave, entering)
         basis[leave] = entering
     if any(basis[r] >= K and tableau[r][-1] != 0 for r in range(m)):
         return None
