@@ -20,10 +20,11 @@ _EXPORTS = {
     "Polytope": ".arm_sets",
     "ConfidenceEllipsoid": ".confidence", "confidence_radius": ".confidence", "lcb": ".confidence",
     "self_normalized_radius": ".confidence",
-    "SolverFailure": ".conic", "CLUCB": ".policies", "ROFUL": ".policies", "SEGE": ".policies",
+    "SolverFailure": ".conic", "CLUCB": ".policies", "Policy": ".policies", "ROFUL": ".policies",
+    "SEGE": ".policies",
     "LinearBandit": ".simulation", "run_seeds": ".simulation", "simulate": ".simulation",
     "BanditProblem": ".experiments", "StudySpec": ".experiments", "run_sweep": ".experiments",
-    "load_results": ".experiments",
+    "load_results": ".experiments", "testing": ".testing",
 }
 
 __all__ = sorted(_EXPORTS)

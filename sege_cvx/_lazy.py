@@ -8,12 +8,15 @@ from importlib import import_module
 
 def lazy_exports(namespace: dict, exports: dict[str, str]) -> tuple[Callable, Callable]:
     """A module's ``__getattr__`` and ``__dir__`` for ``exports`` (public name -> the module,
-    relative to the package, that defines it); ``namespace`` is the module's ``globals()``."""
+    relative to the package, that defines it, or the submodule of that name itself);
+    ``namespace`` is the module's ``globals()``."""
     package = namespace["__name__"]
 
     def __getattr__(name: str):
         if name in exports:
-            value = getattr(import_module(exports[name], package), name)
+            module = import_module(exports[name], package)
+            # A submodule exported as itself (``"testing": ".testing"``) is the module.
+            value = module if exports[name] == "." + name else getattr(module, name)
             namespace[name] = value  # later look-ups skip this function
             return value
         raise AttributeError(f"module {package!r} has no attribute {name!r}")

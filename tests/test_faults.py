@@ -128,7 +128,7 @@ def _never(n_runs):
 
 
 @pytest.mark.parametrize("policy, bandit, error, match", [
-    ("x", _bandit(1), TypeError, "policy must be a sege_cvx policy"),
+    ("x", _bandit(1), TypeError, "policy must be a sege_cvx.Policy"),
     (_never(1), "bandit", TypeError, "bandit must be a LinearBandit"),
     (_never(1), _bandit(1, dim=3), ValueError, "bandit has dimension 3 but the policy's arm set "
                                                "has dimension 2"),

@@ -202,7 +202,7 @@ def test_clucb_conservative_check_on_every_round():
         np.testing.assert_array_equal(x[~opt], np.tile([1.2, 1.9], ((~opt).sum(), 1)))
         baseline_plays += policy.last_decision == BASELINE
         policy.observe(x, bandit.pull(x)[1])
-    assert policy.decision_counts[:, 0].min() > 0 and policy.decision_counts[:, 1].min() > 0
+    assert policy.decision_counts[:, OPTIMISTIC].min() > 0 and policy.decision_counts[:, BASELINE].min() > 0
 
 
 @st.composite

@@ -3,7 +3,7 @@
 Its greedy and LCB arms are exact closed forms (a scan of the rows), so it never builds a conic
 program; it is not convex, so it has no cvxpy representation and no exploration distribution.
 CLUCB plays its rows as they are; SEGE, which plays convex combinations of arms, refuses it
-(:meth:`sege_cvx.policies.base.BatchPolicy._require_convex`).
+(:meth:`sege_cvx.policies.base.Policy._require_convex`).
 """
 
 from __future__ import annotations

@@ -1,30 +1,193 @@
-"""What every batched policy shares: the select/observe protocol over ``n_runs`` runs."""
+"""The policy protocol every policy follows, built-in or a user's: :class:`Policy`."""
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 
 import numpy as np
 
-from .._random import MAX_RUNS
+from .._random import MAX_RUNS, SeedLike, seed_sequences
 from .._validation import _fmt, as_finite_array, as_positive_int, as_scalar, as_vector
 from ..arm_sets.base import ArmSet
 
 
-class BatchPolicy:
-    """Enforces ``select`` then ``observe``, and the shapes of arms and rewards.
+class Policy:
+    """The base of every safe-bandit policy: SEGE, CLUCB, ROFUL and a user's own.
 
-    A single learner is a batch of one: ``select`` then returns shape ``(d,)``.
-    Subclasses set ``n_runs`` and ``t`` and call :meth:`_stage_start`, :meth:`_stage_arms`
-    and :meth:`_observation`.
+    A policy acts on ``n_runs`` independent runs at once.  A subclass sets
+    :attr:`decision_names` and implements two methods:
+
+    - ``select()``: the stage's arms, shape ``(n_runs, d)`` (``(d,)`` is accepted for one run),
+      and sets :attr:`last_decision`, one code per run indexing :attr:`decision_names`;
+    - ``observe(arms, rewards)``: the arms ``select`` returned, shape ``(n_runs, d)``, and their
+      noisy rewards, shape ``(n_runs,)``.
+
+    The base wraps both (once per class): it refuses ``select`` twice without ``observe`` and
+    ``observe`` of other arms, checks shapes, finiteness and decision codes, counts each run's
+    decisions (:attr:`decision_counts`) and advances :attr:`t`; ``select`` returns a copy, shape
+    ``(d,)`` for a single run.  It never checks that the arms lie in the set (that is the
+    policy's duty: :meth:`~sege_cvx.ArmSet.pull_inside` and ``contains(x, tol=0)`` decide it
+    exactly).  A policy never sees ``theta*``.
+
+    Parameters
+    ----------
+    arm_set : ArmSet
+        The arms.
+    baseline_arm : array_like, shape (d,)
+        The baseline arm ``x0`` (Assumption 3); moved exactly into the set if rounding leaves it
+        just outside, its reward bound then lowered by ``S`` times the move.
+    baseline_reward : float
+        ``b0``, a lower bound on ``<x0, theta*>``.
+    threshold : float
+        ``b < b0``, the floor every stage's expected reward must keep.
+    S : float
+        Bound on ``||theta*||`` (Assumption 1).
+    noise_sd : float
+        Sub-Gaussian noise level (Assumption 2).
+    lam : float, default 0.1
+        Ridge regularization of ``V = lam I + sum x x^T``.
+    n_runs : int, default 1
+    seed : int, SeedSequence, sequence of SeedSequence, or None
+        One ``SeedSequence`` per run (:func:`sege_cvx.run_seeds`): run ``i`` draws from
+        :attr:`rngs` ``[i]``, the same numbers alone (``seed=[seq_i]``) or in any batch.
+
+    Attributes
+    ----------
+    arm_set, baseline_arm, baseline_reward, threshold, S, noise_sd, lam, n_runs, seed
+        As given (validated; ``baseline_arm`` and ``baseline_reward`` as certified).
+    d : int
+        The dimension.
+    rngs : list of numpy.random.Generator
+        One generator per run, from that run's seed alone.
+    t : int
+        Stages observed so far.
+    last_decision : ndarray of int8, shape (n_runs,)
+        The codes of the last ``select`` (-1 before the first).
+    decision_counts : ndarray of int64, shape (n_runs, len(decision_names))
+
+    Examples
+    --------
+    A policy that plays its LCB arm where that arm's LCB is at least the threshold, else the
+    baseline arm:
+
+    >>> import numpy as np
+    >>> import sege_cvx as sc
+    >>> class SafeLCB(sc.Policy):
+    ...     decision_names = ("lcb", "baseline")
+    ...     def __init__(self, arm_set, baseline_arm, baseline_reward, threshold, *, S,
+    ...                  noise_sd, lam=0.1, n_runs=1, seed=None, radius=1.0):
+    ...         super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
+    ...                          noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed)
+    ...         self.radius = radius
+    ...         self.confidence = sc.ConfidenceEllipsoid(self.d, self.lam, self.n_runs)
+    ...     def select(self):
+    ...         conf, r = self.confidence, np.full(self.n_runs, self.radius)
+    ...         arms = self.arm_set.lcb_arm(conf.theta_hat, conf.V, r)
+    ...         safe = conf.lcb(arms, r) >= self.threshold
+    ...         self.last_decision = np.where(safe, 0, 1)
+    ...         return np.where(safe[:, None], arms, self.baseline_arm)
+    ...     def observe(self, arms, rewards):
+    ...         self.confidence.update(arms, rewards)
+    >>> disk = sc.Ball(center=[1.0, 1.0], radius=1.0)
+    >>> policy = SafeLCB(disk, [1.2, 1.9], 2.24, 0.8 * 2.24, S=1.0, noise_sd=0.1, n_runs=4)
+    >>> result = sc.simulate(policy, sc.LinearBandit([0.6, 0.8], 0.1, sc.run_seeds(0, 4)[1]), 200)
+    >>> policy.t, int(policy.decision_counts.sum()), int(result.stats.total_violations.sum())
+    (200, 800, 0)
     """
 
+    #: The name of each decision code of :attr:`last_decision` (``None``: a code the policy
+    #: never records).
+    decision_names: tuple[str | None, ...] = ()
     n_runs: int
     t: int
     _pending: np.ndarray | None = None
+    _inside_call: bool = False
     #: Whether :meth:`_run_stages` plays many stages per compiled call (the engine then uses it
     #: instead of ``select``/``observe`` per stage).
     _fused_stages: bool = False
+
+    def __init__(self, arm_set: ArmSet, baseline_arm: np.ndarray, baseline_reward: float,
+                 threshold: float, *, S: float, noise_sd: float, lam: float = 0.1,
+                 n_runs: int = 1, seed: SeedLike = None) -> None:
+        self._set_problem(arm_set, baseline_arm, baseline_reward, threshold, S, noise_sd, lam,
+                          n_runs)
+        self.seed = seed
+        self._seed_sequences = seed_sequences(seed, self.n_runs)
+        self.d = arm_set.dim
+        self.t = 0
+        names = self.decision_names
+        if (not isinstance(names, tuple) or not names
+                or not all(n is None or isinstance(n, str) for n in names)):
+            raise TypeError(f"{type(self).__name__}.decision_names must be a nonempty tuple of str "
+                            f"(None for a code never recorded), got {names!r}")
+        self.last_decision = np.full(self.n_runs, -1, dtype=np.int8)
+        self.decision_counts = np.zeros((self.n_runs, len(names)), dtype=np.int64)
+
+    @functools.cached_property
+    def rngs(self) -> list[np.random.Generator]:
+        """One ``numpy.random.Generator`` per run, from that run's seed alone (made on first
+        use)."""
+        return [np.random.default_rng(s) for s in self._seed_sequences]
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "select" in cls.__dict__:
+            cls.select = _protocol_select(cls.__dict__["select"])
+        if "observe" in cls.__dict__:
+            cls.observe = _protocol_observe(cls.__dict__["observe"])
+
+    def select(self) -> np.ndarray:
+        """The stage's arms: shape ``(d,)`` for one run, else ``(n_runs, d)``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement select()")
+
+    def observe(self, arms: np.ndarray, rewards: np.ndarray | float) -> None:
+        """Record the rewards of the arms the last :meth:`select` returned."""
+        raise NotImplementedError(f"{type(self).__name__} must implement observe(arms, rewards)")
+
+    def _checked_selection(self, arms) -> np.ndarray:
+        """``select``'s arms as ``(n_runs, d)`` float64, and its decisions counted."""
+        name = type(self).__name__
+        try:
+            X = np.array(arms, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name}.select() must return arms as numbers, got "
+                            f"{type(arms).__name__}") from exc
+        if X.shape == (self.d,) and self.n_runs == 1:
+            X = X[None]
+        if X.shape != (self.n_runs, self.d):
+            raise ValueError(f"{name}.select() must return shape ({self.n_runs}, {self.d}), got "
+                             f"{X.shape}")
+        if not np.all(np.isfinite(X)):
+            raise ValueError(f"{name}.select() returned a non-finite arm for run "
+                             f"{int(np.argmin(np.all(np.isfinite(X), axis=1)))}")
+        codes = np.asarray(self.last_decision)
+        known = [k for k, n in enumerate(self.decision_names) if n is not None]
+        if (codes.shape != (self.n_runs,) or not np.issubdtype(codes.dtype, np.integer)
+                or not np.isin(codes, known).all()):
+            raise ValueError(f"{name}.select() must set last_decision to {self.n_runs} integer "
+                             f"code(s) among {known} (decision_names "
+                             f"{self.decision_names}), got {_fmt(codes)}")
+        self.last_decision = codes.astype(np.int8, copy=False)
+        self.decision_counts[np.arange(self.n_runs), self.last_decision] += 1
+        return np.ascontiguousarray(X)
+
+    def _checked_observation(self, x, y) -> tuple[np.ndarray, np.ndarray]:
+        """Validate ``(x, y)`` against the pending arms; returns ``(n_runs, d)`` and ``(n_runs,)``."""
+        if self._pending is None:
+            raise RuntimeError("observe() called before select()")
+        xs = as_finite_array("x", x)
+        if xs.size != self._pending.size:
+            raise ValueError(f"x must hold {self.n_runs} arm(s) of dimension "
+                             f"{self._pending.shape[1]}, got shape {xs.shape}")
+        xs = xs.reshape(self._pending.shape)
+        if not np.array_equal(xs, self._pending):
+            raise ValueError("observe() must receive the arms returned by the last select()")
+        # Real numbers only: a string such as "1e3" is refused, not parsed (as_finite_array).
+        ys = as_finite_array("observed rewards y", y)
+        if ys.size != self.n_runs:
+            raise ValueError(f"y must hold {self.n_runs} reward(s), got shape {ys.shape}")
+        return xs, ys.reshape(self.n_runs)
 
     def _run_stages(self, t0: int, noise: np.ndarray, bandit, optimal: float, stats, row: int,
                     trace_reward: np.ndarray, trace_decision: np.ndarray) -> int:
@@ -135,35 +298,6 @@ class BatchPolicy:
             raise ValueError(f"lam = {self.lam!r} is below the precision of V = lam I + x x^T for "
                              f"arms of norm up to L = {L:.6g}: use lam >= {floor:.3g}")
 
-    def _stage_start(self) -> int:
-        if self._pending is not None:
-            raise RuntimeError("select() called twice without observe()")
-        return self.t + 1
-
-    def _stage_arms(self, arms: np.ndarray) -> np.ndarray:
-        self._pending = arms
-        return arms[0].copy() if self.n_runs == 1 else arms.copy()
-
-    def _observation(self, x: np.ndarray, y: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
-        """Validate ``(x, y)`` against the pending arms; returns ``(n_runs, d)`` and ``(n_runs,)``."""
-        if self._pending is None:
-            raise RuntimeError("observe() called before select()")
-        xs = as_finite_array("x", x)
-        if xs.size != self._pending.size:
-            raise ValueError(f"x must hold {self.n_runs} arm(s) of dimension "
-                             f"{self._pending.shape[1]}, got shape {xs.shape}")
-        xs = xs.reshape(self._pending.shape)
-        if not np.array_equal(xs, self._pending):
-            raise ValueError("observe() must receive the arms returned by the last select()")
-        # Real numbers only: a string such as "1e3" is refused, not parsed (as_finite_array).
-        ys = as_finite_array("observed rewards y", y)
-        if ys.size != self.n_runs:
-            raise ValueError(f"y must hold {self.n_runs} reward(s), got shape {ys.shape}")
-        ys = ys.reshape(self.n_runs)
-        self._pending = None
-        self.t += 1
-        return xs, ys
-
 
 #: The smallest safety margin ``b0 - b`` accepted, in units of ``d eps max(S L, |b0|)``: the
 #: rounding of an arm's coordinates, of its reward ``<x, theta*>`` and of a pull-in toward the
@@ -171,6 +305,44 @@ class BatchPolicy:
 #: reward by a few ``eps S L``; a margin below their sum is not one the arithmetic can keep
 #: (with ``b = b0 - 4 ulp`` on the paper's disk, SEGE and ROFUL played arms below ``b``).
 MARGIN_ROUNDING = 64.0
+
+
+def _protocol_select(select):
+    """``select`` wrapped in the protocol's checks (:class:`Policy`); an override calling its
+    parent's ``select`` is checked once, by the outermost call."""
+    @functools.wraps(select)
+    def checked(self):
+        if self._inside_call:
+            return select(self)
+        if self._pending is not None:
+            raise RuntimeError("select() called twice without observe()")
+        self._inside_call = True
+        try:
+            arms = select(self)
+        finally:
+            self._inside_call = False
+        self._pending = self._checked_selection(arms)
+        return self._pending[0].copy() if self.n_runs == 1 else self._pending.copy()
+    return checked
+
+
+def _protocol_observe(observe):
+    """``observe`` wrapped in the protocol's checks (:class:`Policy`): it receives the validated
+    arms ``(n_runs, d)`` and rewards ``(n_runs,)``, with :attr:`Policy.t` already the stage
+    observed."""
+    @functools.wraps(observe)
+    def checked(self, arms, rewards):
+        if self._inside_call:
+            return observe(self, arms, rewards)
+        xs, ys = self._checked_observation(arms, rewards)
+        self._pending = None
+        self.t += 1
+        self._inside_call = True
+        try:
+            observe(self, xs, ys)
+        finally:
+            self._inside_call = False
+    return checked
 
 
 def margin_floor(arm_set: ArmSet, S: float, baseline_reward: float) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._numba import borrow, keep_alive, njit, over_runs
+from .._random import SeedLike
 from .._rowwise import row_matvec
 from .._validation import as_batch_of_vectors, as_positive_int, as_scalar
 from ..arm_sets.base import ArmSet
@@ -14,7 +15,7 @@ from ..confidence.cholesky import inverse_factor_one, lcb_one, observe_one
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius, CountTable, radii_all, radius_one
 from ..simulation.statistics import record_run_stage
-from .base import BatchPolicy
+from .base import Policy
 
 #: Decision codes recorded per stage (``CLUCB.last_decision``).
 OPTIMISTIC, BASELINE = 0, 2
@@ -302,7 +303,7 @@ def run_stages(first, last, t0, n_stages, state, rule, beta_table, arms, arms_t,
         for s_ in range(n_stages):
             t = t0 + s_
             play = choose(t, chol_i, theta_i, rule, beta_table[counts[i]], arms, arms_t, z_i,
-                          decision_counts[i, 1], b0, alpha, baseline_arm, work, arm_work, arm)
+                          decision_counts[i, BASELINE], b0, alpha, baseline_arm, work, arm_work, arm)
             mean = 0.0
             for j in range(d):
                 mean += arm[j] * theta_star[j]
@@ -314,10 +315,10 @@ def run_stages(first, last, t0, n_stages, state, rule, beta_table, arms, arms_t,
                 counts[i] += 1
                 for j in range(d):
                     z_i[j] += arm[j]
-                decision_counts[i, 0] += 1
+                decision_counts[i, OPTIMISTIC] += 1
                 code = 0
             else:
-                decision_counts[i, 1] += 1
+                decision_counts[i, BASELINE] += 1
                 code = 2
             last_decision[i] = code
             r_i = record_run_stage(i, t, s_, mean, code, optimal, threshold, grid, r_i,
@@ -329,7 +330,7 @@ def run_stages(first, last, t0, n_stages, state, rule, beta_table, arms, arms_t,
     keep_alive(scratch)
 
 
-class CLUCB(BatchPolicy):
+class CLUCB(Policy):
     """Conservative linear UCB with a known baseline reward, on ``n_runs`` runs at once.
 
     Finite arms: support points of the set (:func:`discretize`), or, on a
@@ -364,6 +365,8 @@ class CLUCB(BatchPolicy):
     radius : {"theorem1", "self_normalized"}
         The confidence radius ``beta`` (:mod:`sege_cvx.confidence.radius`).
     n_runs : int, default 1
+    seed : int, SeedSequence, sequence of SeedSequence, or None
+        Validated only: CLUCB draws nothing (:class:`~sege_cvx.Policy`).
 
     Attributes
     ----------
@@ -376,8 +379,8 @@ class CLUCB(BatchPolicy):
     confidence : ConfidenceEllipsoid
     last_decision : ndarray of int8
         :data:`OPTIMISTIC` or :data:`BASELINE`.
-    decision_counts : ndarray, shape (n_runs, 2)
-        Optimistic and baseline rounds.
+    decision_counts : ndarray, shape (n_runs, 3)
+        Optimistic rounds (column :data:`OPTIMISTIC`) and baseline rounds (:data:`BASELINE`).
 
     Examples
     --------
@@ -406,8 +409,10 @@ class CLUCB(BatchPolicy):
         n_arms: int | None = None,
         radius: str = "theorem1",
         n_runs: int = 1,
+        seed: SeedLike = None,
     ) -> None:
-        self._set_problem(arm_set, baseline_arm, baseline_reward, threshold, S, noise_sd, lam, n_runs)
+        super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
+                         noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed)
         d = arm_set.dim
         # The conservative constraint is stated for a positive baseline reward r_b = b0.
         if not self.baseline_reward > 0.0:
@@ -439,23 +444,18 @@ class CLUCB(BatchPolicy):
 
         self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
         self.optimistic_sum = np.zeros((self.n_runs, d))  # z in the conservative check
-        self.t = 0
-        self.last_decision = np.full(self.n_runs, -1, dtype=np.int8)
-        self.decision_counts = np.zeros((self.n_runs, 2), dtype=np.int64)
 
     def select(self) -> np.ndarray:
         """Choose round ``t``'s arms: optimistic if the conservative check passes, else baseline."""
-        t = self._stage_start()
+        t = self.t + 1
         conf = self.confidence
         arms = np.empty((self.n_runs, self.arm_set.dim))
         play = np.empty(self.n_runs, dtype=bool)
         choose_all(t, conf.chol, conf.theta_hat, self._radius.rule, self._beta[conf.counts],
-                   self.arms, self._arms_t, self.optimistic_sum, self.decision_counts[:, 1],
+                   self.arms, self._arms_t, self.optimistic_sum, self.decision_counts[:, BASELINE],
                    self.baseline_reward, self.alpha, self.baseline_arm, arms, play)
         self.last_decision = np.where(play, OPTIMISTIC, BASELINE).astype(np.int8)
-        self.decision_counts[:, 0] += play
-        self.decision_counts[:, 1] += ~play
-        return self._stage_arms(arms)
+        return arms
 
     _fused_stages = True
 
@@ -487,7 +487,6 @@ class CLUCB(BatchPolicy):
 
     def observe(self, x: np.ndarray, y: np.ndarray | float) -> None:
         """Record rewards; only optimistic rounds enter the confidence set."""
-        xs, ys = self._observation(x, y)
         optimistic = self.last_decision == OPTIMISTIC
-        self.confidence._update(xs, ys, mask=optimistic)
-        self.optimistic_sum[optimistic] += xs[optimistic]
+        self.confidence._update(x, y, mask=optimistic)
+        self.optimistic_sum[optimistic] += x[optimistic]

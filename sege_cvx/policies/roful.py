@@ -35,7 +35,7 @@ import numpy as np
 
 from .._numba import borrow, keep_alive, njit, over_runs
 from .._pull_in import pull_in_one
-from .._random import SeedLike, seed_sequences
+from .._random import SeedLike
 from .._validation import as_scalar, scaled_norm
 from ..arm_sets.base import ArmSet
 from ..confidence.cholesky import inverse_factor_one, observe_one
@@ -44,7 +44,7 @@ from ..confidence.radius import ConfidenceRadius, CountTable, radii_all, radius_
 from ..fast_paths.ellipsoid_arms import gauge_one
 from ..fast_paths.exact import in_polytope
 from ..simulation.statistics import record_run_stage
-from .base import BatchPolicy
+from .base import Policy
 from .clucb import as_arm_count, default_arm_count, directional_terms, discretize_with_witnesses
 
 #: Decision codes recorded per stage (``ROFUL.last_decision``): the step ``x~`` played in full
@@ -188,7 +188,7 @@ def run_stages(first, last, t0, n_stages, state, rule, beta_table, dirs_t, steps
     keep_alive(scratch)
 
 
-class ROFUL(BatchPolicy):
+class ROFUL(Policy):
     r"""ROFUL, directional optimism for stagewise safety (Hutchinson, Turan and Alizadeh, AISTATS
     2024), on ``n_runs`` runs at once; the rule is in the module docstring.
 
@@ -284,8 +284,8 @@ class ROFUL(BatchPolicy):
         seed: SeedLike = None,
     ) -> None:
         self._require_convex(arm_set)  # it plays points of segments [x0, p_j]
-        self._set_problem(arm_set, baseline_arm, baseline_reward, threshold, S, noise_sd, lam,
-                          n_runs)
+        super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
+                         noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed)
         if self.baseline_shift > 0.0:
             # The arm may well be in the set: on its boundary, rounding (or, on a lifted set, the
             # witness solve) can fail the exact test, which is what the user must know.
@@ -295,7 +295,6 @@ class ROFUL(BatchPolicy):
                              "known only as a bound), as a point on the boundary can by rounding: "
                              "give a baseline arm that passes arm_set.contains(x0, tol=0), e.g. "
                              "one off the boundary")
-        seed_sequences(seed, self.n_runs)  # validated only: ROFUL draws nothing
         d = arm_set.dim
         self.delta = as_scalar("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
         self.margin = self.baseline_reward - self.threshold
@@ -322,9 +321,6 @@ class ROFUL(BatchPolicy):
         self._membership = arm_set.compiled_membership
 
         self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
-        self.t = 0
-        self.last_decision = np.full(self.n_runs, -1, dtype=np.int8)
-        self.decision_counts = np.zeros((self.n_runs, 3), dtype=np.int64)
         self.solver_fallbacks = np.zeros(self.n_runs, dtype=np.int64)
 
     @property
@@ -345,7 +341,6 @@ class ROFUL(BatchPolicy):
     def select(self) -> np.ndarray:
         """Choose the stage's arms (:func:`step_one`, then the point moved exactly into the set;
         the baseline arm, counted in ``solver_fallbacks``, where it cannot be)."""
-        self._stage_start()
         conf = self.confidence
         j = np.empty(self.n_runs, dtype=np.int64)
         tau = np.empty(self.n_runs)
@@ -363,13 +358,11 @@ class ROFUL(BatchPolicy):
             arms[~inside] = self.baseline_arm
             code[~inside] = BASELINE
         self.last_decision = code
-        self.decision_counts[np.arange(self.n_runs), code] += 1
-        return self._stage_arms(arms)
+        return arms
 
     def observe(self, x: np.ndarray, y: np.ndarray | float) -> None:
         """Record the rewards: ``(x - x0, y - b0)`` enter the confidence set."""
-        xs, ys = self._observation(x, y)
-        self.confidence._update(xs - self.baseline_arm, ys - self.baseline_reward)
+        self.confidence._update(x - self.baseline_arm, y - self.baseline_reward)
 
     def _run_stages(self, t0: int, noise: np.ndarray, bandit, optimal: float, stats, row: int,
                     trace_reward: np.ndarray, trace_decision: np.ndarray) -> int:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._numba import over_runs
-from .._random import PacedNormals, SeedLike, seed_sequences
+from .._random import PacedNormals, SeedLike
 from .._validation import as_scalar
 from ..arm_sets.base import LCB_METHODS, ArmSet
 from ..arm_sets.exploration import Exploration
@@ -18,7 +18,7 @@ from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius
 from ..fast_paths.status import STATUS
 from . import sege_rule
-from .base import BatchPolicy
+from .base import Policy
 from .sege_rule import EXPLOIT, EXPLORE_BASELINE, EXPLORE_LCB
 
 __all__ = ["SEGE", "EXPLOIT", "EXPLORE_LCB", "EXPLORE_BASELINE", "paper_risk", "rho_bar"]
@@ -38,7 +38,7 @@ def rho_bar(baseline_reward: float, threshold: float, S: float, diameter: float)
     return min(1.0, (baseline_reward - threshold) / (S * diameter))
 
 
-class SEGE(BatchPolicy):
+class SEGE(Policy):
     """The SEGE algorithm (paper Algorithm 1) acting on ``n_runs`` independent runs at once.
 
     At stage ``t`` (1-based) every decision uses only stages ``1..t-1``: the estimate
@@ -185,7 +185,8 @@ class SEGE(BatchPolicy):
         seed: SeedLike = None,
     ) -> None:
         self._require_convex(arm_set)  # U_t and the mix (1 - rho) X^S + rho U need convexity
-        self._set_problem(arm_set, baseline_arm, baseline_reward, threshold, S, noise_sd, lam, n_runs)
+        super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
+                         noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed)
         d = arm_set.dim
         self.c = as_scalar("c", c, low=0.0, low_open=True)
         if lcb_method not in LCB_METHODS:
@@ -225,13 +226,10 @@ class SEGE(BatchPolicy):
         self._radius = ConfidenceRadius(radius, d, self.noise_sd, self.lam, self.S, self.L)
         # zeta_t is drawn only at the stages where a run explores: its k-th exploration uses
         # the k-th draw of its own stream (the same distribution as a draw at every stage).
-        self._zeta = PacedNormals(seed_sequences(seed, self.n_runs), d)
+        self._zeta = PacedNormals(self._seed_sequences, d)
         self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
-        self.t = 0
-        self.last_decision = np.full(self.n_runs, -1, dtype=np.int8)
         self.last_safe_arm = np.full((self.n_runs, d), np.nan)
         self.last_exploration_arm = np.full((self.n_runs, d), np.nan)
-        self.decision_counts = np.zeros((self.n_runs, 3), dtype=np.int64)
         # Fallbacks of the Python-orchestrated stages (any status) and of the compiled ones
         # (per run: all, then by code of fast_paths.status.STATUS).
         self._fallbacks = np.zeros(self.n_runs, dtype=np.int64)
@@ -310,7 +308,7 @@ class SEGE(BatchPolicy):
         -------
         ndarray, shape (d,) for one run, else (n_runs, d)
         """
-        t = self._stage_start()
+        t = self.t + 1
         conf = self.confidence
         stage_value = self._radius.stage_value(t, self.risk_level(t))
         bound = self.c * math.sqrt(t)
@@ -328,8 +326,7 @@ class SEGE(BatchPolicy):
         else:
             arms, decision = self._select_around_arm_set(self.radii(t), bound)
         self.last_decision = decision
-        self.decision_counts[np.arange(self.n_runs), decision] += 1
-        return self._stage_arms(arms)
+        return arms
 
     def _select_around_arm_set(self, r: np.ndarray, bound: float) -> tuple[np.ndarray, np.ndarray]:
         """The rule (:mod:`.sege_rule`) around the arm set's own greedy and LCB arms (``r``: the
@@ -420,8 +417,7 @@ class SEGE(BatchPolicy):
         y : float or ndarray of shape (n_runs,)
             Observed rewards.
         """
-        xs, ys = self._observation(x, y)
-        self.confidence._update(xs, ys)
+        self.confidence._update(x, y)
 
 
 def _describe(value: object) -> str:

@@ -13,8 +13,8 @@ from .._random import NormalStreams, seed_sequences
 from .._rowwise import row_dot
 from .._validation import as_batch_of_vectors, as_positive_int, as_scalar, as_vector
 from ..conic.errors import SolverFailure
-from ..policies.base import BatchPolicy
-from .statistics import RunStatistics, checkpoint_grid
+from ..policies.base import Policy
+from .statistics import N_DECISIONS, RunStatistics, checkpoint_grid
 
 
 class LinearBandit:
@@ -163,8 +163,12 @@ def simulate(
     """
     # Everything a run needs is computed and checked before the first stage, so that a bad
     # argument or a failing computation costs a clear error, not a discarded simulation.
-    if not isinstance(policy, BatchPolicy):
-        raise TypeError(f"policy must be a sege_cvx policy (SEGE, CLUCB), got {type(policy).__name__}")
+    if not isinstance(policy, Policy):
+        raise TypeError(f"policy must be a sege_cvx.Policy (SEGE, CLUCB, ROFUL or a subclass of "
+                        f"sc.Policy), got {type(policy).__name__}")
+    if len(policy.decision_names) > N_DECISIONS:
+        raise ValueError(f"{type(policy).__name__} has {len(policy.decision_names)} decision codes; "
+                         f"simulate records at most {N_DECISIONS} per run")
     if not isinstance(bandit, LinearBandit):
         raise TypeError(f"bandit must be a LinearBandit, got {type(bandit).__name__}")
     horizon = as_positive_int("horizon", horizon)

@@ -1,0 +1,272 @@
+"""Conformance checks for a policy of your own (scikit-learn's ``check_estimator`` is the model).
+
+:func:`check_policy` plays a policy class through the protocol of :class:`sege_cvx.Policy` and
+raises an ``AssertionError`` naming the first thing that fails.  The suite runs it on SEGE,
+CLUCB and ROFUL.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import numpy as np
+
+from ._random import run_seeds
+from .arm_sets.base import ArmSet
+from .experiments.problem import BanditProblem, paper_problem
+from .policies.base import Policy
+from .simulation.engine import LinearBandit
+
+__all__ = ["check_arm_set", "check_policy"]
+
+
+def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int = 40,
+                 n_runs: int = 3, **params: Any) -> None:
+    """Check that ``cls`` follows the policy protocol; raise ``AssertionError`` if not.
+
+    On ``problem`` (default: the paper's, :func:`sege_cvx.experiments.problem.paper_problem`),
+    ``cls(arm_set, baseline_arm, baseline_reward, threshold, S=..., noise_sd=..., lam=...,
+    n_runs=..., seed=..., **params)`` is built and played for ``stages`` stages through
+    ``select``/``observe``.  Checked, in this order:
+
+    1. ``cls`` is a subclass of :class:`sege_cvx.Policy` with ``decision_names`` a nonempty
+       tuple of str (or ``None``), and the constructor stores the problem as public attributes;
+    2. ``select`` twice, or ``observe`` first, is refused (``RuntimeError``);
+    3. every stage: arms of shape ``(n_runs, d)``, each in the arm set exactly
+       (``contains(x, tol=0)``), and ``last_decision`` one known code per run;
+    4. ``decision_counts`` adds up to ``n_runs * stages``;
+    5. each run played alone (``seed=[its SeedSequence]``) plays the same arms, bit for bit;
+    6. a policy pickled mid-run and restored plays the same next arms, bit for bit.
+
+    Parameters
+    ----------
+    cls : type
+        The policy class.
+    problem : BanditProblem, optional
+    stages, n_runs : int
+    **params
+        The policy's own keyword parameters.
+
+    Raises
+    ------
+    AssertionError
+        Naming the check that failed, the stage and the run.
+
+    Examples
+    --------
+    >>> import sege_cvx as sc
+    >>> from sege_cvx.testing import check_policy
+    >>> check_policy(sc.CLUCB, stages=10)
+    """
+    name = getattr(cls, "__name__", repr(cls))
+    if not (isinstance(cls, type) and issubclass(cls, Policy)):
+        raise AssertionError(f"check_policy: {name} is not a subclass of sege_cvx.Policy")
+    names = getattr(cls, "decision_names", None)
+    if (not isinstance(names, tuple) or not names
+            or not all(n is None or isinstance(n, str) for n in names)):
+        raise AssertionError(f"check_policy: {name}.decision_names must be a nonempty tuple of str "
+                             f"(None for an unused code), got {names!r}")
+    problem = paper_problem() if problem is None else problem
+    policy_seeds, noise_seeds = run_seeds(0, n_runs)
+
+    def build(seeds) -> Policy:
+        return cls(problem.arm_set, np.asarray(problem.baseline_arm), problem.baseline_reward,
+                   problem.threshold, S=problem.S, noise_sd=problem.noise_sd, lam=problem.lam,
+                   n_runs=len(seeds), seed=list(seeds), **params)
+
+    policy = build(policy_seeds)
+    d = problem.arm_set.dim
+    for attribute, expected in (("arm_set", problem.arm_set), ("n_runs", n_runs), ("d", d),
+                                ("S", problem.S), ("noise_sd", problem.noise_sd),
+                                ("lam", problem.lam), ("threshold", problem.threshold), ("t", 0)):
+        if getattr(policy, attribute, None) is not expected and getattr(
+                policy, attribute, None) != expected:
+            raise AssertionError(f"check_policy: {name}.{attribute} is "
+                                 f"{getattr(policy, attribute, None)!r}, expected {expected!r}: "
+                                 "call super().__init__ with the problem")
+    try:
+        policy.observe(np.zeros((n_runs, d)), np.zeros(n_runs))
+    except RuntimeError:
+        pass
+    else:
+        raise AssertionError(f"check_policy: {name}.observe before select was accepted")
+    played = _play(policy, problem, noise_seeds, stages, name)
+    for i in range(n_runs):
+        alone = build(policy_seeds[i:i + 1])
+        arms = _play(alone, problem, noise_seeds[i:i + 1], stages, name)
+        stage = _first_difference(arms[:, 0], played[:, i])
+        if stage is not None:
+            raise AssertionError(f"check_policy: {name}'s run {i} alone played "
+                                 f"{arms[stage, 0].tolist()} at stage {stage + 1}, in a batch of "
+                                 f"{n_runs} {played[stage, i].tolist()}: a run's draws must come "
+                                 "from its own seed (self.rngs[i])")
+    _check_pickle(build, problem, policy_seeds, noise_seeds, stages, name)
+
+
+def _play(policy: Policy, problem: BanditProblem, noise_seeds, stages: int, name: str
+          ) -> np.ndarray:
+    """Play ``stages`` stages through select/observe, checking each; the arms ``(stages, n, d)``."""
+    n, d = policy.n_runs, problem.arm_set.dim
+    bandit = LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds)
+    out = np.empty((stages, n, d))
+    for t in range(stages):
+        arms = np.asarray(policy.select(), dtype=np.float64).reshape(n, d)
+        if t == 0:
+            try:
+                policy.select()
+            except RuntimeError:
+                pass
+            else:
+                raise AssertionError(f"check_policy: {name}.select twice without observe was "
+                                     "accepted")
+        inside = problem.arm_set.contains(arms, tol=0.0)
+        if not np.all(inside):
+            i = int(np.argmin(inside))
+            raise AssertionError(f"check_policy: {name} played {arms[i].tolist()} at stage "
+                                 f"{t + 1}, run {i}: not in the arm set exactly "
+                                 "(contains(x, tol=0))")
+        _, rewards = bandit.pull(arms)
+        policy.observe(arms if n > 1 else arms[0], rewards)
+        out[t] = arms
+    counts = np.asarray(policy.decision_counts)
+    if counts.sum() != n * stages or policy.t != stages:
+        raise AssertionError(f"check_policy: after {stages} stages {name}.t is {policy.t} and its "
+                             f"decision_counts add up to {counts.sum()}, expected {n * stages}")
+    return out
+
+
+def _first_difference(a: np.ndarray, b: np.ndarray) -> int | None:
+    """The first stage at which ``a`` and ``b`` (``(stages, d)``) differ in any bit."""
+    for t in range(a.shape[0]):
+        if a[t].tobytes() != b[t].tobytes():
+            return t
+    return None
+
+
+def _check_pickle(build, problem, policy_seeds, noise_seeds, stages, name) -> None:
+    """A policy pickled after ``stages // 2`` stages continues as the original."""
+    policy = build(policy_seeds)
+    n, d = policy.n_runs, problem.arm_set.dim
+    bandit = LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds)
+    for _ in range(stages // 2):
+        arms = np.asarray(policy.select()).reshape(n, d)
+        policy.observe(arms if n > 1 else arms[0], bandit.pull(arms)[1])
+    try:
+        restored = pickle.loads(pickle.dumps(policy))
+    except Exception as exc:
+        raise AssertionError(f"check_policy: {name} does not pickle mid-run ({exc})") from exc
+    ours, theirs = np.asarray(policy.select()), np.asarray(restored.select())
+    if ours.tobytes() != theirs.tobytes():
+        raise AssertionError(f"check_policy: {name} restored from a pickle after {stages // 2} "
+                             f"stages selected {theirs.tolist()}, the original {ours.tolist()}")
+
+
+def check_arm_set(arm_set: object, *, instances: int = 20, seed: int = 0) -> None:
+    """Check that ``arm_set`` answers what policies ask of an arm set; raise ``AssertionError``.
+
+    On ``instances`` random directions ``theta`` and information matrices ``V``:
+
+    1. ``arm_set`` is an :class:`sege_cvx.ArmSet` whose exploration centre (and a
+       cross-polytope's vertices) are in the set exactly (``contains(x, tol=0)``);
+    2. ``greedy_arm(theta)`` and ``lcb_arm(theta, V, r)`` are in the set exactly, in batches and
+       one at a time, bit for bit alike;
+    3. they are at least as good as every known point of the set (the exploration's vertices
+       and centre, the other answers), up to ``1e-7`` of the objective's scale;
+    4. ``norm_bound()`` and ``diameter_bound()`` bound the norms of, and distances between, all
+       those points;
+    5. ``pull_inside`` brings a point ``1e-9`` beyond a greedy arm exactly into the set and
+       keeps points already inside unchanged;
+    6. the set pickles, and the copy returns the same greedy arms.
+
+    Examples
+    --------
+    >>> import sege_cvx as sc
+    >>> from sege_cvx.testing import check_arm_set
+    >>> check_arm_set(sc.Box([0.0, 0.0], [1.0, 2.0]))
+    """
+    if not isinstance(arm_set, ArmSet):
+        raise AssertionError(f"check_arm_set: {type(arm_set).__name__} is not a sege_cvx.ArmSet")
+    d = arm_set.dim
+    rng = np.random.default_rng(seed)
+    convex = arm_set.is_convex
+    if convex:
+        exploration = arm_set.exploration()
+        known = np.vstack([exploration.vertices(), exploration.center])
+        # A cross-polytope's vertices are certified points of the set; an inscribed ellipsoid's
+        # axis points may be the set's own boundary (an ellipsoid explores on itself), which
+        # every played mix is pulled in from.
+        _all_inside(arm_set, known if exploration.kind == "cross" else known[-1:],
+                    "the exploration's vertices and centre")
+    else:  # a finite set: its arms
+        known = np.array(arm_set.arms, dtype=np.float64)
+    thetas = rng.standard_normal((instances, d))
+    factors = rng.standard_normal((instances, d, d))
+    V = factors @ factors.transpose(0, 2, 1) + 0.1 * np.eye(d)
+    radii = rng.uniform(0.0, 2.0, instances)
+    greedy = arm_set.greedy_arm(thetas)
+    lcb = arm_set.lcb_arm(thetas, V, radii)
+    for i in range(instances):
+        for what, batched, alone in (("greedy_arm", greedy[i], arm_set.greedy_arm(thetas[i])),
+                                     ("lcb_arm", lcb[i], arm_set.lcb_arm(thetas[i], V[i],
+                                                                          float(radii[i])))):
+            if batched.tobytes() != np.asarray(alone).tobytes():
+                raise AssertionError(f"check_arm_set: {what} of instance {i} is {alone.tolist()} "
+                                     f"alone and {batched.tolist()} in a batch")
+    _all_inside(arm_set, greedy, "greedy_arm")
+    _all_inside(arm_set, lcb, "lcb_arm")
+    points = np.vstack([known, greedy, lcb])
+    for i in range(instances):
+        values = points @ thetas[i]
+        scale = 1e-7 * (1.0 + np.abs(values).max())
+        if values.max() > greedy[i] @ thetas[i] + scale:
+            raise AssertionError(f"check_arm_set: greedy_arm(theta) of instance {i} has "
+                                 f"<x, theta> = {greedy[i] @ thetas[i]!r}, below "
+                                 f"{values.max()!r} at the set's point "
+                                 f"{points[np.argmax(values)].tolist()}")
+        widths = np.sqrt(np.einsum("kd,kd->k", points @ np.linalg.inv(V[i]), points))
+        objective = values - radii[i] * widths
+        if objective.max() > objective[len(known) + instances + i] + scale * (1.0 + radii[i]):
+            raise AssertionError(f"check_arm_set: lcb_arm of instance {i} has LCB "
+                                 f"{objective[len(known) + instances + i]!r}, below "
+                                 f"{objective.max()!r} at the set's point "
+                                 f"{points[np.argmax(objective)].tolist()}")
+    rounding = 1.0 + 8.0 * d * np.finfo(float).eps  # of the norms computed here
+    norms = np.linalg.norm(points, axis=1)
+    if not norms.max() <= arm_set.norm_bound() * rounding:
+        raise AssertionError(f"check_arm_set: norm_bound() = {arm_set.norm_bound()!r}, below the "
+                             f"norm {norms.max()!r} of {points[np.argmax(norms)].tolist()}")
+    spread = np.linalg.norm(points[:, None] - points[None], axis=2).max()
+    if not spread <= arm_set.diameter_bound() * rounding:
+        raise AssertionError(f"check_arm_set: diameter_bound() = {arm_set.diameter_bound()!r}, "
+                             f"below the distance {spread!r} between two of its points")
+    if convex:
+        _check_pull_inside(arm_set, exploration.center, greedy, known)
+    try:
+        copy = pickle.loads(pickle.dumps(arm_set))
+    except Exception as exc:
+        raise AssertionError(f"check_arm_set: {arm_set!r} does not pickle ({exc})") from exc
+    if copy.greedy_arm(thetas).tobytes() != greedy.tobytes():
+        raise AssertionError("check_arm_set: a pickled copy returns other greedy arms")
+
+
+def _check_pull_inside(arm_set: ArmSet, center: np.ndarray, greedy: np.ndarray,
+                       known: np.ndarray) -> None:
+    beyond = center + (1.0 + 1e-9) * (greedy - center)
+    moved, ok = arm_set.pull_inside(beyond)
+    if not ok.all():
+        raise AssertionError(f"check_arm_set: pull_inside could not bring "
+                             f"{beyond[np.argmin(ok)].tolist()} (1e-9 beyond a greedy arm) in")
+    _all_inside(arm_set, moved, "pull_inside")
+    known = known[np.atleast_1d(arm_set.contains(known, tol=0.0))]
+    kept, _ = arm_set.pull_inside(known)
+    if kept.tobytes() != known.tobytes():
+        raise AssertionError("check_arm_set: pull_inside moved a point already in the set")
+
+
+def _all_inside(arm_set: ArmSet, points: np.ndarray, what: str) -> None:
+    inside = np.atleast_1d(arm_set.contains(points, tol=0.0))
+    if not inside.all():
+        i = int(np.argmin(inside))
+        raise AssertionError(f"check_arm_set: {what} point {points[i].tolist()} (row {i}) is not "
+                             "in the set exactly (contains(x, tol=0))")
