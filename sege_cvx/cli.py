@@ -6,6 +6,7 @@ import argparse
 import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 import numpy as np
@@ -350,6 +351,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _import_beside(spec: str) -> None:
+    """Put the spec's directory on the import path, last (installed modules keep their names),
+    so that a factory module beside the spec imports without ``PYTHONPATH``: here, and in the
+    local worker processes, which start with this process's path; Dask workers that lack the
+    module are sent it."""
+    folder = str(Path(spec).resolve().parent)
+    if folder not in sys.path:
+        sys.path.append(folder)
+
+
 def _validate(args: argparse.Namespace) -> None:
     """Every check that needs no simulation, so a user's mistake costs no computing time."""
     if args.command == "sweep":
@@ -359,6 +370,7 @@ def _validate(args: argparse.Namespace) -> None:
         from .experiments.sweep import _check_dir
 
         args.spec_object = StudySpec.from_toml(args.spec)
+        _import_beside(args.spec)
         _check_dir(args.out, args.spec_object, args.overwrite, args.shard_runs, name="--out",
                    overwrite_hint="--overwrite")
         return

@@ -871,3 +871,23 @@ def test_observe_refuses_bytes_like_rewards():
     for bad in (b"7", bytearray(b"7"), memoryview(b"7")):
         with pytest.raises(TypeError, match="observed rewards y must be numeric"):
             policy.observe(x, bad)
+
+
+def test_a_factory_module_beside_the_spec_imports_without_pythonpath(tmp_path):
+    """``sege-cvx sweep`` puts the spec's directory on the import path, for this process and its
+    local workers: a module beside the spec just works, from any working directory."""
+    study = tmp_path / "study"
+    study.mkdir()
+    (study / "beside_factory.py").write_text(
+        "from sege_cvx.experiments.problem import paper_problem\n\n\n"
+        "def make():\n    return paper_problem()\n")
+    (study / "spec.toml").write_text(LONG_SPEC.format(horizon=50, factory="beside_factory:make"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "sege_cvx", "sweep", str(study / "spec.toml"), "--out",
+         str(tmp_path / "out"), "--workers", "2", "--shard-runs", "2", "--no-progress"],
+        cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert sc.load_results(tmp_path / "out").runs.shape[0] == 4
