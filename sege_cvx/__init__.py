@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "ArmSet": ".arm_sets", "Ball": ".arm_sets", "Box": ".arm_sets", "ConvexArmSet": ".arm_sets",
     "ConvexHull": ".arm_sets", "CrossCheckError": ".arm_sets", "Ellipsoid": ".arm_sets",
-    "FiniteArmSet": ".arm_sets",
+    "Exploration": ".arm_sets.exploration", "FiniteArmSet": ".arm_sets",
     "Polytope": ".arm_sets",
     "ConfidenceEllipsoid": ".confidence", "confidence_radius": ".confidence", "lcb": ".confidence",
     "self_normalized_radius": ".confidence",

@@ -17,6 +17,7 @@ from .arm_sets.base import ArmSet
 from .experiments.problem import BanditProblem, paper_problem
 from .policies.base import Policy
 from .simulation.engine import LinearBandit
+from .simulation.statistics import N_DECISIONS
 
 __all__ = ["check_arm_set", "check_policy"]
 
@@ -31,7 +32,8 @@ def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int
     ``select``/``observe``.  Checked, in this order:
 
     1. ``cls`` is a subclass of :class:`sege_cvx.Policy` with ``decision_names`` a nonempty
-       tuple of str (or ``None``), and the constructor stores the problem as public attributes;
+       tuple of at most three str (or ``None``), and the constructor stores the problem as
+       public attributes;
     2. ``select`` twice, or ``observe`` first, is refused (``RuntimeError``);
     3. every stage: arms of shape ``(n_runs, d)``, each in the arm set exactly
        (``contains(x, tol=0)``), and ``last_decision`` one known code per run;
@@ -67,7 +69,15 @@ def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int
             or not all(n is None or isinstance(n, str) for n in names)):
         raise AssertionError(f"check_policy: {name}.decision_names must be a nonempty tuple of str "
                              f"(None for an unused code), got {names!r}")
+    if len(names) > N_DECISIONS:
+        raise AssertionError(f"check_policy: {name} has {len(names)} decision codes; simulate and "
+                             f"the results tables record at most {N_DECISIONS}")
     problem = paper_problem() if problem is None else problem
+    try:
+        pickle.dumps(problem.arm_set)
+    except Exception as exc:
+        raise AssertionError(f"check_policy: the problem's arm set does not pickle ({exc}): give "
+                             "its constraints as a module-level function") from exc
     policy_seeds, noise_seeds = run_seeds(0, n_runs)
 
     def build(seeds) -> Policy:

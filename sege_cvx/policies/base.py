@@ -69,20 +69,23 @@ class Policy:
     Examples
     --------
     A policy that plays its LCB arm where that arm's LCB is at least the threshold, else the
-    baseline arm:
+    baseline arm, with Theorem 1's radius at risk ``delta_t = 6 delta / (pi^2 t^2)``:
 
     >>> import numpy as np
     >>> import sege_cvx as sc
     >>> class SafeLCB(sc.Policy):
     ...     decision_names = ("lcb", "baseline")
     ...     def __init__(self, arm_set, baseline_arm, baseline_reward, threshold, *, S,
-    ...                  noise_sd, lam=0.1, n_runs=1, seed=None, radius=1.0):
+    ...                  noise_sd, lam=0.1, n_runs=1, seed=None, delta=0.1):
     ...         super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
     ...                          noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed)
-    ...         self.radius = radius
+    ...         self.delta = delta
     ...         self.confidence = sc.ConfidenceEllipsoid(self.d, self.lam, self.n_runs)
     ...     def select(self):
-    ...         conf, r = self.confidence, np.full(self.n_runs, self.radius)
+    ...         t, conf = self.t + 1, self.confidence
+    ...         r = np.full(self.n_runs, sc.confidence_radius(
+    ...             t - 1, 6 * self.delta / (np.pi * t) ** 2, dim=self.d, noise_sd=self.noise_sd,
+    ...             lam=self.lam, S=self.S, L=self.arm_set.norm_bound()))
     ...         arms = self.arm_set.lcb_arm(conf.theta_hat, conf.V, r)
     ...         safe = conf.lcb(arms, r) >= self.threshold
     ...         self.last_decision = np.where(safe, 0, 1)

@@ -139,8 +139,8 @@ def simulate(
 
     Parameters
     ----------
-    policy : SEGE or CLUCB
-        A batched policy with ``select``, ``observe``, ``last_decision`` and ``n_runs``.
+    policy : Policy
+        SEGE, CLUCB, ROFUL or any :class:`~sege_cvx.Policy` (at most three decision codes).
     bandit : LinearBandit
         Environment with one noise stream per run.
     horizon : int
