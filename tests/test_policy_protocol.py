@@ -95,6 +95,20 @@ class BadCode(RandomMix):
         return arms
 
 
+class StaleCode(sc.Policy):
+    """Sets last_decision at the first stage only."""
+
+    decision_names = ("baseline",)
+
+    def select(self):
+        if self.t == 0:
+            self.last_decision = np.zeros(self.n_runs, dtype=int)
+        return np.tile(self.baseline_arm, (self.n_runs, 1))
+
+    def observe(self, arms, rewards):
+        pass
+
+
 class NoNames(sc.Policy):
     def select(self):
         return self.baseline_arm
@@ -108,6 +122,11 @@ def test_what_a_policy_returns_is_checked_and_named():
         WrongShape(DISK, X0, B0, 0.8 * B0, S=1.0, noise_sd=0.1, n_runs=2).select()
     with pytest.raises(ValueError, match=r"BadCode.select\(\) must set last_decision"):
         BadCode(DISK, X0, B0, 0.8 * B0, S=1.0, noise_sd=0.1, n_runs=2).select()
+    stale = StaleCode(DISK, X0, B0, 0.8 * B0, S=1.0, noise_sd=0.1, n_runs=2)
+    stale.observe(stale.select(), [0.5, 0.5])
+    with pytest.raises(ValueError, match=r"StaleCode.select\(\) must set last_decision .* got "
+                                         r"\[-1 -1\]"):
+        stale.select()
     with pytest.raises(TypeError, match="NoNames.decision_names must be a nonempty tuple"):
         NoNames(DISK, X0, B0, 0.8 * B0, S=1.0, noise_sd=0.1)
 

@@ -319,6 +319,8 @@ def _protocol_select(select):
             return select(self)
         if self._pending is not None:
             raise RuntimeError("select() called twice without observe()")
+        # -1 until select sets this stage's codes: a stale last_decision is not counted again.
+        self.last_decision = np.full(self.n_runs, -1, dtype=np.int8)
         self._inside_call = True
         try:
             arms = select(self)
