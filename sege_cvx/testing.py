@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ._random import run_seeds
+from ._validation import as_positive_int
 from .arm_sets.base import ArmSet
 from .experiments.problem import BanditProblem, paper_problem
 from .policies.base import Policy
@@ -41,6 +42,10 @@ def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int
     5. each run played alone (``seed=[its SeedSequence]``) plays the same arms, bit for bit;
     6. a policy pickled mid-run and restored plays the same next arms, bit for bit.
 
+    It does not check safety (that the expected reward stays above the threshold): simulate
+    the policy on your problems and read ``stats.total_violations``.  Only ``stages`` stages are
+    played: a fault that shows later is not seen.
+
     Parameters
     ----------
     cls : type
@@ -61,6 +66,11 @@ def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int
     >>> from sege_cvx.testing import check_policy
     >>> check_policy(sc.CLUCB, stages=10)
     """
+    stages = as_positive_int("stages", stages)
+    n_runs = as_positive_int("n_runs", n_runs)
+    if isinstance(cls, Policy):
+        raise AssertionError(f"check_policy: pass the class, not an instance of "
+                             f"{type(cls).__name__}")
     name = getattr(cls, "__name__", repr(cls))
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
         raise AssertionError(f"check_policy: {name} is not a subclass of sege_cvx.Policy")
@@ -87,6 +97,17 @@ def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int
 
     policy = build(policy_seeds)
     d = problem.arm_set.dim
+    reference = Policy.__new__(Policy)  # the problem as the base validates and certifies it
+    reference._set_problem(problem.arm_set, problem.baseline_arm, problem.baseline_reward,
+                           problem.threshold, problem.S, problem.noise_sd, problem.lam, n_runs)
+    if (np.asarray(getattr(policy, "baseline_arm", None)).tobytes()
+            != reference.baseline_arm.tobytes()
+            or getattr(policy, "baseline_reward", None) != reference.baseline_reward):
+        raise AssertionError(f"check_policy: {name} holds baseline_arm "
+                             f"{getattr(policy, 'baseline_arm', None)!r} and baseline_reward "
+                             f"{getattr(policy, 'baseline_reward', None)!r}, the problem "
+                             f"{reference.baseline_arm!r} and {reference.baseline_reward!r}: "
+                             "pass them to super().__init__ as given")
     for attribute, expected in (("arm_set", problem.arm_set), ("n_runs", n_runs), ("d", d),
                                 ("S", problem.S), ("noise_sd", problem.noise_sd),
                                 ("lam", problem.lam), ("threshold", problem.threshold), ("t", 0)):
@@ -185,8 +206,9 @@ def check_arm_set(arm_set: object, *, instances: int = 20, seed: int = 0) -> Non
        and centre, the other answers), up to ``1e-7`` of the objective's scale;
     4. ``norm_bound()`` and ``diameter_bound()`` bound the norms of, and distances between, all
        those points;
-    5. ``pull_inside`` brings a point ``1e-9`` beyond a greedy arm exactly into the set and
-       keeps points already inside unchanged;
+    5. ``contains`` refuses points beyond the greedy arms; ``pull_inside`` brings a point
+       ``1e-9`` beyond a greedy arm exactly into the set and keeps points already inside
+       unchanged;
     6. the set pickles, and the copy returns the same greedy arms.
 
     Examples
@@ -251,6 +273,7 @@ def check_arm_set(arm_set: object, *, instances: int = 20, seed: int = 0) -> Non
         raise AssertionError(f"check_arm_set: diameter_bound() = {arm_set.diameter_bound()!r}, "
                              f"below the distance {spread!r} between two of its points")
     if convex:
+        _check_rejects(arm_set, exploration.center, greedy, thetas)
         _check_pull_inside(arm_set, exploration.center, greedy, known)
     try:
         copy = pickle.loads(pickle.dumps(arm_set))
@@ -258,6 +281,20 @@ def check_arm_set(arm_set: object, *, instances: int = 20, seed: int = 0) -> Non
         raise AssertionError(f"check_arm_set: {arm_set!r} does not pickle ({exc})") from exc
     if copy.greedy_arm(thetas).tobytes() != greedy.tobytes():
         raise AssertionError("check_arm_set: a pickled copy returns other greedy arms")
+
+
+def _check_rejects(arm_set: ArmSet, center: np.ndarray, greedy: np.ndarray,
+                   thetas: np.ndarray) -> None:
+    """``contains`` refuses ``g + (g - c)``, twice as far from the centre as a greedy arm ``g``:
+    its ``<x, theta>`` exceeds the maximum over the set wherever ``<g - c, theta> > 0``."""
+    beyond = greedy + (greedy - center)
+    gain = np.einsum("kd,kd->k", greedy - center, thetas)
+    scale = np.abs(np.einsum("kd,kd->k", greedy, thetas)) + 1.0
+    accepted = np.atleast_1d(arm_set.contains(beyond, tol=0.0)) & (gain > 1e-6 * scale)
+    if accepted.any():
+        i = int(np.argmax(accepted))
+        raise AssertionError(f"check_arm_set: contains accepts {beyond[i].tolist()}, beyond the "
+                             f"greedy arm {greedy[i].tolist()} for theta {thetas[i].tolist()}")
 
 
 def _check_pull_inside(arm_set: ArmSet, center: np.ndarray, greedy: np.ndarray,

@@ -52,3 +52,14 @@ class Sloppy(sc.Box):
 def test_check_arm_set_names_what_fails(arm_set, match):
     with pytest.raises(AssertionError, match=match):
         sc.testing.check_arm_set(arm_set, instances=8)
+
+
+class AcceptsAll(sc.Ball):
+    def contains(self, x, tol=1e-9):
+        x = np.asarray(x, dtype=float)
+        return True if x.ndim == 1 else np.ones(x.shape[0], dtype=bool)
+
+
+def test_check_arm_set_finds_a_contains_that_accepts_everything():
+    with pytest.raises(AssertionError, match="contains accepts .* beyond the greedy arm"):
+        sc.testing.check_arm_set(AcceptsAll([1.0, 1.0], 1.0), instances=8)

@@ -207,3 +207,91 @@ class NotAPolicy:
 def test_check_policy_names_what_fails(cls, match):
     with pytest.raises(AssertionError, match=match):
         sc.testing.check_policy(cls, stages=20)
+
+
+# --------------------------------------------------------------- found by an adversarial review
+class RewritesCodes(RandomMix):
+    """Overwrites last_decision in observe with a code out of range."""
+
+    def observe(self, arms, rewards):
+        super().observe(arms, rewards)
+        self.last_decision = np.full(self.n_runs, 3)
+
+
+def test_simulate_records_the_codes_select_set():
+    policy = RewritesCodes(DISK, X0, B0, 0.8 * B0, S=1.0, noise_sd=0.1, n_runs=2)
+    result = sc.simulate(policy, sc.LinearBandit(THETA, 0.1, sc.run_seeds(0, 2)[1]), 50)
+    np.testing.assert_array_equal(result.stats.decision_counts[:, :2], policy.decision_counts)
+
+
+class FailsOnce(RandomMix):
+    failed = False
+
+    def observe(self, arms, rewards):
+        if not self.failed:
+            self.failed = True
+            raise RuntimeError("the data store is down")
+        super().observe(arms, rewards)
+
+
+def test_an_observe_that_raises_leaves_the_arms_pending():
+    policy = FailsOnce(DISK, X0, B0, 0.8 * B0, S=1.0, noise_sd=0.1)
+    x = policy.select()
+    with pytest.raises(RuntimeError, match="data store"):
+        policy.observe(x, 0.5)
+    assert policy.t == 0
+    policy.observe(x, 0.5)  # the same stage, again
+    assert policy.t == 1 and policy.confidence.counts[0] == 1
+
+
+class Mixin:
+    decision_names = ("baseline",)
+
+    def select(self):
+        self.last_decision = np.zeros(self.n_runs, dtype=int)
+        return np.tile(self.baseline_arm, (self.n_runs, 1)) + np.nan
+
+    def observe(self, arms, rewards):
+        pass
+
+
+class FromMixin(Mixin, sc.Policy):
+    pass
+
+
+class NoSuper(RandomMix):
+    def __init__(self):
+        pass
+
+
+def test_methods_from_a_mixin_are_checked_and_a_missing_super_init_is_named():
+    policy = FromMixin(DISK, X0, B0, 0.8 * B0, S=1.0, noise_sd=0.1)
+    with pytest.raises(ValueError, match="FromMixin.select\\(\\) returned a non-finite arm"):
+        policy.select()
+    with pytest.raises(TypeError, match="NoSuper.__init__ must call super\\(\\).__init__"):
+        NoSuper().select()
+
+
+class BoolArms(RandomMix):
+    def select(self):
+        return super().select() > 1.0
+
+
+def test_arms_that_are_not_real_numbers_are_refused():
+    with pytest.raises(TypeError, match="BoolArms.select\\(\\) must return real numbers"):
+        BoolArms(DISK, X0, B0, 0.8 * B0, S=1.0, noise_sd=0.1).select()
+
+
+class WrongBaseline(RandomMix):
+    def __init__(self, arm_set, baseline_arm, baseline_reward, threshold, **kwargs):
+        super().__init__(arm_set, baseline_arm, baseline_reward + 0.5, threshold, **kwargs)
+
+
+def test_check_policy_compares_the_problem_and_its_own_arguments():
+    with pytest.raises(AssertionError, match="WrongBaseline holds baseline_arm .* and "
+                                             "baseline_reward 2.74"):
+        sc.testing.check_policy(WrongBaseline, stages=5)
+    with pytest.raises(AssertionError, match="pass the class, not an instance of RandomMix"):
+        sc.testing.check_policy(make(1), stages=5)
+    with pytest.raises(ValueError, match="stages must be"):
+        sc.testing.check_policy(RandomMix, stages=0)

@@ -23,7 +23,8 @@ class Policy:
     - ``observe(arms, rewards)``: the arms ``select`` returned, shape ``(n_runs, d)``, and their
       noisy rewards, shape ``(n_runs,)``.
 
-    The base wraps both (once per class): it refuses ``select`` twice without ``observe`` and
+    The base wraps both (the methods the class resolves to, its own or a mixin's, once per
+    class): it refuses ``select`` twice without ``observe`` and
     ``observe`` of other arms, checks shapes, finiteness and decision codes, counts each run's
     decisions (:attr:`decision_counts`) and advances :attr:`t`; ``select`` returns a copy, shape
     ``(d,)`` for a single run.  It never checks that the arms lie in the set (that is the
@@ -135,10 +136,11 @@ class Policy:
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
-        if "select" in cls.__dict__:
-            cls.select = _protocol_select(cls.__dict__["select"])
-        if "observe" in cls.__dict__:
-            cls.observe = _protocol_observe(cls.__dict__["observe"])
+        # The methods the class resolves to, its own or a mixin's, each wrapped once.
+        for name, wrap in (("select", _protocol_select), ("observe", _protocol_observe)):
+            method = getattr(cls, name)
+            if not getattr(method, "_protocol", False):
+                setattr(cls, name, wrap(method))
 
     def select(self) -> np.ndarray:
         """The stage's arms: shape ``(d,)`` for one run, else ``(n_runs, d)``."""
@@ -152,10 +154,13 @@ class Policy:
         """``select``'s arms as ``(n_runs, d)`` float64, and its decisions counted."""
         name = type(self).__name__
         try:
-            X = np.array(arms, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{name}.select() must return arms as numbers, got "
-                            f"{type(arms).__name__}") from exc
+            raw = np.asarray(arms)
+        except (TypeError, ValueError) as exc:  # ragged
+            raise ValueError(f"{name}.select() must return shape ({self.n_runs}, {self.d})") from exc
+        if raw.dtype.kind not in "iuf":  # not bool, complex, str or objects
+            raise TypeError(f"{name}.select() must return real numbers, got an array of "
+                            f"{raw.dtype}")
+        X = raw.astype(np.float64)
         if X.shape == (self.d,) and self.n_runs == 1:
             X = X[None]
         if X.shape != (self.n_runs, self.d):
@@ -317,6 +322,7 @@ def _protocol_select(select):
     def checked(self):
         if self._inside_call:
             return select(self)
+        _require_init(self)
         if self._pending is not None:
             raise RuntimeError("select() called twice without observe()")
         # -1 until select sets this stage's codes: a stale last_decision is not counted again.
@@ -328,25 +334,35 @@ def _protocol_select(select):
             self._inside_call = False
         self._pending = self._checked_selection(arms)
         return self._pending[0].copy() if self.n_runs == 1 else self._pending.copy()
+    checked._protocol = True
     return checked
+
+
+def _require_init(policy: Policy) -> None:
+    if "d" not in policy.__dict__:
+        raise TypeError(f"{type(policy).__name__}.__init__ must call super().__init__(arm_set, "
+                        "baseline_arm, baseline_reward, threshold, S=..., noise_sd=..., lam=..., "
+                        "n_runs=..., seed=...)")
 
 
 def _protocol_observe(observe):
     """``observe`` wrapped in the protocol's checks (:class:`Policy`): it receives the validated
-    arms ``(n_runs, d)`` and rewards ``(n_runs,)``, with :attr:`Policy.t` already the stage
-    observed."""
+    arms ``(n_runs, d)`` and rewards ``(n_runs,)``; the stage counts (:attr:`Policy.t`) once it
+    returns; should it raise, the arms stay pending."""
     @functools.wraps(observe)
     def checked(self, arms, rewards):
         if self._inside_call:
             return observe(self, arms, rewards)
+        _require_init(self)
         xs, ys = self._checked_observation(arms, rewards)
-        self._pending = None
-        self.t += 1
         self._inside_call = True
         try:
             observe(self, xs, ys)
         finally:
             self._inside_call = False
+        self._pending = None
+        self.t += 1
+    checked._protocol = True
     return checked
 
 

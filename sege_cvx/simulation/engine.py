@@ -242,13 +242,15 @@ def simulate(
             conf = policy.confidence
             snapshots[t] = (conf.theta_hat[0].copy(), conf.V[0].copy(), policy.radii(t)[0])
         arms = policy.select()
+        # The codes select set, as the protocol checked them (observe may change the attribute).
+        codes = np.array(policy.last_decision, dtype=np.int8)
         mean, y = bandit._pull(arms.reshape(n, -1))
         policy.observe(arms, y)
-        stats.record(t, mean, policy.last_decision, optimal, threshold, row)
+        stats.record(t, mean, codes, optimal, threshold, row)
         row += t == grid[row]
         if traces:
             rewards[k] = mean
-            decisions[k] = policy.last_decision
+            decisions[k] = codes
         if t % 1000 == 0 or t == horizon:
             bar.update(t - bar.n)
     bar.close()
