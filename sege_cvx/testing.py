@@ -217,6 +217,7 @@ def check_arm_set(arm_set: object, *, instances: int = 20, seed: int = 0) -> Non
     >>> from sege_cvx.testing import check_arm_set
     >>> check_arm_set(sc.Box([0.0, 0.0], [1.0, 2.0]))
     """
+    instances = as_positive_int("instances", instances)
     if not isinstance(arm_set, ArmSet):
         raise AssertionError(f"check_arm_set: {type(arm_set).__name__} is not a sege_cvx.ArmSet")
     d = arm_set.dim

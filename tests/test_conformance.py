@@ -63,3 +63,8 @@ class AcceptsAll(sc.Ball):
 def test_check_arm_set_finds_a_contains_that_accepts_everything():
     with pytest.raises(AssertionError, match="contains accepts .* beyond the greedy arm"):
         sc.testing.check_arm_set(AcceptsAll([1.0, 1.0], 1.0), instances=8)
+
+
+def test_check_arm_set_validates_its_arguments():
+    with pytest.raises(ValueError, match="instances must be"):
+        sc.testing.check_arm_set(SETS["box"](), instances=0)
