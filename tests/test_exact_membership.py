@@ -228,16 +228,11 @@ def test_contains_of_a_hull_is_exact_next_to_its_boundary():
     rng = np.random.default_rng(13)
     points = rng.uniform(0, 1, (6, 2))
     hull = sc.ConvexHull(points)
-    facets = hull_facets(points)
     xs = []
     for _ in range(150):  # points on edges between vertices, moved by up to 3 ulps
         i, j = rng.choice(len(points), 2, replace=False)
-        x = nudged(points[i] + rng.uniform() * (points[j] - points[i]), rng, 4)
-        xs.append(x)
-    xs = np.array(xs)
-    truth = np.array([in_hull(facets, x) for x in xs])
-    assert 0 < truth.sum() < len(truth)
-    np.testing.assert_array_equal(hull.contains(xs, tol=0.0), truth)
+        xs.append(nudged(points[i] + rng.uniform() * (points[j] - points[i]), rng, 4))
+    assert_contains_is_exact(hull, points, np.array(xs))
 
 
 def test_contains_of_a_hull_is_exact_next_to_its_facets_in_3d():
@@ -249,12 +244,14 @@ def test_contains_of_a_hull_is_exact_next_to_its_facets_in_3d():
     points = rng.standard_normal((14, 3))
     points /= np.linalg.norm(points, axis=1, keepdims=True)
     hull = sc.ConvexHull(points)
+    xs = np.array([nudged(points[simplex].mean(axis=0), rng, 3)
+                   for simplex in Qhull(points).simplices])
+    assert_contains_is_exact(hull, points, xs)
+
+
+def assert_contains_is_exact(hull, points, xs):
+    """``hull.contains(xs, tol=0)`` is the exact answer, with points on both sides."""
     facets = hull_facets(points)
-    xs = []
-    for simplex in Qhull(points).simplices:
-        x = nudged(points[simplex].mean(axis=0), rng, 3)
-        xs.append(x)
-    xs = np.array(xs)
     truth = np.array([in_hull(facets, x) for x in xs])
     assert 0 < truth.sum() < len(truth)
     np.testing.assert_array_equal(hull.contains(xs, tol=0.0), truth)
