@@ -27,7 +27,7 @@ example and a convex hull of ``max(20, 2d)`` points (certified arms), with the p
 the exploration centre and the greedy arm, ``b = 0.8 b0``, ``c = 2 rho^2 sigma^2``); the median
 over ``--repeats`` of wall time / (runs x stages), after an untimed warm-up run.
 
-Part 3, the paper's study size on the built-in examples.  SEGE alone (``problem.sege(runs,
+Part 3, the paper's study size on the built-in examples.  SEGE alone (``problem.policy("SEGE", runs,
 run_seeds(0, runs)[0])`` and ``simulate``, both cores) on ``paper``, ``box``, ``polytope`` and
 ``treatment-mix`` at ``--study-runs`` x ``--study-horizon`` (250 x 50,000), and on the l1.5 ball
 (``lp-ball``, Clarabel) at 20 runs x 1,000 stages; wall seconds, per run-stage, mean regret,
@@ -277,9 +277,9 @@ def bench_study(args) -> list[list[str]]:
         runs, horizon = ((args.study_runs, args.study_horizon) if name != "lp-ball"
                          else (min(20, args.study_runs), min(1000, args.study_horizon)))
         policy_seeds, noise_seeds = sc.run_seeds(0, runs)
-        sc.simulate(problem.sege(2, policy_seeds[:2]),
+        sc.simulate(problem.policy("SEGE", 2, policy_seeds[:2]),
                     sc.LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds[:2]), 5)
-        policy = problem.sege(runs, policy_seeds)
+        policy = problem.policy("SEGE", runs, policy_seeds)
         result = sc.simulate(policy, sc.LinearBandit(problem.theta_star, problem.noise_sd,
                                                      noise_seeds), horizon)
         seconds = result.wall_seconds

@@ -22,7 +22,8 @@ runs, horizon = 20, 2000
 policy_seeds, noise_seeds = sc.run_seeds(0, runs)
 
 results = {}
-for name, policy in [("SEGE", problem.sege(runs, policy_seeds)), ("CLUCB", problem.clucb(runs))]:
+for name in ("SEGE", "CLUCB"):
+    policy = problem.policy(name, runs, policy_seeds)
     bandit = sc.LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds)
     results[name] = sc.simulate(policy, bandit, horizon)
 

@@ -18,8 +18,6 @@ from ._validation import MAX_HORIZON
 #: them equal), listed here so that parsing arguments (``--help``, a bad option) imports neither
 #: the examples nor numba and the policies they need.
 EXAMPLE_NAMES = ("box", "ellipsoid", "lp-ball", "paper", "polytope", "treatment-mix")
-#: experiments.paper.STUDY_ALGORITHMS, without importing the experiments for ``--help``.
-ALGORITHM_NAMES = ("SEGE", "CLUCB", "ROFUL")
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -48,7 +46,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _print_study(study) -> None:
     """One line per algorithm: wall time, violations, worst reward and final mean regret."""
-    for name in (key for key in study.summary if key in ALGORITHM_NAMES):
+    for name in (key for key in study.summary if key != "setup"):
         s = study.summary[name]
         last = str(max(int(k) for k in s["regret_mean"])) if s["regret_mean"] else None
         regret = f"{s['regret_mean'][last]:.1f} at t={last}" if last else "n/a"
@@ -104,7 +102,8 @@ def _reproduce(args: argparse.Namespace) -> int:
     from .experiments import PAPER_HORIZON, PAPER_RUNS
 
     runs, horizon = (PAPER_RUNS, PAPER_HORIZON) if args.full else (args.runs, args.horizon)
-    lcb_note = f", LCB arms by {args.lcb_method}" if "SEGE" in args.algorithms else ""
+    lcb_note = (f", LCB arms by {args.lcb_method}" if any(
+        "lcb_method" in args.grid_parameters[a] for a in args.algorithms) else "")
     names = ", ".join(args.algorithms[:-1]) + " and " if len(args.algorithms) > 1 else ""
     print(f"{names}{args.algorithms[-1]} on the paper's setup: {runs} runs x {horizon} stages, "
           f"seed {args.seed}{lcb_note}", flush=True)
@@ -136,16 +135,17 @@ def _run(args: argparse.Namespace) -> int:
     args.compile_reported = True
     study = _study(args, runs=args.runs, horizon=args.horizon, lcb_method=args.lcb_method,
                    problem=args.arm_set, algorithms=args.algorithms)
-    summary, setup = study.summary, study.summary["setup"]
-    if "SEGE" in summary:
-        print(f"  SEGE: rho = {summary['SEGE']['rho']:.4f} (rho_bar), L = {setup['L']:.4f}, "
-              f"exploration {setup['exploration']} with sigma^2 = {setup['sigma2']:.4f}")
-    if "CLUCB" in summary:
-        print(f"  CLUCB: {summary['CLUCB']['n_arms']} arms, discretization error "
-              f"{summary['CLUCB']['discretization_error']:.2e}")
-    if "ROFUL" in summary:
-        print(f"  ROFUL: {summary['ROFUL']['n_directions']} directions, radius "
-              f"{summary['ROFUL']['radius']}")
+    setup = study.summary["setup"]
+    for name in args.algorithms:  # each policy's constants, as its summary block gives them
+        block = study.summary[name]
+        if "rho" in block:
+            print(f"  {name}: rho = {block['rho']:.4f} (rho_bar), L = {setup['L']:.4f}, "
+                  f"exploration {setup['exploration']} with sigma^2 = {setup['sigma2']:.4f}")
+        if "n_arms" in block:
+            print(f"  {name}: {block['n_arms']} arms, discretization error "
+                  f"{block['discretization_error']:.2e}")
+        if "n_directions" in block:
+            print(f"  {name}: {block['n_directions']} directions, radius {block['radius']}")
     _print_study(study)
     _write(study, args)
     return 0
@@ -256,10 +256,11 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 def _add_algorithms_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--algorithms", nargs="+", choices=ALGORITHM_NAMES,
-                        default=["SEGE", "CLUCB"], metavar="NAME",
-                        help=f"the algorithms to run, in this order, each once: "
-                             f"{', '.join(ALGORITHM_NAMES)} (the paper's study: SEGE CLUCB)")
+    parser.add_argument("--algorithms", nargs="+", default=["SEGE", "CLUCB"], metavar="NAME",
+                        help="the policies to run, in this order, each once: registered names "
+                             "(built in: SEGE, CLUCB, ROFUL) or import paths module:Class of a "
+                             "module in the current directory or on PYTHONPATH (the paper's "
+                             "study: SEGE CLUCB)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -361,6 +362,20 @@ def _import_beside(spec: str) -> None:
         sys.path.append(folder)
 
 
+def _algorithm_parameters(algorithms: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """Each of ``--algorithms``'s grid parameters, by name; a ValueError naming a policy that is
+    not registered or cannot be imported (an import path's module is looked for in the current
+    directory too)."""
+    from .policies.registry import grid_parameters, policy_class
+
+    if any(":" in name for name in algorithms) and "" not in sys.path and "." not in sys.path:
+        sys.path.append(str(Path.cwd()))
+    try:
+        return {name: grid_parameters(policy_class(name)) for name in algorithms}
+    except (ImportError, TypeError, ValueError) as exc:
+        raise ValueError(f"argument --algorithms: {exc}") from None
+
+
 def _validate(args: argparse.Namespace) -> None:
     """Every check that needs no simulation, so a user's mistake costs no computing time."""
     if args.command == "sweep":
@@ -369,14 +384,16 @@ def _validate(args: argparse.Namespace) -> None:
         from .experiments.spec import StudySpec
         from .experiments.sweep import _check_dir
 
+        _import_beside(args.spec)  # first: reading the spec imports its policies' modules
         args.spec_object = StudySpec.from_toml(args.spec)
-        _import_beside(args.spec)
         _check_dir(args.out, args.spec_object, args.overwrite, args.shard_runs, name="--out",
                    overwrite_hint="--overwrite")
         return
     algorithms = getattr(args, "algorithms", None)
     if algorithms is not None and len(set(algorithms)) != len(algorithms):
         raise ValueError(f"argument --algorithms: each at most once, got {' '.join(algorithms)}")
+    if algorithms is not None:
+        args.grid_parameters = _algorithm_parameters(algorithms)
     if getattr(args, "horizon", 0) > MAX_HORIZON:
         raise ValueError(f"argument --horizon: must be at most 2**53 = {MAX_HORIZON}, got "
                          f"{args.horizon}")

@@ -29,11 +29,13 @@ def l15_ball(x):
 
 def _policy(case, n_runs, seeds):
     if case == "SEGE closed form (disk)":
-        return paper_problem(noise_sd=NOISE, baseline_arm=(1.0, 1.0), c=0.05).sege(
-            n_runs, seeds, "closed_form")
+        return paper_problem(noise_sd=NOISE, baseline_arm=(1.0, 1.0), c=0.05).policy(
+            "SEGE",
+            n_runs, seeds, lcb_method="closed_form")
     if case == "SEGE solver (disk)":
-        return paper_problem(noise_sd=NOISE, baseline_arm=(1.0, 1.0), c=0.05).sege(
-            n_runs, seeds, "solver")
+        return paper_problem(noise_sd=NOISE, baseline_arm=(1.0, 1.0), c=0.05).policy(
+            "SEGE",
+            n_runs, seeds, lcb_method="solver")
     if case == "SEGE closed form (3-D ellipsoid)":
         problem = ellipsoid_problem()
         return sc.SEGE(problem.arm_set, problem.baseline_arm, problem.baseline_reward,
@@ -51,12 +53,13 @@ def _policy(case, n_runs, seeds):
         return sc.SEGE(sc.ConvexArmSet(2, l15_ball), [1.0, 1.0], 1.4, 1.2, S=1.0,
                        noise_sd=NOISE, c=0.01, n_runs=n_runs, seed=seeds)
     if case == "SEGE self-normalized radius (disk)":
-        return paper_problem(noise_sd=NOISE, baseline_arm=(1.0, 1.0), c=0.05).sege(
+        return paper_problem(noise_sd=NOISE, baseline_arm=(1.0, 1.0), c=0.05).policy(
+            "SEGE",
             n_runs, seeds, radius="self_normalized")
     if case == "CLUCB self-normalized radius":
-        return paper_problem(noise_sd=NOISE).clucb(n_runs, radius="self_normalized")
+        return paper_problem(noise_sd=NOISE).policy("CLUCB", n_runs, radius="self_normalized")
     if case == "ROFUL (disk)":
-        return paper_problem(noise_sd=NOISE).roful(n_runs)
+        return paper_problem(noise_sd=NOISE).policy("ROFUL", n_runs)
     if case == "ROFUL (polytope)":
         square = sc.Polytope(np.vstack([np.eye(2), -np.eye(2)]), [2.0, 2.0, 0.0, 0.0])
         return sc.ROFUL(square, [1.0, 0.5], 1.0, 0.6, S=1.0, noise_sd=NOISE, n_directions=24,
@@ -72,7 +75,7 @@ def _policy(case, n_runs, seeds):
         hull = sc.ConvexHull([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0], [2.0, 2.0], [1.0, 1.5]])
         return sc.SEGE(hull, [1.0, 1.0], 1.4, 0.8, S=1.0, noise_sd=NOISE, c=0.01, n_runs=n_runs,
                        seed=seeds, lcb_method="solver" if "solver" in case else "auto")
-    return paper_problem(noise_sd=NOISE).clucb(n_runs)
+    return paper_problem(noise_sd=NOISE).policy("CLUCB", n_runs)
 
 
 def _trajectories(case, runs, policy_seeds, noise_seeds):

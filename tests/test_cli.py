@@ -86,7 +86,8 @@ def test_bad_numbers_are_one_line_errors(command, option, value, want, capsys, n
     (["run"], "the following arguments are required: --arm-set"),
     ([], "the following arguments are required: {demo,reproduce,run,sweep,report}"),
     (["reproduce", "--out", ""], "--out must be a nonempty path, got ''"),
-    (["reproduce", "--algorithms", "SEGE", "LinUCB"], "argument --algorithms: invalid choice: 'LinUCB'"),
+    (["reproduce", "--algorithms", "SEGE", "LinUCB"],
+     "argument --algorithms: unknown policy 'LinUCB' (registered: SEGE, "),
     (["run", "--arm-set", "box", "--algorithms", "ROFUL", "ROFUL"],
      "argument --algorithms: each at most once, got ROFUL ROFUL"),
 ])
@@ -190,12 +191,10 @@ def test_out_filled_during_the_study_is_one_line_error(monkeypatch, tmp_path, ca
 
 
 def test_arm_set_choices_are_the_examples():
-    from sege_cvx.cli import ALGORITHM_NAMES, EXAMPLE_NAMES
+    from sege_cvx.cli import EXAMPLE_NAMES
     from sege_cvx.experiments.examples import EXAMPLES
-    from sege_cvx.experiments.paper import STUDY_ALGORITHMS
 
     assert EXAMPLE_NAMES == tuple(sorted(EXAMPLES))
-    assert ALGORITHM_NAMES == STUDY_ALGORITHMS
 
 
 def test_run_with_roful_writes_its_figures_and_summary(tmp_path, capsys):
@@ -225,7 +224,7 @@ def test_a_study_s_runs_do_not_depend_on_the_other_algorithms():
     for name in ("SEGE", "CLUCB"):
         np.testing.assert_array_equal(three.results[name].stats.regret,
                                       both.results[name].stats.regret)
-    with pytest.raises(ValueError, match="one or more of SEGE, CLUCB, ROFUL, each once"):
+    with pytest.raises(ValueError, match="must name one or more policies, each once"):
         run_study(runs=3, horizon=10, algorithms=())
 
 

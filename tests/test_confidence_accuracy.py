@@ -75,7 +75,7 @@ def test_small_lambda_does_not_break_safety():
     setup = paper_problem(lam=1e-12)
     policy_seeds, noise_seeds = sc.run_seeds(0, 200)
     runs = [129, 174]
-    result = sc.simulate(setup.sege(2, [policy_seeds[r] for r in runs]),
+    result = sc.simulate(setup.policy("SEGE", 2, [policy_seeds[r] for r in runs]),
                          sc.LinearBandit(setup.theta_star, setup.noise_sd,
                                          [noise_seeds[r] for r in runs]), 5000)
     assert int(result.stats.total_violations.sum()) == 0

@@ -162,9 +162,9 @@ def test_sege_refuses_a_finite_set_naming_convex_hull():
     assert "SEGE needs a convex arm set" in message and "sc.ConvexHull(points)" in message
     problem = BanditProblem(sc.FiniteArmSet(ARMS), tuple(THETA), tuple(BASELINE), noise_sd=NOISE)
     with pytest.raises(TypeError, match="ConvexHull"):
-        problem.sege(2, 0)
+        problem.policy("SEGE", 2, 0)
     with pytest.raises(TypeError, match="ROFUL needs a convex arm set.*ConvexHull"):
-        problem.roful(2)  # ROFUL plays points of segments too
+        problem.policy("ROFUL", 2)  # ROFUL plays points of segments too
 
 
 def test_clucb_baseline_and_n_arms_must_match_the_list():
@@ -183,7 +183,7 @@ def test_clucb_baseline_and_n_arms_must_match_the_list():
 def _clucb_steps(runs, noise_seeds):
     """Arms and decisions of ``runs`` side by side through the step API, ``(runs, STAGES, ...)``."""
     problem = BanditProblem(sc.FiniteArmSet(ARMS), tuple(THETA), tuple(BASELINE), noise_sd=NOISE)
-    policy = problem.clucb(len(runs))
+    policy = problem.policy("CLUCB", len(runs))
     bandit = sc.LinearBandit(THETA, NOISE, [noise_seeds[r] for r in runs])
     arms, decisions = [], []
     for _ in range(STAGES):
@@ -210,7 +210,7 @@ def test_clucb_simulation_on_a_finite_set_matches_the_step_api():
     _, noise_seeds = sc.run_seeds(11, 4)
     arms, decisions = _clucb_steps([0, 1, 2, 3], noise_seeds)
     problem = BanditProblem(sc.FiniteArmSet(ARMS), tuple(THETA), tuple(BASELINE), noise_sd=NOISE)
-    result = sc.simulate(problem.clucb(4), sc.LinearBandit(THETA, NOISE, noise_seeds), STAGES,
+    result = sc.simulate(problem.policy("CLUCB", 4), sc.LinearBandit(THETA, NOISE, noise_seeds), STAGES,
                          traces=True)
     np.testing.assert_array_equal(result.decisions, decisions.T)  # engine vs step API: one path
     # numpy's dot goes through BLAS, whose kernel (and so its last bit) depends on the CPU

@@ -118,10 +118,10 @@ def test_generic_ellipsoid_gives_the_same_sege_trajectory_as_the_ellipsoid_class
 ])
 def test_sege_is_safe_on_general_sets(name, rho_bar):
     problem = EXAMPLES[name]()
-    assert problem.sege(1, 0).rho_bar == pytest.approx(rho_bar, rel=3e-5)
+    assert problem.policy("SEGE", 1, 0).rho_bar == pytest.approx(rho_bar, rel=3e-5)
     runs, horizon = 20, 3000
     policy_seeds, noise_seeds = sc.run_seeds(1, runs)
-    policy = problem.sege(runs, policy_seeds)
+    policy = problem.policy("SEGE", runs, policy_seeds)
     result = sc.simulate(policy, sc.LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds),
                          horizon)
     assert result.stats.total_violations.sum() == 0

@@ -25,7 +25,7 @@ from sege_cvx.experiments import paper
 
 problem = paper.paper_problem()
 policy_seeds, noise_seeds = sc.run_seeds(0, 4)
-for policy in (problem.sege(4, policy_seeds), problem.clucb(4)):
+for policy in (problem.policy("SEGE", 4, policy_seeds), problem.policy("CLUCB", 4)):
     sc.simulate(policy, sc.LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds), 50)
 print(loaded())
 sc.Polytope([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]], [1.0, 1.0, 0.0])

@@ -139,9 +139,9 @@ def test_step_api_and_batched_engine_give_identical_trajectories(algorithm):
 
     def make(n, seed):
         if algorithm == "SEGE":
-            return SETUP.sege(n, seed)
+            return SETUP.policy("SEGE", n, seed)
         if algorithm == "CLUCB":
-            return SETUP.clucb(n)
+            return SETUP.policy("CLUCB", n)
         return sc.SEGE(square, [1.0, 1.0], 1.4, 1.2, S=1.0, noise_sd=1.0, c=0.01, n_runs=n,
                        seed=seed)
 
@@ -160,7 +160,7 @@ def test_closed_form_and_solver_paths_make_the_same_decisions():
     policy_seeds, noise_seeds = sc.run_seeds(3, runs)
     results = {}
     for method in ("closed_form", "solver"):
-        policy = setup.sege(runs, policy_seeds, method)
+        policy = setup.policy("SEGE", runs, policy_seeds, lcb_method=method)
         results[method] = sc.simulate(policy, sc.LinearBandit(THETA, 0.3, noise_seeds), horizon,
                                       traces=True)
         assert policy.solver_fallbacks.sum() == 0
@@ -168,7 +168,7 @@ def test_closed_form_and_solver_paths_make_the_same_decisions():
         # is a near-tie (every test statistic >= 1e-9 relative from its threshold; 2.2e-3 at
         # least, measured), far beyond what any rounding could move.  (Both paths are also
         # CPU-independent here: no BLAS or LAPACK on the paper's disk.)
-        margins = sege_decision_margins(setup.sege(runs, policy_seeds, method),
+        margins = sege_decision_margins(setup.policy("SEGE", runs, policy_seeds, lcb_method=method),
                                         sc.LinearBandit(THETA, 0.3, noise_seeds), horizon)
         assert min(margins.values()) >= 1e-9, margins
     a, b = results["closed_form"], results["solver"]
@@ -178,7 +178,7 @@ def test_closed_form_and_solver_paths_make_the_same_decisions():
 
 
 def test_clucb_discretization_meets_paper_error():
-    policy = SETUP.clucb(1)
+    policy = SETUP.policy("CLUCB", 1)
     # K equally spaced boundary points of the unit disk; worst loss S (1 - cos(pi / K)) <= 3e-3.
     assert policy.arms.shape == (41, 2)
     assert policy.discretization_error == pytest.approx(1 - np.cos(np.pi / 41), rel=1e-4)
@@ -188,7 +188,7 @@ def test_clucb_discretization_meets_paper_error():
 
 
 def test_clucb_conservative_check_on_every_round():
-    policy = SETUP.clucb(4)
+    policy = SETUP.policy("CLUCB", 4)
     bandit = sc.LinearBandit(THETA, 1.0, sc.run_seeds(11, 4)[1])
     baseline_plays = np.zeros(4)
     for t in range(1, 801):

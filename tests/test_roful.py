@@ -15,7 +15,7 @@ X0 = np.array(SETUP.baseline_arm)
 
 
 def paper_roful(**kw):
-    return SETUP.roful(kw.pop("n_runs", 1), **kw)
+    return SETUP.policy("ROFUL", kw.pop("n_runs", 1), **kw)
 
 
 #: Near-tie width of the reference's decisions, relative to the scale of the quantities decided
@@ -70,7 +70,7 @@ def test_paper_setup_constants():
     policy = paper_roful()
     assert policy.margin == pytest.approx(0.2 * 2.24)
     assert policy.directions.shape == (41, 2)  # CLUCB's 41 boundary points of the disk
-    np.testing.assert_array_equal(policy.points, SETUP.clucb(1).arms)
+    np.testing.assert_array_equal(policy.points, SETUP.policy("CLUCB", 1).arms)
     np.testing.assert_allclose(np.linalg.norm(policy.directions, axis=1), 1.0, rtol=1e-15)
     np.testing.assert_allclose(policy.steps, np.linalg.norm(policy.points - X0, axis=1))
     # L bounds ||x - x0|| on the disk: ||x0 - c|| + 1, attained.
@@ -181,9 +181,9 @@ def test_self_normalized_radius_is_abbasi_yadkori_theorem_2():
 def test_theorem1_radius_is_unchanged_and_the_default_of_sege_and_clucb():
     rule = ConfidenceRadius("theorem1", 2, 1.0, 0.1, 1.0, 2.5)
     assert rule.stage_value(37, 0.01) == RadiusFormula(2, 1.0, 0.1, 1.0, 2.5).scalar(37, 0.01)
-    assert SETUP.sege(1, 0).radius == "theorem1" and SETUP.clucb(1).radius == "theorem1"
+    assert SETUP.policy("SEGE", 1, 0).radius == "theorem1" and SETUP.policy("CLUCB", 1).radius == "theorem1"
     with pytest.raises(ValueError, match="radius"):
-        SETUP.sege(1, 0, radius="Theorem1")
+        SETUP.policy("SEGE", 1, 0, radius="Theorem1")
 
 
 @pytest.mark.parametrize("algorithm", ["SEGE", "CLUCB"])

@@ -51,12 +51,18 @@ def test_layout_and_columns(reference):
     assert list(runs.columns[:5]) == ["problem", "algorithm", "c", "run", "seed"]
     assert runs.loc[runs.algorithm == "CLUCB", "c"].isna().all()
     assert sorted(runs.loc[runs.algorithm == "SEGE", "c"].unique()) == [0.25, 1.0]
-    for column in ("regret", "violations", "first_violation", "min_expected_reward", "exploit",
-                   "explore_lcb", "explore_baseline", "fallbacks", "wall_seconds"):
-        assert column in runs.columns
-    # Decision counts add up to the horizon; CLUCB never uses SEGE's LCB-arm code.
-    assert (runs[["exploit", "explore_lcb", "explore_baseline"]].sum(axis=1) == 300).all()
-    assert (runs.loc[runs.algorithm == "CLUCB", "explore_lcb"] == 0).all()
+    assert list(runs.columns[5:]) == [
+        "regret", "violations", "first_violation", "min_expected_reward", "exploit",
+        "explore_lcb", "explore_baseline", "optimistic", "baseline", "fallbacks",
+        "conservative_met", "wall_seconds"]
+    # Each policy's decisions under its own names add up to the horizon, null under the other's.
+    sege, clucb = runs[runs.algorithm == "SEGE"], runs[runs.algorithm == "CLUCB"]
+    assert (sege[["exploit", "explore_lcb", "explore_baseline"]].sum(axis=1) == 300).all()
+    assert (clucb[["optimistic", "baseline"]].sum(axis=1) == 300).all()
+    assert sege[["optimistic", "baseline"]].isna().all().all()
+    assert clucb[["exploit", "explore_lcb", "explore_baseline"]].isna().all().all()
+    assert curves.loc[curves.algorithm == "CLUCB", "baseline"].iloc[-1] == pytest.approx(
+        clucb["baseline"].mean(), rel=1e-12)
     # Curves: every cell on the same checkpoints, ending at the horizon, with the run-level
     # regret there.
     last = curves[curves.t == 300].set_index(["problem", "algorithm", "c"], drop=False)
@@ -110,7 +116,8 @@ def test_a_run_replays_alone_from_its_seed(reference):
 
     problem = study.setup
     _, noise = run_seeds(int(row.seed), 1)
-    alone = simulate(problem.clucb(1), LinearBandit(problem.theta_star, problem.noise_sd, noise), 300)
+    alone = simulate(problem.policy("CLUCB", 1),
+                     LinearBandit(problem.theta_star, problem.noise_sd, noise), 300)
     assert alone.stats.cum_regret[0] == row.regret
     assert alone.stats.total_violations[0] == row.violations
 

@@ -17,8 +17,9 @@ import matplotlib.pyplot as plt
 if TYPE_CHECKING:
     from .files import Directory
 
-#: Each algorithm's colour in every figure (the single study's and a sweep's).
-ALGORITHM_COLORS = {"SEGE": "tab:blue", "CLUCB": "tab:green", "ROFUL": "tab:purple"}
+#: Colours of policies registered without one, in turn (no red, gray or black: the reference
+#: lines').
+UNREGISTERED_COLORS = ("tab:orange", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
 #: Legend entries per row under an axes, and the height of one row (inches, fontsize 7).
 LEGEND_COLUMNS, LEGEND_ROW = 2, 0.16
 #: A panel's axes (inches) and the room under it for the x tick labels and label (inches).

@@ -15,7 +15,8 @@ import numpy as np  # noqa: E402
 
 from ..arm_sets import Ball  # noqa: E402
 from ..confidence import lcb  # noqa: E402
-from ._plotting import ALGORITHM_COLORS, LEGEND_COLUMNS  # noqa: E402
+from ..policies.registry import policy_color, policy_stem  # noqa: E402
+from ._plotting import LEGEND_COLUMNS, UNREGISTERED_COLORS  # noqa: E402
 from ._plotting import legend_below as _legend_below  # noqa: E402
 from ._plotting import save_figure as _save  # noqa: E402
 from ._plotting import single_axes as _axes  # noqa: E402
@@ -29,7 +30,7 @@ def _check_band(band: str) -> None:
         raise ValueError(f"band must be one of {BANDS}, got {band!r}")
 
 
-def reward_figure(result, threshold: float, optimal: float, color: str, label: str,
+def reward_figure(result, threshold: float, optimal: float, color: str | None, label: str,
                   band: str = "quantile"):
     """Stagewise expected reward ``<X_t, theta*>`` with the safety threshold ``b``.
 
@@ -46,6 +47,7 @@ def reward_figure(result, threshold: float, optimal: float, color: str, label: s
         low, high, what = agg["reward_q05"], agg["reward_q95"], "5-95 % of runs"
     else:
         low, high, what = agg["reward_window_min"], agg["reward_window_max"], "range over runs"
+    color = color or UNREGISTERED_COLORS[0]
     ax.fill_between(stages, low, high, color=color, alpha=0.25, linewidth=0,
                     label=f"{label} {what}")
     ax.plot(stages, agg["reward_mean"], color=color, linewidth=1.2, label=f"{label} mean")
@@ -65,8 +67,9 @@ def regret_figure(results: dict, band: str = "quantile"):
     over runs and a 5-95 % quantile band (or, ``band="minmax"``, the range over runs)."""
     _check_band(band)
     fig, ax = _axes(legend_rows=math.ceil(2 * len(results) / LEGEND_COLUMNS))
+    unregistered = iter(UNREGISTERED_COLORS * len(results))
     for label, result in results.items():
-        color = ALGORITHM_COLORS.get(label)  # another name: matplotlib's next colour
+        color = policy_color(label) or next(unregistered)
         agg = result.stats.aggregates()
         low, high = ((agg["regret_q05"], agg["regret_q95"]) if band == "quantile"
                      else (agg["regret_min"], agg["regret_max"]))
@@ -164,8 +167,8 @@ def write_figures(study, out: Path) -> list[Path]:
     paths = []
     for label, result in study.results.items():
         paths += _save(titled(reward_figure(result, s.threshold, result.optimal_reward,
-                                            ALGORITHM_COLORS.get(label), label)),
-                       out, name(f"{label.lower()}_reward"))
+                                            policy_color(label), label)),
+                       out, name(f"{policy_stem(label)}_reward"))
     paths += _save(titled(regret_figure(study.results)), out, name("regret"))
     if isinstance(s.arm_set, Ball) and s.arm_set.dim == 2 and study.sege and study.sege.snapshots:
         paths += _save(titled(safe_set_figure(study)), out, name("safe_sets"))

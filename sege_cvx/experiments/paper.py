@@ -19,9 +19,8 @@ import numpy as np
 from .._numba import cached, compile_timer, has_disk_cache
 from .._validation import as_positive_int
 from ..arm_sets import Ball
-from ..policies import clucb as _clucb
-from ..policies import roful as _roful
-from ..policies import sege_rule as _sege_rule
+from ..policies import CLUCB, ROFUL
+from ..policies.registry import grid_parameters, policy_class, policy_entry, policy_stem
 from ..policies.sege import EXPLOIT, SEGE
 from ..simulation import LinearBandit, SimulationResult, run_seeds, simulate
 from ..simulation.statistics import PAPER_CHECKPOINTS, QUANTILES
@@ -111,12 +110,6 @@ def summarize(result: SimulationResult, threshold: float, seed: int) -> dict:
 #: The paper's study (Section 6): SEGE against CLUCB, the default algorithms of a study.
 PAPER_ALGORITHMS = ("SEGE", "CLUCB")
 
-#: Each algorithm's compiled stage loop: most of what it compiles on a cold start.
-STAGE_LOOPS = {"SEGE": _sege_rule.run_stages, "CLUCB": _clucb.run_stages,
-               "ROFUL": _roful.run_stages}
-#: Each algorithm's policy class.
-_POLICY_CLASSES = {"SEGE": SEGE, "CLUCB": _clucb.CLUCB, "ROFUL": _roful.ROFUL}
-
 
 def warm_up(lcb_method: str = "auto", problem: BanditProblem | None = None,
             algorithms: Sequence[str] = PAPER_ALGORITHMS, *,
@@ -135,7 +128,7 @@ def warm_up(lcb_method: str = "auto", problem: BanditProblem | None = None,
     problem : BanditProblem, optional
         Default :func:`paper_problem`.
     algorithms : sequence of str
-        Names of :meth:`BanditProblem.policy`.
+        Registered policy names or import paths (:meth:`BanditProblem.policy`).
     processes : bool
         With more than one core, compile the algorithms after the first whose stage loop is
         not in numba's cache in helper processes (started by ``spawn``: call from under
@@ -174,8 +167,7 @@ def play_a_few_stages(algorithm: str, problem: BanditProblem, lcb_method: str = 
     compiled or loaded.  Returns the seconds numba spent compiling (0 if all were cached)."""
     with compile_timer() as timer:
         policy_seeds, noise_seeds = run_seeds(0, 2)
-        settings = {"lcb_method": lcb_method} if algorithm == "SEGE" else {}
-        policy = problem.policy(algorithm, 2, policy_seeds, **settings)
+        policy = problem.policy(algorithm, 2, policy_seeds, **_lcb_setting(algorithm, lcb_method))
         simulate(policy, LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds), 3)
     return timer.seconds
 
@@ -188,7 +180,8 @@ def _compile_in_processes(algorithms: Sequence[str], problem: BanditProblem,
     if (os.cpu_count() or 1) < 2:
         return {}
     todo = [name for name in algorithms
-            if has_disk_cache(STAGE_LOOPS[name]) and not cached(STAGE_LOOPS[name])]
+            if any(has_disk_cache(kernel) and not cached(kernel)
+                   for kernel in policy_class(name).compiled_kernels)]
     context = multiprocessing.get_context("spawn")
     helpers = {}
     for name in todo:
@@ -236,17 +229,21 @@ def _helper_seconds(process, receive) -> float:
     return seconds or 0.0
 
 
-#: The algorithms a study can run (``--algorithms``); the paper's study is SEGE against CLUCB.
-STUDY_ALGORITHMS = ("SEGE", "CLUCB", "ROFUL")
+def _lcb_setting(algorithm: str, lcb_method: str) -> dict:
+    """``{"lcb_method": lcb_method}`` for a policy that has that parameter (SEGE), else ``{}``."""
+    return ({"lcb_method": lcb_method} if "lcb_method" in grid_parameters(policy_class(algorithm))
+            else {})
 
 
 def study_algorithms(algorithms: Sequence[str]) -> tuple[str, ...]:
-    """``algorithms`` checked: one or more of :data:`STUDY_ALGORITHMS`, each once."""
+    """``algorithms`` checked: one or more policies (registered names, or import paths
+    ``"module:Class"``), each once."""
     names = tuple(algorithms) if not isinstance(algorithms, str) else (algorithms,)
-    unknown = [a for a in names if a not in STUDY_ALGORITHMS]
-    if not names or unknown or len(set(names)) != len(names):
-        raise ValueError(f"algorithms must be one or more of {', '.join(STUDY_ALGORITHMS)}, each "
-                         f"once; got {list(names)!r}")
+    if not names or len(set(names)) != len(names):
+        raise ValueError(f"algorithms must name one or more policies, each once; got "
+                         f"{list(names)!r}")
+    for name in names:
+        policy_entry(name)  # a one-line error naming the known ones
     return names
 
 
@@ -256,8 +253,10 @@ def study_spec(problem: str = "paper", runs: int = 100, horizon: int = 10_000, s
     """The built-in spec of a study: ``algorithms`` (SEGE's LCB arms by ``lcb_method``) on
     ``problem`` (a built-in example's name, or a ``"module:callable"`` factory), in that order."""
     problem_table = {"factory": problem} if ":" in problem else {"name": problem}
-    cells = [{"name": a, "grid": {"lcb_method": [lcb_method]}} if a == "SEGE" else {"name": a}
-             for a in study_algorithms(algorithms)]
+    cells = []
+    for name in study_algorithms(algorithms):
+        grid = {key: [value] for key, value in _lcb_setting(name, lcb_method).items()}
+        cells.append({"name": name, "grid": grid} if grid else {"name": name})
     return StudySpec.from_dict({"seed": seed, "runs": runs, "horizon": horizon,
                                 "problems": [problem_table], "algorithms": cells})
 
@@ -294,8 +293,9 @@ def run_study(
         Local worker processes; 1 (default) runs in this process, whose compiled loops spread
         the runs over every core.
     algorithms : sequence of str
-        One or more of :data:`STUDY_ALGORITHMS`, each once (ROFUL with its default
-        ``radius="self_normalized"``).
+        One or more policies, each once: registered names
+        (:func:`~sege_cvx.policies.registry.registered_policies`) or import paths
+        ``"module:Class"`` (ROFUL with its default ``radius="self_normalized"``).
 
     Returns
     -------
@@ -326,7 +326,7 @@ def run_study(
         manifest = results.manifest
         tasks = plan_shards(spec, manifest["shard_runs"], None,
                             {label: p["fingerprint"] for label, p in manifest["problems"].items()},
-                            manifest["versions"])
+                            manifest["versions"], manifest["algorithms"])
         with Directory(results.path / "shards", "the study's shards") as shards:
             tables = [pa.concat_tables(read_cell(shards, [t for t in tasks if t.cell == cell]))
                       for cell in range(len(names))]
@@ -334,7 +334,8 @@ def run_study(
     simulations = {name: SimulationResult(shard_statistics(table), optimal, setup.threshold,
                                           float(table.column("wall_seconds").to_numpy().sum()))
                    for name, table in zip(names, tables, strict=True)}
-    sege = setup.sege(1, run_seeds(0, 1)[0], lcb_method)  # the constants (rho, L, sigma^2)
+    # SEGE's constants (rho, L, sigma^2)
+    sege = setup.policy("SEGE", 1, run_seeds(0, 1)[0], lcb_method=lcb_method)
     summary = {"setup": {**setup.describe(), "rho_bar": sege.rho_bar, "L": sege.L,
                          "sigma2": sege.sigma2, "exploration": sege.exploration.kind}}
     for cell, (name, table) in enumerate(zip(names, tables, strict=True)):
@@ -359,23 +360,26 @@ def _algorithm_summary(name: str, result: SimulationResult, setup: BanditProblem
     """What ``summary.json`` says of one algorithm beyond :func:`summarize`: its decision
     counts by name, and its own constants."""
     st = result.stats
-    counts = {label: int(v) for label, v in zip(_POLICY_CLASSES[name].decision_names,
-                                                st.decision_counts.sum(axis=0), strict=True)
+    cls = policy_class(name)
+    counts = {label: int(v) for label, v in zip(cls.decision_names,
+                                                st.decision_counts.sum(axis=0), strict=False)
               if label is not None}
-    if name == "SEGE":
+    if issubclass(cls, SEGE):
         explored = st.decisions.sum(axis=2) - st.decisions[:, :, EXPLOIT]  # N_t per checkpoint
         return {"lcb_method": lcb_method, "rho": sege.rho,
                 "exploration_stages_mean": float(explored[-1].mean()),
                 "exploration_over_sqrt_t": {str(c): float(explored[st.at(c)].mean() / np.sqrt(c))
                                             for c in _reported(horizon)},
                 "decision_counts": counts}
-    if name == "CLUCB":
-        clucb = setup.clucb(1)
+    if issubclass(cls, CLUCB):
+        clucb = setup.policy(name, 1)
         return {"n_arms": int(clucb.arms.shape[0]),
                 "discretization_error": clucb.discretization_error,
                 "baseline_plays_mean": float(st.decision_counts[:, 2].mean()),
                 "decision_counts": counts}
-    roful = setup.roful(1)
+    if not issubclass(cls, ROFUL):
+        return {"decision_counts": counts}
+    roful = setup.policy(name, 1)
     return {"n_directions": int(roful.points.shape[0]), "radius": roful.radius,
             "decision_counts": counts}
 
@@ -389,7 +393,7 @@ def _replay_snapshots(setup: BanditProblem, seed: int, lcb_method: str, horizon:
     if not stages:
         return {}
     policy_seeds, noise_seeds = run_seeds(seed, 1)
-    replay = simulate(setup.sege(1, policy_seeds, lcb_method),
+    replay = simulate(setup.policy("SEGE", 1, policy_seeds, lcb_method=lcb_method),
                       LinearBandit(setup.theta_star, setup.noise_sd, noise_seeds), stages[-1],
                       snapshot_stages=stages, checkpoints=[stages[-1]])
     if replay.stats.cum_regret[0] != stats.regret[stats.at(stages[-1]), 0]:
@@ -437,8 +441,8 @@ def write_outputs(
     """
     from .figures import write_figures
 
-    seed = next((block["seed"] for name, block in study.summary.items()
-                 if name in STUDY_ALGORITHMS), None)
+    seed = next((block["seed"] for name, block in study.summary.items() if name != "setup"),
+                None)
     prov = provenance(command_line, seed)
     with atomic_output_dir(out_dir, overwrite) as tmp:
         summary = {**study.summary, "provenance": prov}
@@ -458,7 +462,8 @@ def write_outputs(
 def _arrays(study: StudyResult) -> dict[str, np.ndarray]:
     """``arrays.npz``'s contents: each algorithm's per-checkpoint aggregates across runs
     (:meth:`~sege_cvx.simulation.statistics.RunStatistics.aggregates`, prefixed by the
-    algorithm's name in lower case: ``sege_``, ``clucb_``, ``roful_``), and SEGE's run 0's
+    algorithm's :func:`~sege_cvx.policies.registry.policy_stem`: ``sege_``, ``clucb_``,
+    ``roful_``), and SEGE's run 0's
     safe-set snapshots.
 
     ``*_reward_window_min`` / ``*_reward_window_max`` are the extremes over runs *and* over the
@@ -466,7 +471,7 @@ def _arrays(study: StudyResult) -> dict[str, np.ndarray]:
     """
     arrays = {}
     for name, res in study.results.items():
-        arrays.update({f"{name.lower()}_{key}": value
+        arrays.update({f"{policy_stem(name)}_{key}": value
                        for key, value in res.stats.aggregates().items()})
     arrays["quantile_levels"] = np.array(QUANTILES)
     for t, (theta_hat, V, r) in (study.sege.snapshots if study.sege else {}).items():

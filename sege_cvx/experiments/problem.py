@@ -8,6 +8,7 @@ study (:mod:`.paper`), the built-in examples (:mod:`.examples`), a sweep's shard
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -16,23 +17,14 @@ import numpy as np
 from .._fingerprint import fingerprint
 from .._validation import as_scalar, as_vector, scaled_norm
 from ..arm_sets import ArmSet, Ball
-from ..policies import CLUCB, ROFUL, SEGE
-from ..policies.sege import paper_risk
+from ..policies import CLUCB, ROFUL, SEGE, Policy
+from ..policies.registry import grid_parameters, policy_class
 
 
-@dataclass(frozen=True)
-class _PaperRisk:
-    """The paper's risk schedule ``delta_t = 6 delta_bar / (pi^2 t^2)`` as a picklable callable
-    (a policy's ``risk``), so that policies built in worker processes are described alike."""
-
-    delta_bar: float
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "delta_bar", as_scalar("delta_bar", self.delta_bar, low=0.0,
-                                                        high=1.0, low_open=True, high_open=True))
-
-    def __call__(self, t: int) -> float:
-        return paper_risk(t, self.delta_bar)
+def _deprecated(method: str, name: str) -> None:
+    warnings.warn(f"BanditProblem.{method}(...) is deprecated and will be removed in the next "
+                  f"release; use BanditProblem.policy({name!r}, ...)", DeprecationWarning,
+                  stacklevel=3)
 
 
 @dataclass(frozen=True)
@@ -168,50 +160,69 @@ class BanditProblem:
             "noise_sd": self.noise_sd, "c": self.c, "lam": self.lam, "delta_bar": self.delta_bar,
             "clucb_arms": self.clucb_arms, "misspecified": self.misspecified})
 
-    def sege(self, n_runs: int, seed, lcb_method: str = "auto", *, c: float | None = None,
-             lam: float | None = None, rho: float | None = None, L: float | None = None,
-             delta_bar: float | None = None, radius: str = "theorem1") -> SEGE:
-        """SEGE on this problem; a keyword given overrides the problem's value (``rho`` and ``L``
-        default to SEGE's own, ``rho_bar`` and the arm set's bound on ``max ||x||``)."""
-        delta_bar = self.delta_bar if delta_bar is None else delta_bar
-        return SEGE(self.arm_set, self.baseline_arm, self.baseline_reward, self.threshold,
-                    S=self.S, noise_sd=self.noise_sd, lam=self.lam if lam is None else lam,
-                    c=self.c if c is None else c, rho=rho, L=L,
-                    risk=_PaperRisk(delta_bar), radius=radius, lcb_method=lcb_method,
-                    n_runs=n_runs, seed=seed)
+    def policy_defaults(self) -> dict:
+        """The constants this problem gives a policy, by constructor parameter name: ``lam``;
+        SEGE's ``c`` and ``delta_bar``; ``delta`` (``delta_bar``: Corollary 1's overall risk
+        ``sum_t delta_t``); ``n_arms`` and ``n_directions`` (``clucb_arms``, so that CLUCB and
+        ROFUL use the same boundary points).  :meth:`policy` passes each to a constructor that
+        has a parameter of that name (``None``: the constructor's own default)."""
+        return {"lam": self.lam, "c": self.c, "delta_bar": self.delta_bar,
+                "delta": self.delta_bar, "n_arms": self.clucb_arms,
+                "n_directions": self.clucb_arms}
 
-    def clucb(self, n_runs: int, *, lam: float | None = None, delta: float | None = None,
-              n_arms: int | None = None, radius: str = "theorem1") -> CLUCB:
-        """CLUCB on this problem; a keyword given overrides the problem's value (``delta``:
-        ``delta_bar``, Corollary 1's overall risk ``sum_t delta_t``)."""
-        return CLUCB(self.arm_set, self.baseline_arm, self.baseline_reward, self.threshold,
-                     S=self.S, noise_sd=self.noise_sd, lam=self.lam if lam is None else lam,
-                     delta=self.delta_bar if delta is None else delta,
-                     n_arms=self.clucb_arms if n_arms is None else n_arms, radius=radius,
-                     n_runs=n_runs)
+    def policy(self, algorithm, n_runs: int = 1, seed=None, **settings) -> Policy:
+        """The policy ``algorithm`` on this problem, over ``n_runs`` runs seeded by ``seed``.
 
-    def roful(self, n_runs: int, *, lam: float | None = None, delta: float | None = None,
-              n_directions: int | None = None, radius: str = "self_normalized") -> ROFUL:
-        """ROFUL on this problem; a keyword given overrides the problem's value (``delta``:
-        ``delta_bar``; ``n_directions``: CLUCB's arm count, so that both use the same boundary
-        points)."""
-        return ROFUL(self.arm_set, self.baseline_arm, self.baseline_reward, self.threshold,
-                     S=self.S, noise_sd=self.noise_sd, lam=self.lam if lam is None else lam,
-                     delta=self.delta_bar if delta is None else delta, radius=radius,
-                     n_directions=self.clucb_arms if n_directions is None else n_directions,
-                     n_runs=n_runs)
+        Parameters
+        ----------
+        algorithm : str or type
+            A registered name (:func:`sege_cvx.registered_policies`), an import path
+            ``"module:Class"``, or a :class:`~sege_cvx.Policy` subclass.
+        n_runs : int
+        seed : int, SeedSequence, sequence of SeedSequence, or None
+        **settings
+            Values of the policy's grid parameters
+            (:func:`~sege_cvx.policies.registry.grid_parameters`), overriding the problem's
+            (:meth:`policy_defaults`) and the constructor's defaults.
 
-    def policy(self, algorithm: str, n_runs: int, seed=None, **settings) -> SEGE | CLUCB | ROFUL:
-        """``algorithm`` ("SEGE", "CLUCB" or "ROFUL") on this problem, with ``settings``
-        overriding its parameters (the names of
-        :data:`~sege_cvx.experiments.spec.GRID_PARAMETERS`)."""
-        if algorithm == "SEGE":
-            return self.sege(n_runs, seed, **settings)
-        if algorithm == "CLUCB":
-            return self.clucb(n_runs, **settings)
-        if algorithm == "ROFUL":
-            return self.roful(n_runs, **settings)
-        raise ValueError(f"unknown algorithm {algorithm!r} (known: SEGE, CLUCB, ROFUL)")
+        Examples
+        --------
+        >>> problem = paper_problem()
+        >>> problem.policy("SEGE", 4, seed=0, c=0.25).c
+        0.25
+        >>> problem.policy("CLUCB", 1, n_arms=20).arms.shape
+        (20, 2)
+        >>> problem.policy("SEGE", 1, step=2)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        TypeError: SEGE has no parameter 'step' (its grid parameters: lam, c, rho, L, ...)
+        """
+        cls = algorithm if isinstance(algorithm, type) else policy_class(algorithm)
+        accepted = grid_parameters(cls)
+        for key in settings:
+            if key not in accepted:
+                raise TypeError(f"{cls.__name__} has no parameter {key!r} (its grid parameters: "
+                                f"{', '.join(accepted)})")
+        params = {key: value for key, value in self.policy_defaults().items()
+                  if key in accepted and value is not None}
+        params.update(settings)
+        return cls(self.arm_set, self.baseline_arm, self.baseline_reward, self.threshold,
+                   S=self.S, noise_sd=self.noise_sd, n_runs=n_runs, seed=seed, **params)
+
+    def sege(self, n_runs: int, seed, lcb_method: str = "auto", **settings) -> SEGE:
+        """Deprecated: ``policy("SEGE", n_runs, seed, lcb_method=..., ...)``."""
+        _deprecated("sege", "SEGE")
+        return self.policy("SEGE", n_runs, seed, lcb_method=lcb_method, **settings)
+
+    def clucb(self, n_runs: int, **settings) -> CLUCB:
+        """Deprecated: ``policy("CLUCB", n_runs, ...)``."""
+        _deprecated("clucb", "CLUCB")
+        return self.policy("CLUCB", n_runs, **settings)
+
+    def roful(self, n_runs: int, **settings) -> ROFUL:
+        """Deprecated: ``policy("ROFUL", n_runs, ...)``."""
+        _deprecated("roful", "ROFUL")
+        return self.policy("ROFUL", n_runs, **settings)
 
     def describe(self) -> dict:
         """JSON-ready description (``summary.json``'s ``setup``)."""

@@ -19,7 +19,6 @@ import pandas as pd
 
 from .files import ChecksumError, Directory, check_sha256, read_regular
 from .outputs import MANIFEST, OutputPathError, check_writable_under, refuse_link
-from .spec import GRID_PARAMETERS
 
 #: Columns that identify a cell besides the grid parameters.
 CELL_COLUMNS = ("problem", "algorithm")
@@ -64,11 +63,12 @@ def _missing(value) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float | np.floating) and np.isnan(value))
 
 
-def _unset(key: str, algorithms) -> str:
-    """How a grid column left null reads for cells of ``algorithms``: ``default`` where each has
-    the parameter (its grid did not set it: the algorithm's own default ran, which differs
-    between algorithms, e.g. ROFUL's radius), ``n/a`` where none has it."""
-    has = {key in GRID_PARAMETERS.get(a, ()) for a in algorithms}
+def _unset(key: str, algorithms, parameters: dict[str, tuple[str, ...]]) -> str:
+    """How a grid column left null reads for cells of ``algorithms`` (whose grid ``parameters``
+    are given by name): ``default`` where each has the parameter (its grid did not set it: the
+    algorithm's own default ran, which differs between algorithms, e.g. ROFUL's radius),
+    ``n/a`` where none has it."""
+    has = {key in parameters.get(a, ()) for a in algorithms}
     return "default" if has == {True} else "n/a" if has == {False} else "default or n/a"
 
 
@@ -101,7 +101,8 @@ class SweepResults:
         ``curves.parquet``: one row per cell x checkpoint stage ``t``.
     manifest : dict
         ``manifest.json``: the spec, problems (``dim``, ``baseline_reward`` b0, ``threshold`` b,
-        ``optimal_reward``, ``description``), shard status, files and provenance.
+        ``optimal_reward``, ``description``), algorithms (their classes, grid parameters,
+        decision names and colours), shard status, files and provenance.
     path : Path
         The results directory.
     """
@@ -110,6 +111,28 @@ class SweepResults:
     curves: pd.DataFrame
     manifest: dict
     path: Path
+
+    @property
+    def algorithms(self) -> dict[str, dict]:
+        """Per algorithm name: ``grid_parameters``, ``decision_names`` and ``color``, as the
+        sweep recorded them (read from the policy registry for a sweep that recorded none)."""
+        recorded = self.manifest.get("algorithms")
+        if isinstance(recorded, dict):
+            return recorded
+        from ..policies.registry import grid_parameters, policy_entry
+
+        known = {}
+        for name in self.runs["algorithm"].unique():
+            try:
+                entry = policy_entry(name)
+            except (ValueError, TypeError, ImportError):
+                continue
+            known[name] = {"grid_parameters": list(grid_parameters(entry.cls)),
+                           "decision_names": list(entry.cls.decision_names), "color": entry.color}
+        return known
+
+    def _grid_parameters(self) -> dict[str, tuple[str, ...]]:
+        return {name: tuple(a.get("grid_parameters", ())) for name, a in self.algorithms.items()}
 
     @property
     def cell_columns(self) -> list[str]:
@@ -258,7 +281,6 @@ class SweepResults:
         from matplotlib.colors import to_rgba
 
         from ._plotting import (
-            ALGORITHM_COLORS,
             PANEL_LEGEND_OFFSET,
             figure_legend,
             legend_below,
@@ -289,7 +311,9 @@ class SweepResults:
                 raise ValueError(f"ax must be {len(panels)} axes, one per panel of by={by!r}; "
                                  f"got {len(axes)}")
             fig, offset = axes[0].figure, -0.17
-        styles = _Styles(ALGORITHM_COLORS, self.curves["algorithm"].unique())
+        colors = {name: a["color"] for name, a in self.algorithms.items() if a.get("color")}
+        styles = _Styles(colors, self.curves["algorithm"].unique())
+        parameters = self._grid_parameters()
         for ax_, (values, cells, (refs, differ)) in zip(axes, contents, strict=True):
             handles, labels = [], []
             for label, algorithm, rows in cells:
@@ -320,8 +344,9 @@ class SweepResults:
                                  fontsize=7, color=style["color"],
                                  bbox={"facecolor": "white", "edgecolor": "none",
                                        "alpha": 0.8, "pad": 0.5})
+            drawn = {c[1] for c in cells}
             title = ", ".join(_value(v) if k in CELL_COLUMNS else
-                              f"{k}={_unset(k, {c[1] for c in cells}) if _missing(v) else _value(v)}"
+                              f"{k}={_unset(k, drawn, parameters) if _missing(v) else _value(v)}"
                               for k, v in zip(keys, values, strict=True)) or "all cells"
             if differ:  # a second line, kept short enough for the panel's width
                 title += f"\n({', '.join(differ)}: differ by problem, not drawn)"
@@ -568,8 +593,9 @@ def report_table(results: SweepResults, stages: Sequence[int] | None = None) -> 
     """
     earlier = check_stages(results, stages)
     table = results.table().reset_index()
+    parameters = results._grid_parameters()
     out = pd.DataFrame({c: [_value(v) if not _missing(v) else
-                            "default" if c in GRID_PARAMETERS.get(a, ()) else "-"
+                            "default" if c in parameters.get(a, ()) else "-"
                             for v, a in zip(table[c], table["algorithm"], strict=True)]
                         for c in results.cell_columns})
     misspecified = _misspecified(results)

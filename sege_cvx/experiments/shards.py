@@ -31,15 +31,15 @@ import numpy as np
 import pyarrow as pa
 
 from .._random import run_seeds
+from ..policies.registry import policy_class, policy_code_fingerprint, registered_policies
 from ..simulation import LinearBandit, simulate
 from ..simulation.statistics import N_DECISIONS, RunStatistics, checkpoint_grid
 from .outputs import runtime_versions
 from .spec import ProblemSpec, SpecError, StudySpec
 
-#: Per-run decision counts, by decision code (named after SEGE's): SEGE's exploit / explore with
-#: the LCB arm / explore around the baseline arm; CLUCB's optimistic arm (code 0) / baseline arm
-#: (code 2); ROFUL's full step (code 0) / step scaled down for safety (1) / baseline arm (2).
-DECISION_COLUMNS = ("exploit", "explore_lcb", "explore_baseline")
+#: Per-run decision counts, by decision code: a shard's columns ``decisions_0`` ... (named by
+#: the policy's ``decision_names``, which the shard's metadata records, when shards are merged).
+DECISION_COLUMNS = tuple(f"decisions_{code}" for code in range(N_DECISIONS))
 #: Per-run checkpoint series kept in a shard, as ``curve_<name>`` list columns.
 CURVES = ("regret", "reward", "reward_min", "reward_max", "violations", "decisions")
 #: Schema metadata key of a shard table.
@@ -90,6 +90,15 @@ class ShardTask:
     versions : tuple of (name, version) pairs, or None
         The sweep's :func:`~sege_cvx.experiments.outputs.runtime_versions`: the worker refuses
         to compute under others (None: not checked).
+    policy : str or None
+        The import path ``"module:Class"`` of the cell's policy as the sweep resolved its name,
+        used where the name is not registered (a worker that did not run the code registering
+        it; None: the name alone).
+    policy_code : str or None
+        The fingerprint of the cell's policy's code as the sweep loaded it
+        (:func:`~sege_cvx.policies.registry.policy_code_fingerprint`; None for sege_cvx's own
+        policies, which ``versions`` covers): the worker refuses to compute the shard with
+        other code.
     """
 
     spec: StudySpec
@@ -99,6 +108,8 @@ class ShardTask:
     threads: int | None = None
     fingerprint: str | None = None
     versions: tuple[tuple[str, str | None], ...] | None = None
+    policy: str | None = None
+    policy_code: str | None = None
 
     @property
     def name(self) -> str:
@@ -187,7 +198,15 @@ def run_shard(task: ShardTask) -> pa.Table:
     runs = np.arange(task.start, task.stop)
     seeds = task_seeds(task)
     policy_seeds, noise_seeds = run_seeds([np.random.SeedSequence(s) for s in seeds], len(seeds))
-    policy = problem.policy(algorithm.name, len(seeds), policy_seeds, **settings)
+    # By name where this process registered it (the sweep's own process), else by the import
+    # path the sweep resolved it to (a worker); the code fingerprint says it is the same code.
+    known = algorithm.name in registered_policies() or task.policy is None
+    cls = policy_class(algorithm.name if known else task.policy)
+    if (code := policy_code_fingerprint(cls)) != task.policy_code:
+        raise SpecError(f"policy {algorithm.name!r} loaded here is not the code the sweep "
+                        f"checked (fingerprint {str(code)[:12]}, not {str(task.policy_code)[:12]}):"
+                        " its module differs in this process")
+    policy = problem.policy(cls, len(seeds), policy_seeds, **settings)
     bandit = LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds)
     grid = checkpoints_of(spec)
     with _SIMULATION_LOCK, _numba_threads(task.threads):
@@ -197,7 +216,8 @@ def run_shard(task: ShardTask) -> pa.Table:
     fallbacks = getattr(policy, "solver_fallbacks", np.zeros(len(seeds), dtype=np.int64))
     reasons = dict(getattr(policy, "fallback_reasons", Counter()))
     return shard_table(result.stats, runs, seeds, fallbacks, reasons, wall,
-                       cell=cell_key(task), fingerprint=problem.fingerprint, versions=versions)
+                       cell=cell_key(task), fingerprint=problem.fingerprint, versions=versions,
+                       decision_names=cls.decision_names, policy_code=code)
 
 
 def _differences(expected: dict, found: dict) -> str:
@@ -260,6 +280,13 @@ def check_shard_table(table: pa.Table, task: ShardTask) -> None:
     if task.versions is not None and (differ := _differences(dict(task.versions),
                                                              meta.get("versions") or {})):
         raise ValueError(f"it was computed with other versions: {differ}")
+    if meta.get("policy_code") != task.policy_code:
+        raise ValueError(f"it was computed with other code of its policy (fingerprint "
+                         f"{str(meta.get('policy_code'))[:12]}, not {str(task.policy_code)[:12]})")
+    names = meta.get("decision_names")
+    if not (isinstance(names, list) and len(names) <= N_DECISIONS
+            and all(n is None or isinstance(n, str) for n in names)):
+        raise ValueError("its metadata does not name its decisions")
 
 
 @contextlib.contextmanager
@@ -281,12 +308,14 @@ def _numba_threads(threads: int | None) -> Iterator[None]:
 def shard_table(stats: RunStatistics, runs: np.ndarray, seeds: Sequence[int],
                 fallbacks: np.ndarray, reasons: dict, wall_seconds: float, *,
                 cell: dict | None = None, fingerprint: str | None = None,
-                versions: dict | None = None) -> pa.Table:
+                versions: dict | None = None, decision_names: Sequence[str | None] = (),
+                policy_code: str | None = None) -> pa.Table:
     """A shard's Arrow table from its runs' statistics (the inverse of :func:`shard_statistics`).
 
     ``wall_seconds`` is the shard's simulation time; each run's row gets an equal share.
     ``cell`` (:func:`cell_key`), ``fingerprint`` and ``versions`` (the problem's and the
-    software's) go into the metadata.
+    software's), the policy's ``decision_names`` (by code) and ``policy_code`` (its code's
+    fingerprint) go into the metadata.
     """
     n, C = len(runs), len(stats.checkpoints)
     first = stats.first_violation
@@ -311,7 +340,8 @@ def shard_table(stats: RunStatistics, runs: np.ndarray, seeds: Sequence[int],
             pa.array(per_run.ravel()), width)
     meta = {"checkpoints": stats.checkpoints.tolist(), "fallback_reasons": reasons,
             "wall_seconds": wall_seconds, "decisions": N_DECISIONS, "C": C,
-            "cell": cell, "fingerprint": fingerprint, "versions": versions}
+            "cell": cell, "fingerprint": fingerprint, "versions": versions,
+            "decision_names": list(decision_names), "policy_code": policy_code}
     return pa.table(columns).replace_schema_metadata({METADATA_KEY: json.dumps(meta)})
 
 

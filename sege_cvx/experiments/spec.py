@@ -15,19 +15,26 @@
     # misspecified = true            # required if it breaks the paper's assumptions on purpose
 
     [[algorithms]]
-    name = "SEGE"
-    [algorithms.grid]                # the product of these lists; any constructor parameter
+    name = "SEGE"                    # a registered policy (sege_cvx.registered_policies())
+    [algorithms.grid]                # the product of these lists; any grid parameter
     c = [0.25, 0.5, 1.0]
     lcb_method = ["closed_form", "solver"]
 
     [[algorithms]]
     name = "CLUCB"
 
+    [[algorithms]]
+    name = "mypolicies:SafeTS"       # or any sege_cvx.Policy subclass, by import path
+
 The spec's shape is checked when it is read, before any work: unknown keys, unknown algorithms
 or parameters, empty grids and bad sizes (``runs`` up to 10**6 per cell, ``horizon`` up to
-2**53) are errors naming the key.  A grid parameter overrides
-the value the problem gives (e.g. SEGE's ``c`` and ``lam``); its values are checked by the
-algorithm's constructor.
+2**53) are errors naming the key.  An algorithm's grid parameters are its constructor's
+keyword parameters of plain type, read from its signature
+(:func:`~sege_cvx.policies.registry.grid_parameters`); a grid value overrides the value the
+problem gives (e.g. SEGE's ``c`` and ``lam``: :meth:`BanditProblem.policy_defaults
+<sege_cvx.experiments.problem.BanditProblem.policy_defaults>`) and is checked by the
+algorithm's constructor.  Reading a spec imports the modules of the policies it names by
+import path.
 """
 
 from __future__ import annotations
@@ -39,15 +46,6 @@ from pathlib import Path
 
 from .._random import MAX_RUNS
 from .._validation import MAX_HORIZON, _fmt, as_nonnegative_int, as_positive_int
-
-#: Parameters a grid may vary, per algorithm: its constructor's (the others come from the
-#: problem: arm set, baseline, threshold, S, noise sd; or from the sweep: runs and seeds), and
-#: for SEGE ``delta_bar``, the overall risk of its schedule ``delta_t = 6 delta_bar / (pi^2 t^2)``.
-GRID_PARAMETERS = {
-    "SEGE": ("c", "lam", "rho", "L", "lcb_method", "delta_bar", "radius"),
-    "CLUCB": ("lam", "delta", "n_arms", "radius"),
-    "ROFUL": ("lam", "delta", "n_directions", "radius"),
-}
 
 #: Largest spec file read: a spec lists problems, algorithms and grids, a few kilobytes.
 MAX_SPEC_BYTES = 1 << 20
@@ -261,20 +259,23 @@ def _algorithm(i: int, table) -> AlgorithmSpec:
     if not isinstance(table, dict):
         raise SpecError(f"{where} must be a table, got {_fmt(table)}")
     _no_unknown(where, table, _ALGORITHM_KEYS)
+    from ..policies.registry import grid_parameters, policy_class, registered_policies
+
     name = table.get("name")
-    if name is not None and not isinstance(name, str):
-        raise SpecError(f"{where}: name must be a string (known: {', '.join(GRID_PARAMETERS)}), "
-                        f"got {_fmt(name)}")
-    if name not in GRID_PARAMETERS:
-        raise SpecError(f"{where}: unknown algorithm {_fmt(name)} (known: "
-                        f"{', '.join(GRID_PARAMETERS)})")
+    if not isinstance(name, str):
+        raise SpecError(f"{where}: name must be a string, a registered policy ("
+                        f"{', '.join(registered_policies())}) or 'module:Class'; got {_fmt(name)}")
+    try:
+        parameters = grid_parameters(policy_class(name))
+    except (ValueError, TypeError, ImportError) as exc:
+        raise SpecError(f"{where}: {exc}") from None
     grid = table.get("grid", {})
     if not isinstance(grid, dict):
         raise SpecError(f"{where}.grid must be a table of lists, got {_fmt(grid)}")
     for key, values in grid.items():
-        if key not in GRID_PARAMETERS[name]:
+        if key not in parameters:
             raise SpecError(f"{where}.grid: {name} has no parameter '{key}' to vary (it can vary: "
-                            f"{', '.join(GRID_PARAMETERS[name])})")
+                            f"{', '.join(parameters)})")
         _nonempty_list(f"{where}.grid.{key}", values)
     grid = {key: tuple(_grid_value(f"{where}.grid.{key}", v) for v in values)
             for key, values in grid.items()}

@@ -172,10 +172,12 @@ def run_sweep(
     workers = _worker_count(workers)
     out, previous = _check_dir(out, spec, overwrite, shard_runs)
     problems = check_cells(spec)
+    algorithms = describe_algorithms(spec)
     record = {"spec": spec.to_dict(),
               "shard_runs": int(shard_runs or (previous or {}).get("shard_runs")
                                 or DEFAULT_SHARD_RUNS),
               "problems": {label: p["fingerprint"] for label, p in problems.items()},
+              "policies": {name: a["code"] for name, a in algorithms.items()},
               "versions": runtime_versions()}
     resume = previous is not None and _same_sweep(previous, record, out, overwrite)
     # The lock on sweep.json, the open results directory and its shards/, held from the start
@@ -185,13 +187,13 @@ def run_sweep(
     try:
         with _executor(workers, client, scheduler) as (executor, threads, dask_client):
             if dask_client is not None:
-                _ship_factories(dask_client, spec)
+                _ship_modules(dask_client, spec)
             # Once a scheduler answered and its workers can import the factories: nothing is
             # written otherwise.
             lock, out_dir = _start_dir(out, record, resume, overwrite)
             shards = out_dir.subdir("shards")
             tasks = plan_shards(spec, record["shard_runs"], threads, record["problems"],
-                                record["versions"])
+                                record["versions"], algorithms)
             todo = _unfinished(shards, tasks)
             saved.total, saved.done = len(tasks), len(tasks) - len(todo)
             with tqdm(total=len(tasks), initial=saved.done, unit="shard", desc="sweep",
@@ -208,7 +210,8 @@ def run_sweep(
         status = merge_shards(spec, tasks, out_dir, shards)
         write_manifest(out_dir, provenance(command_line, spec.seed),
                        extra={"sweep": status, "spec": spec.to_dict(), "problems": problems,
-                              "shard_runs": record["shard_runs"], "versions": record["versions"]})
+                              "algorithms": algorithms, "shard_runs": record["shard_runs"],
+                              "versions": record["versions"]})
     except OSError as exc:
         if isinstance(exc, SchedulerError):
             raise
@@ -339,7 +342,7 @@ def _read_record(path: Path) -> dict:
     size = record.get("shard_runs")
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ValueError(f"shard_runs {size!r} is not a positive int")
-    for key in ("problems", "versions"):
+    for key in ("problems", "policies", "versions"):
         table = record.get(key, {})
         if not isinstance(table, dict) or not all(
                 isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in table.items()):
@@ -358,6 +361,11 @@ def _same_sweep(previous: dict, record: dict, out: Path, overwrite: bool) -> boo
         change = (f"problem {changed[0]!r} is not the one it was started with (fingerprint "
                   f"{str(then.get(changed[0]))[:12]} then, {now[changed[0]][:12]} now: its "
                   "factory's code, data or environment changed)")
+    elif changed := [name for name, code in record["policies"].items()
+                     if previous.get("policies", {}).get(name) != code]:
+        change = (f"the code of policy {changed[0]!r} changed since it started (fingerprint "
+                  f"{str(previous.get('policies', {}).get(changed[0]))[:12]} then, "
+                  f"{str(record['policies'][changed[0]])[:12]} now)")
     elif differ := [f"{k} {previous.get('versions', {}).get(k)} then, {v} now"
                     for k, v in record["versions"].items()
                     if previous.get("versions", {}).get(k) != v]:
@@ -491,15 +499,43 @@ def check_cells(spec: StudySpec) -> dict[str, dict]:
 
 def plan_shards(spec: StudySpec, shard_runs: int, threads: int | None = None,
                 fingerprints: dict[str, str] | None = None,
-                versions: dict[str, str | None] | None = None) -> list[ShardTask]:
+                versions: dict[str, str | None] | None = None,
+                policies: dict[str, dict] | None = None) -> list[ShardTask]:
     """Every cell's runs in blocks of ``shard_runs``, cell by cell.  With the problems'
-    ``fingerprints`` (by label) and the sweep's ``versions``, each task carries those of its
-    cell, which workers and :func:`read_shard` check."""
+    ``fingerprints`` (by label), the sweep's ``versions`` and its ``policies``
+    (:func:`describe_algorithms`: each one's class and code fingerprint, by name), each task
+    carries those of its cell, which workers and :func:`read_shard` check."""
     pinned = tuple(sorted(versions.items())) if versions is not None else None
+    policies = policies or {}
     return [ShardTask(spec, cell, start, min(start + shard_runs, spec.runs), threads,
-                      None if fingerprints is None else fingerprints[problem.label], pinned)
-            for cell, (problem, _, _) in enumerate(spec.cells())
+                      None if fingerprints is None else fingerprints[problem.label], pinned,
+                      policies.get(algorithm.name, {}).get("class"),
+                      policies.get(algorithm.name, {}).get("code"))
+            for cell, (problem, algorithm, _) in enumerate(spec.cells())
             for start in range(0, spec.runs, shard_runs)]
+
+
+def describe_algorithms(spec: StudySpec) -> dict[str, dict]:
+    """Per algorithm of ``spec`` (by its name in the spec): what results need of its policy
+    class without importing it: ``class`` (its import path), ``grid_parameters``,
+    ``decision_names``, ``color`` (registered, or None) and ``code``
+    (:func:`~sege_cvx.policies.registry.policy_code_fingerprint`)."""
+    from ..policies.registry import (
+        grid_parameters,
+        policy_code_fingerprint,
+        policy_color,
+        policy_entry,
+    )
+
+    described = {}
+    for algorithm in spec.algorithms:
+        cls = policy_entry(algorithm.name).cls
+        described.setdefault(algorithm.name, {
+            "class": f"{cls.__module__}:{cls.__qualname__}",
+            "grid_parameters": list(grid_parameters(cls)),
+            "decision_names": list(cls.decision_names), "color": policy_color(algorithm.name),
+            "code": policy_code_fingerprint(cls)})
+    return described
 
 
 # --- shards on disk: written with their checksum, used only once checked -------------------------
@@ -815,11 +851,14 @@ def _executor(workers: int, client, scheduler: str | None) -> Iterator[tuple]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _ship_factories(client, spec: StudySpec) -> None:
-    """Make sure the Dask workers can import each problem factory's module, before any shard
-    runs: a module they cannot import is uploaded to them (``Client.upload_file``) if it is a
-    single file this process imports it from; otherwise a :class:`SpecError` says how."""
-    for module in sorted({p.factory.split(":")[0] for p in spec.problems if p.factory}):
+def _ship_modules(client, spec: StudySpec) -> None:
+    """Make sure the Dask workers can import each problem factory's module and each policy's
+    named by import path, before any shard runs: a module they cannot import is uploaded to
+    them (``Client.upload_file``) if it is a single file this process imports it from;
+    otherwise a :class:`SpecError` says how."""
+    modules = {p.factory.split(":")[0] for p in spec.problems if p.factory}
+    modules |= {a.name.split(":")[0] for a in spec.algorithms if ":" in a.name}
+    for module in sorted(modules):
         failures = _import_failures(client, module)
         origin = getattr(importlib.util.find_spec(module), "origin", None)
         single_file = origin is not None and origin.endswith(".py") and not origin.endswith(
@@ -835,7 +874,7 @@ def _ship_factories(client, spec: StudySpec) -> None:
             worker, error = next(iter(sorted(failures.items())))
             hint = ("" if single_file else "; it is a package, which cannot be uploaded: ")
             raise SpecError(f"the Dask workers cannot import {module!r}, the module of a problem "
-                            f"factory ({worker}: {error}){hint or '; '}install it where the "
+                            f"factory or policy ({worker}: {error}){hint or '; '}install it where the "
                             "workers run, or put it on their PYTHONPATH")
 
 
@@ -878,9 +917,13 @@ def merge_shards(spec: StudySpec, tasks: list[ShardTask], out: Directory,
                  shards: Directory) -> list[dict]:
     """Write ``runs.parquet`` and ``curves.parquet`` into the open results directory ``out``
     from the checked shards of ``shards``, one cell at a time; return each shard's status for
-    the manifest."""
+    the manifest.
+
+    Each policy's decision counts go in columns named by its ``decision_names`` (recorded in
+    its shards): the union over the sweep's policies, in order of appearance, null where a
+    cell's policy has no decision of that name."""
     names = grid_columns(spec)
-    runs_parts, curve_parts, status = [], [], []
+    cells, status = [], []
     by_cell: dict[int, list[ShardTask]] = {}
     for task in tasks:
         by_cell.setdefault(task.cell, []).append(task)
@@ -888,12 +931,22 @@ def merge_shards(spec: StudySpec, tasks: list[ShardTask], out: Directory,
         tables = read_cell(shards, cell_tasks)
         status += [_shard_status(task, shard) for task, shard in zip(cell_tasks, tables, strict=True)]
         table = pa.concat_tables(tables)
+        cells.append((cell, table, shard_metadata(table)["decision_names"]))
+    decisions = list(dict.fromkeys(n for _, _, own in cells for n in own if n is not None))
+    runs_parts, curve_parts = [], []
+    for cell, table, own in cells:
         stats = shard_statistics(table)
         n = table.num_rows
-        run_columns = [c for c in table.column_names if not c.startswith("curve_")]
-        runs_parts.append({**_cell_columns(spec, n, cell, names),
-                           **{c: table.column(c) for c in run_columns}})
-        curve_parts.append(_curve_columns(spec, cell, names, stats))
+        counts = _decision_columns(own, decisions, n,
+                                   lambda code, t=table: t.column(DECISION_COLUMNS[code]))
+        columns = {**_cell_columns(spec, n, cell, names)}
+        for c in table.column_names:
+            if c == DECISION_COLUMNS[0]:
+                columns.update(counts)
+            elif not c.startswith("curve_") and c not in DECISION_COLUMNS:
+                columns[c] = table.column(c)
+        runs_parts.append(columns)
+        curve_parts.append(_curve_columns(spec, cell, names, stats, own, decisions))
     for name, parts in (("runs", runs_parts), ("curves", curve_parts)):
         sink = pa.BufferOutputStream()
         pq.write_table(_stack(parts, names), sink)
@@ -901,7 +954,17 @@ def merge_shards(spec: StudySpec, tasks: list[ShardTask], out: Directory,
     return status
 
 
-def _curve_columns(spec: StudySpec, cell: int, names: list[str], stats) -> dict:
+def _decision_columns(own: Sequence[str | None], decisions: Sequence[str], n: int,
+                      counts) -> dict[str, pa.ChunkedArray]:
+    """The decision columns of ``n`` rows of one cell whose policy names its codes ``own``:
+    ``counts(code)`` under its name, nulls under the other ``decisions``."""
+    codes = {name: code for code, name in enumerate(own) if name is not None}
+    return {name: counts(codes[name]) if name in codes
+            else pa.chunked_array([pa.nulls(n, pa.int64())]) for name in decisions}
+
+
+def _curve_columns(spec: StudySpec, cell: int, names: list[str], stats,
+                   own: Sequence[str | None], decisions: Sequence[str]) -> dict:
     """One cell's rows of ``curves.parquet``: aggregates across runs at each checkpoint."""
     agg = stats.aggregates()
     C, n = len(stats.checkpoints), stats.regret.shape[1]
@@ -916,8 +979,8 @@ def _curve_columns(spec: StudySpec, cell: int, names: list[str], stats) -> dict:
     for key in ("regret_min", "regret_max", "reward_window_min", "reward_window_max",
                 "violating_pairs", "violating_runs"):
         columns[key] = agg[key]
-    for code, name in enumerate(DECISION_COLUMNS):
-        columns[name] = agg["decisions"][:, code]
+    columns.update(_decision_columns(
+        own, decisions, C, lambda code: pa.chunked_array([pa.array(agg["decisions"][:, code])])))
     return columns
 
 

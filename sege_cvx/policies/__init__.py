@@ -1,11 +1,19 @@
 """Policies for safe linear bandits, each acting on a batch of runs (a single run is a batch of one).
 
-Every policy, built-in or a user's, is a :class:`Policy`.
+Every policy, built-in or a user's, is a :class:`Policy`, and is named through one registry
+(:mod:`.registry`): SEGE, CLUCB and ROFUL register there like any user's policy.
 """
 
 from .base import Policy
 from .clucb import CLUCB
+from .registry import grid_parameters, policy_class, register_policy, registered_policies
 from .roful import ROFUL
-from .sege import SEGE, paper_risk, rho_bar
+from .sege import SEGE, PaperRisk, paper_risk, rho_bar
 
-__all__ = ["CLUCB", "ROFUL", "Policy", "SEGE", "paper_risk", "rho_bar"]
+register_policy("SEGE", SEGE, color="tab:blue")
+register_policy("CLUCB", CLUCB, color="tab:green")
+register_policy("ROFUL", ROFUL, color="tab:purple")
+
+__all__ = ["CLUCB", "ROFUL", "PaperRisk", "Policy", "SEGE", "grid_parameters", "paper_risk",
+           "policy_class",
+           "register_policy", "registered_policies", "rho_bar"]

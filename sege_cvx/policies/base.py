@@ -107,6 +107,10 @@ class Policy:
     t: int
     _pending: np.ndarray | None = None
     _inside_call: bool = False
+    #: The numba kernels whose compilation is most of the policy's cold start (its compiled
+    #: stage loop, if any): a warm-up may compile them in a helper process when numba's disk
+    #: cache does not hold them (:func:`sege_cvx.experiments.paper.warm_up`).
+    compiled_kernels: tuple = ()
     #: Whether :meth:`_run_stages` plays many stages per compiled call (the engine then uses it
     #: instead of ``select``/``observe`` per stage).
     _fused_stages: bool = False

@@ -394,6 +394,7 @@ class CLUCB(Policy):
     #: The name of each decision code of :attr:`last_decision` (0, 1, 2), as ``summary.json``
     #: counts them (None: a code CLUCB never records).
     decision_names: tuple[str | None, ...] = ("optimistic", None, "baseline")
+    compiled_kernels = (run_stages,)
 
     def __init__(
         self,

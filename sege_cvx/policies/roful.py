@@ -266,6 +266,7 @@ class ROFUL(Policy):
     #: The name of each decision code of :attr:`last_decision` (0, 1, 2), as ``summary.json``
     #: counts them.
     decision_names: tuple[str | None, ...] = ("full_step", "scaled_step", "baseline")
+    compiled_kernels = (run_stages,)
 
     def __init__(
         self,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,12 +22,32 @@ from . import sege_rule
 from .base import Policy
 from .sege_rule import EXPLOIT, EXPLORE_BASELINE, EXPLORE_LCB
 
-__all__ = ["SEGE", "EXPLOIT", "EXPLORE_LCB", "EXPLORE_BASELINE", "paper_risk", "rho_bar"]
+__all__ = ["SEGE", "EXPLOIT", "EXPLORE_LCB", "EXPLORE_BASELINE", "PaperRisk", "paper_risk",
+           "rho_bar"]
 
 
 def paper_risk(t: int, delta_bar: float = 0.1) -> float:
     """The paper's risk schedule ``delta_t = 6 delta_bar / (pi^2 t^2)`` (sums to ``delta_bar``)."""
     return 6.0 * delta_bar / (np.pi**2 * t**2)
+
+
+@dataclass(frozen=True)
+class PaperRisk:
+    """The paper's risk schedule ``delta_t = 6 delta_bar / (pi^2 t^2)`` at a given overall risk
+    ``delta_bar`` in (0, 1), as a picklable callable (SEGE's default ``risk``).
+
+    >>> PaperRisk(0.1)(1) == paper_risk(1, 0.1)
+    True
+    """
+
+    delta_bar: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "delta_bar", as_scalar("delta_bar", self.delta_bar, low=0.0,
+                                                        high=1.0, low_open=True, high_open=True))
+
+    def __call__(self, t: int) -> float:
+        return paper_risk(t, self.delta_bar)
 
 
 def rho_bar(baseline_reward: float, threshold: float, S: float, diameter: float) -> float:
@@ -104,7 +125,11 @@ class SEGE(Policy):
         Distribution of ``U_t``; default the arm set's :meth:`~sege_cvx.arm_sets.ArmSet.exploration`.
         Must be certified inside the set (:meth:`~sege_cvx.arm_sets.ArmSet.certify_exploration`).
     risk : callable, optional
-        ``t -> delta_t`` in (0, 1); default :func:`paper_risk`.
+        ``t -> delta_t`` in (0, 1); default the paper's schedule at ``delta_bar``
+        (:class:`PaperRisk`).
+    delta_bar : float, optional
+        The overall risk of the paper's schedule ``delta_t = 6 delta_bar / (pi^2 t^2)``
+        (default 0.1); not with ``risk``.
     radius : {"theorem1", "self_normalized"}
         The confidence radius (:mod:`sege_cvx.confidence.radius`): the paper's ``r_t(delta_t)``
         (eq. (r_t), default) or ``sigma sqrt(2 log(det(V_{t-1})^{1/2} det(lam I)^{-1/2} /
@@ -163,6 +188,7 @@ class SEGE(Policy):
     #: The name of each decision code of :attr:`last_decision` (0, 1, 2), as ``summary.json``
     #: counts them.
     decision_names: tuple[str | None, ...] = ("exploit", "explore_lcb", "explore_baseline")
+    compiled_kernels = (sege_rule.run_stages,)
 
     def __init__(
         self,
@@ -179,6 +205,7 @@ class SEGE(Policy):
         L: float | None = None,
         exploration: Exploration | None = None,
         risk: Callable[[int], float] | None = None,
+        delta_bar: float | None = None,
         radius: str = "theorem1",
         lcb_method: str = "auto",
         n_runs: int = 1,
@@ -195,7 +222,11 @@ class SEGE(Policy):
             raise ValueError(f"lcb_method='closed_form': {type(arm_set).__name__} has no closed-form "
                              "LCB arm; use 'auto' or 'solver'")
         self.lcb_method = lcb_method
-        self.risk = paper_risk if risk is None else risk
+        if risk is not None and delta_bar is not None:
+            raise ValueError("give risk (a schedule t -> delta_t) or delta_bar (the paper's "
+                             "schedule at that overall risk), not both")
+        self.delta_bar = delta_bar
+        self.risk = PaperRisk(0.1 if delta_bar is None else delta_bar) if risk is None else risk
         if not callable(self.risk):
             raise TypeError(f"risk must be callable t -> delta_t, got {type(risk).__name__}")
 

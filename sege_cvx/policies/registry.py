@@ -1,0 +1,210 @@
+"""The policy registry: a policy's name to its class, and what a study may vary of it.
+
+Every layer that names policies reads this one table: a spec's ``[[algorithms]] name``, the
+command line's ``--algorithms``, :meth:`~sege_cvx.experiments.problem.BanditProblem.policy`, the
+paper's study and the reports' labels and colours.  SEGE, CLUCB and ROFUL register here like
+any user's policy.  A name is either registered (:func:`register_policy`) or an import path
+``"module:Class"`` naming a :class:`~sege_cvx.policies.base.Policy` subclass.
+
+A study varies a policy's *grid parameters*: its constructor's parameters, read from its
+signature (scikit-learn's ``get_params`` is the model), except those the problem and the sweep
+supply (:data:`PROBLEM_PARAMETERS`) and those whose annotation is not a plain number, string or
+bool (an exploration object, a callable): a TOML grid holds plain values only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .base import Policy
+
+__all__ = ["PROBLEM_PARAMETERS", "PolicyEntry", "grid_parameters", "policy_class",
+           "policy_code_fingerprint", "policy_color", "policy_entry", "policy_stem",
+           "register_policy",
+           "registered_policies"]
+
+#: Constructor parameters the problem (arm set, baseline, threshold, ``S``, noise sd) and the
+#: sweep (runs and seeds) supply: never grid parameters.
+PROBLEM_PARAMETERS = ("arm_set", "baseline_arm", "baseline_reward", "threshold", "S", "noise_sd",
+                      "n_runs", "seed")
+
+#: Annotation words of a grid parameter's type: plain numbers, strings, bools and None.
+_PLAIN_WORDS = {"float", "int", "str", "bool", "None", "NoneType", "Optional", "Union", "typing"}
+_WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
+@dataclass(frozen=True)
+class PolicyEntry:
+    """A registered policy: its ``name``, its class and its report colour (any matplotlib
+    colour; ``None``: the next free one of the reports' palette)."""
+
+    name: str
+    cls: type[Policy]
+    color: str | None = None
+
+
+_REGISTRY: dict[str, PolicyEntry] = {}
+
+
+def register_policy(name: str, cls: type[Policy] | None = None, *, color: str | None = None,
+                    replace: bool = False):
+    """Register the policy class ``cls`` under ``name``; usable as a class decorator.
+
+    Parameters
+    ----------
+    name : str
+        The name specs, the command line and reports use (no ``":"``: that marks an import
+        path).
+    cls : type
+        A subclass of :class:`sege_cvx.Policy`.  Omitted: returns a decorator.
+    color : str, optional
+        Its colour in reports (a matplotlib colour).
+    replace : bool
+        Allow ``name`` to name another class than it does (otherwise a ValueError).
+
+    Returns
+    -------
+    type
+        ``cls`` (so that the decorator leaves the class as it is).
+
+    Examples
+    --------
+    >>> import sege_cvx as sc
+    >>> @sc.register_policy("Baseline-only")
+    ... class BaselineOnly(sc.Policy):
+    ...     decision_names = ("baseline",)
+    ...     def select(self):
+    ...         self.last_decision[:] = 0
+    ...         return self.baseline_arm
+    ...     def observe(self, arms, rewards):
+    ...         pass
+    >>> sc.policy_class("Baseline-only") is BaselineOnly
+    True
+    >>> "Baseline-only" in sc.registered_policies()
+    True
+    """
+    if cls is None:
+        return lambda klass: register_policy(name, klass, color=color, replace=replace)
+    if not isinstance(name, str) or not name.strip() or ":" in name or name != name.strip():
+        raise ValueError(f"a policy's name must be a nonempty string without ':' or surrounding "
+                         f"spaces, got {name!r}")
+    if not (isinstance(cls, type) and issubclass(cls, Policy)):
+        raise TypeError(f"register_policy({name!r}, ...) needs a subclass of sege_cvx.Policy, got "
+                        f"{cls!r}")
+    if color is not None and not isinstance(color, str):
+        raise TypeError(f"color must be a matplotlib colour name or None, got {color!r}")
+    known = _REGISTRY.get(name)
+    if known is not None and known.cls is not cls and not replace:
+        raise ValueError(f"policy name {name!r} is registered to {_path_of(known.cls)}; pass "
+                         "replace=True to register another class under it")
+    _REGISTRY[name] = PolicyEntry(name, cls, color)
+    return cls
+
+
+def registered_policies() -> tuple[str, ...]:
+    """The registered names, in the order they were registered (the built-ins first)."""
+    return tuple(_REGISTRY)
+
+
+def policy_entry(name: str) -> PolicyEntry:
+    """The :class:`PolicyEntry` of ``name``: a registered name, or an import path
+    ``"module:Class"`` (then with no colour).  One-line errors: a ValueError for an unknown
+    name (listing the known ones), an ImportError naming a module or class that cannot be
+    loaded."""
+    if not isinstance(name, str):
+        raise TypeError(f"a policy is named by a string (a registered name or 'module:Class'), "
+                        f"got {name!r}")
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    if name.count(":") != 1 or not all(name.split(":")):
+        raise ValueError(f"unknown policy {name!r} (registered: {', '.join(_REGISTRY)}; or an "
+                         "import path 'module:Class')")
+    module_name, qualname = name.split(":")
+    try:
+        target = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as exc:
+        raise ImportError(f"policy {name!r} cannot be loaded: {exc}") from None
+    if not (isinstance(target, type) and issubclass(target, Policy)):
+        raise TypeError(f"policy {name!r} is not a subclass of sege_cvx.Policy: {target!r}")
+    return PolicyEntry(name, target)
+
+
+def policy_class(name: str) -> type[Policy]:
+    """The class of ``name`` (see :func:`policy_entry`)."""
+    return policy_entry(name).cls
+
+
+def policy_color(name: str) -> str | None:
+    """The report colour registered for ``name`` (None: not registered, or no colour)."""
+    entry = _REGISTRY.get(name)
+    return None if entry is None else entry.color
+
+
+def policy_stem(name: str) -> str:
+    """``name`` as a file-name stem and array-key prefix: lower case, each run of characters
+    other than letters and digits one ``_``.
+
+    >>> policy_stem("SEGE"), policy_stem("my_policies:SafeTS")
+    ('sege', 'my_policies_safets')
+    """
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def grid_parameters(cls: type[Policy]) -> tuple[str, ...]:
+    """The parameters a study may vary of ``cls``, in its constructor's order: its keyword
+    parameters but :data:`PROBLEM_PARAMETERS`, whose annotation (if any) names only plain
+    types (``float``, ``int``, ``str``, ``bool``, ``None``).
+
+    >>> from sege_cvx import CLUCB
+    >>> grid_parameters(CLUCB)
+    ('lam', 'delta', 'n_arms', 'radius')
+    """
+    names = []
+    for param in inspect.signature(cls.__init__).parameters.values():
+        if (param.name == "self" or param.name in PROBLEM_PARAMETERS
+                or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD)):
+            continue
+        annotation = param.annotation
+        if annotation is param.empty:
+            plain = param.default is param.empty or param.default is None or isinstance(
+                param.default, bool | int | float | str)
+        else:
+            text = annotation if isinstance(annotation, str) else getattr(
+                annotation, "__name__", str(annotation))
+            plain = set(_WORD.findall(text)) <= _PLAIN_WORDS
+        if plain:
+            names.append(param.name)
+    return tuple(names)
+
+
+def policy_code_fingerprint(cls: type[Policy]) -> str | None:
+    """SHA-256 of the source files of ``cls`` and of its bases outside sege_cvx (None for
+    sege_cvx's own policies, which the package's version identifies).  A sweep records it, so
+    that a policy whose code changed is never pooled with the shards of its old code.  A class
+    whose source cannot be read (defined at an interactive prompt) is identified by its name
+    alone."""
+    digest = hashlib.sha256()
+    outside = [klass for klass in cls.__mro__ if klass is not object
+               and not klass.__module__.split(".")[0] == "sege_cvx"]
+    if not outside:
+        return None
+    for module_name in sorted({klass.__module__ for klass in outside}):
+        module = sys.modules.get(module_name)
+        source = getattr(module, "__file__", None)
+        digest.update(module_name.encode() + b"\0")
+        if source is not None and Path(source).is_file():
+            digest.update(Path(source).read_bytes())
+    digest.update(f"{cls.__module__}:{cls.__qualname__}".encode())
+    return digest.hexdigest()
+
+
+def _path_of(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
