@@ -16,7 +16,7 @@ from ._random import run_seeds
 from ._validation import as_positive_int
 from .arm_sets.base import ArmSet
 from .experiments.problem import BanditProblem, paper_problem
-from .policies.base import Policy
+from .policies.base import Policy, decision_names_problem
 from .simulation.engine import LinearBandit
 from .simulation.statistics import N_DECISIONS
 
@@ -74,11 +74,9 @@ def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int
     name = getattr(cls, "__name__", repr(cls))
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
         raise AssertionError(f"check_policy: {name} is not a subclass of sege_cvx.Policy")
-    names = getattr(cls, "decision_names", None)
-    if (not isinstance(names, tuple) or not names
-            or not all(n is None or isinstance(n, str) for n in names)):
-        raise AssertionError(f"check_policy: {name}.decision_names must be a nonempty tuple of str "
-                             f"(None for an unused code), got {names!r}")
+    if (problem_with_names := decision_names_problem(cls)) is not None:
+        raise AssertionError(f"check_policy: {problem_with_names}")
+    names = cls.decision_names
     if len(names) > N_DECISIONS:
         raise AssertionError(f"check_policy: {name} has {len(names)} decision codes; simulate and "
                              f"the results tables record at most {N_DECISIONS}")

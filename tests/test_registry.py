@@ -246,10 +246,121 @@ def test_reports_of_a_sweep_without_recorded_algorithms_read_the_registry(tmp_pa
             "algorithms": [{"name": "SEGE", "grid": {"c": [0.5]}}, {"name": "ROFUL"}]}
     results = run_sweep(spec, tmp_path / "out", workers=1, progress=False)
     recorded = results.algorithms
-    results.manifest.pop("algorithms")
-    assert results.algorithms == {name: {k: v for k, v in a.items() if k != "class" and k != "code"}
-                                  for name, a in recorded.items()}
     assert recorded["ROFUL"]["color"] == "tab:purple"
+    assert recorded["ROFUL"]["decision_names"] == ["full_step", "scaled_step", "baseline"]
+    results.manifest.pop("algorithms")  # as an earlier version wrote it
+    earlier = ["exploit", "explore_lcb", "explore_baseline"]  # its columns, for every algorithm
+    assert results.algorithms == {
+        name: {"grid_parameters": a["grid_parameters"], "decision_names": earlier,
+               "color": a["color"]} for name, a in recorded.items()}
+
+
+def _named(*names):
+    class Named(sc.Policy):
+        decision_names = names
+    return Named
+
+
+@pytest.mark.parametrize(("names", "message"), [
+    (("regret",), "'regret' would overwrite a column of the results tables"),
+    (("seed", "stay"), "'seed' would overwrite a column"),
+    (("reward_peak",), "'reward_peak' would overwrite a column"),
+    (("x", "x"), "names 'x' twice; each decision code needs its own name"),
+    (("two words",), "'two words' is not an identifier"),
+    ((None,), "names no decision"),
+    ((), "must be a nonempty tuple of str"),
+])
+def test_decision_names_that_would_overwrite_or_lose_columns_are_refused(names, message):
+    problem = paper_problem()
+    with pytest.raises(TypeError, match=message):
+        problem.policy(_named(*names), 1)
+    with pytest.raises(AssertionError, match=f"check_policy: Named.decision_names.*{message}"):
+        sc.testing.check_policy(_named(*names))
+
+
+def test_grid_parameters_that_would_overwrite_columns_are_spec_errors(tmp_path, monkeypatch):
+    (tmp_path / "clashing.py").write_text(POLICY_MODULE.replace(
+        "share: float = 0.25", "share: float = 0.25, runs: int = 1, c: float = 1.0"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    base = {"seed": 1, "runs": 1, "horizon": 5, "problems": [{"name": "paper"}]}
+    with pytest.raises(SpecError, match=r"algorithms\[0\].grid: clashing:Wanderer's parameter "
+                                        "'runs' cannot be varied: it would overwrite a column"):
+        StudySpec.from_dict({**base, "algorithms": [{"name": "clashing:Wanderer",
+                                                     "grid": {"runs": [1, 2]}}]})
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    sc.register_policy("Decides-c", _named("c", "d"))
+    with pytest.raises(SpecError, match=r"algorithms\[1\].grid: 'c' is a parameter of SEGE and a "
+                                        "decision of Decides-c"):
+        StudySpec.from_dict({**base, "algorithms": [{"name": "Decides-c"},
+                                                    {"name": "SEGE", "grid": {"c": [0.5]}}]})
+    sys.modules.pop("clashing", None)
+
+
+def test_annotations_decide_grid_parameters_as_written():
+    from typing import Literal, Union  # noqa: UP035 - the forms users write
+
+    class Annotated(sc.Policy):
+        decision_names = ("a",)
+
+        def __init__(self, arm_set, baseline_arm, baseline_reward, threshold, *, S, noise_sd,
+                     mode: Literal["fast", "exact"] = "fast", k: int | None = None,  # noqa: UP007
+                     arr: np.ndarray | None = None, mix: Union[float, np.ndarray] = 0.5,  # noqa: UP007
+                     n_runs=1, seed=None):
+            super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
+                             noise_sd=noise_sd, n_runs=n_runs, seed=seed)
+
+    assert grid_parameters(Annotated) == ("mode", "k")
+
+
+def test_a_policy_module_that_fails_to_import_is_one_line(tmp_path, monkeypatch):
+    (tmp_path / "raising_policy.py").write_text(r"raise RuntimeError('no GPU\nfound')" + "\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ImportError, match=r"^policy 'raising_policy:P' cannot be loaded: importing "
+                                          r"'raising_policy' raised RuntimeError: no GPU found$"):
+        sc.policy_class("raising_policy:P")
+    with pytest.raises(TypeError, match="must name a subclass of sege_cvx.Policy, got <class 'dict'>"):
+        paper_problem().policy(dict, 1)
+
+
+def test_names_that_share_a_file_stem_are_refused_in_a_study(monkeypatch):
+    from sege_cvx.experiments.paper import study_algorithms
+
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    sc.register_policy("sege", _named("stay"))
+    with pytest.raises(ValueError, match="'SEGE' and 'sege' share the file stem 'sege'"):
+        study_algorithms(["SEGE", "sege"])
+    with pytest.raises(ValueError, match="printable"):
+        sc.register_policy("My\nPolicy", _named("stay"))
+    assert registry.policy_stem("探索") != registry.policy_stem("搜索")
+
+
+SCRIPT = """\
+import sys
+import sege_cvx as sc
+from sege_cvx.experiments import run_sweep
+
+exec(open(sys.argv[2]).read())  # the Wanderer class, at the script's top level
+sc.register_policy("Mine", Wanderer)
+
+if __name__ == "__main__":
+    spec = {"seed": 1, "runs": 4, "horizon": 30, "problems": [{"name": "paper"}],
+            "algorithms": [{"name": "Mine", "grid": {"share": [0.5]}}]}
+    results = run_sweep(spec, sys.argv[1], workers=2, shard_runs=2, progress=False)
+    print(int(results.runs["wander"].sum()), results.manifest["algorithms"]["Mine"]["class"])
+"""
+
+
+def test_a_policy_registered_in_a_script_runs_on_spawned_workers(tmp_path):
+    (tmp_path / "script.py").write_text(SCRIPT)
+    (tmp_path / "policy_source.py").write_text(POLICY_MODULE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (os.environ.get("PYTHONPATH"), str(Path(sc.__file__).parents[1])) if p)}
+    run = subprocess.run([sys.executable, "script.py", str(tmp_path / "out"),
+                          str(tmp_path / "policy_source.py")], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    wanders, path = run.stdout.split()
+    assert 20 <= int(wanders) <= 100 and path == "__main__:Wanderer"
 
 
 def test_the_command_line_takes_policies_by_import_path(user_policy, tmp_path, capsys):

@@ -242,8 +242,14 @@ def study_algorithms(algorithms: Sequence[str]) -> tuple[str, ...]:
     if not names or len(set(names)) != len(names):
         raise ValueError(f"algorithms must name one or more policies, each once; got "
                          f"{list(names)!r}")
+    stems: dict[str, str] = {}
     for name in names:
         policy_entry(name)  # a one-line error naming the known ones
+        other = stems.setdefault(policy_stem(name), name)
+        if other != name:  # their figures and arrays would overwrite each other's
+            raise ValueError(f"algorithms {other!r} and {name!r} share the file stem "
+                             f"{policy_stem(name)!r} of their figures and arrays; register one "
+                             "under another name")
     return names
 
 
@@ -335,7 +341,7 @@ def run_study(
                                           float(table.column("wall_seconds").to_numpy().sum()))
                    for name, table in zip(names, tables, strict=True)}
     # SEGE's constants (rho, L, sigma^2)
-    sege = setup.policy("SEGE", 1, run_seeds(0, 1)[0], lcb_method=lcb_method)
+    sege = setup.policy(SEGE, 1, run_seeds(0, 1)[0], lcb_method=lcb_method)
     summary = {"setup": {**setup.describe(), "rho_bar": sege.rho_bar, "L": sege.L,
                          "sigma2": sege.sigma2, "exploration": sege.exploration.kind}}
     for cell, (name, table) in enumerate(zip(names, tables, strict=True)):

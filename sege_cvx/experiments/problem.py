@@ -198,6 +198,8 @@ class BanditProblem:
         TypeError: SEGE has no parameter 'step' (its grid parameters: lam, c, rho, L, ...)
         """
         cls = algorithm if isinstance(algorithm, type) else policy_class(algorithm)
+        if not issubclass(cls, Policy):
+            raise TypeError(f"algorithm must name a subclass of sege_cvx.Policy, got {cls!r}")
         accepted = grid_parameters(cls)
         for key in settings:
             if key not in accepted:

@@ -63,6 +63,10 @@ def _missing(value) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float | np.floating) and np.isnan(value))
 
 
+#: The decision columns of every algorithm in a sweep of an earlier version (by code).
+_EARLIER_DECISION_COLUMNS = ("exploit", "explore_lcb", "explore_baseline")
+
+
 def _unset(key: str, algorithms, parameters: dict[str, tuple[str, ...]]) -> str:
     """How a grid column left null reads for cells of ``algorithms`` (whose grid ``parameters``
     are given by name): ``default`` where each has the parameter (its grid did not set it: the
@@ -115,7 +119,10 @@ class SweepResults:
     @property
     def algorithms(self) -> dict[str, dict]:
         """Per algorithm name: ``grid_parameters``, ``decision_names`` and ``color``, as the
-        sweep recorded them (read from the policy registry for a sweep that recorded none)."""
+        sweep recorded them.  A sweep of an earlier version recorded none: its parameters and
+        colours are read from the policy registry, and its decision columns are, for every
+        algorithm, the three it wrote (``exploit``, ``explore_lcb``, ``explore_baseline``, by
+        code)."""
         recorded = self.manifest.get("algorithms")
         if isinstance(recorded, dict):
             return recorded
@@ -128,7 +135,8 @@ class SweepResults:
             except (ValueError, TypeError, ImportError):
                 continue
             known[name] = {"grid_parameters": list(grid_parameters(entry.cls)),
-                           "decision_names": list(entry.cls.decision_names), "color": entry.color}
+                           "decision_names": list(_EARLIER_DECISION_COLUMNS),
+                           "color": entry.color}
         return known
 
     def _grid_parameters(self) -> dict[str, tuple[str, ...]]:

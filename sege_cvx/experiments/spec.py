@@ -173,6 +173,7 @@ class StudySpec:
                                 f"({len(labels) - len(set(labels))} repeats in all)")
             first[label] = i
         _distinct_cells(algorithms)
+        _distinct_columns(algorithms)
         return cls(seed, runs, horizon, problems, algorithms, checkpoints)
 
     def to_dict(self) -> dict:
@@ -259,6 +260,7 @@ def _algorithm(i: int, table) -> AlgorithmSpec:
     if not isinstance(table, dict):
         raise SpecError(f"{where} must be a table, got {_fmt(table)}")
     _no_unknown(where, table, _ALGORITHM_KEYS)
+    from ..policies.base import reserved_name
     from ..policies.registry import grid_parameters, policy_class, registered_policies
 
     name = table.get("name")
@@ -276,6 +278,9 @@ def _algorithm(i: int, table) -> AlgorithmSpec:
         if key not in parameters:
             raise SpecError(f"{where}.grid: {name} has no parameter '{key}' to vary (it can vary: "
                             f"{', '.join(parameters)})")
+        if reserved_name(key):
+            raise SpecError(f"{where}.grid: {name}'s parameter '{key}' cannot be varied: it would "
+                            "overwrite a column of the results tables of the same name")
         _nonempty_list(f"{where}.grid.{key}", values)
     grid = {key: tuple(_grid_value(f"{where}.grid.{key}", v) for v in values)
             for key, values in grid.items()}
@@ -284,6 +289,21 @@ def _algorithm(i: int, table) -> AlgorithmSpec:
             repeated = next(v for v in values if values.count(v) > 1)
             raise SpecError(f"{where}.grid.{key} repeats the value {_fmt(repeated)}")
     return AlgorithmSpec(name, grid)
+
+
+def _distinct_columns(algorithms: tuple[AlgorithmSpec, ...]) -> None:
+    """Refuse a grid parameter that one algorithm varies and another's decision names: both are
+    columns of the results tables, and one would overwrite the other."""
+    from ..policies.registry import policy_class
+
+    decisions = {n: a.name for a in algorithms for n in policy_class(a.name).decision_names
+                 if n is not None}
+    for i, algorithm in enumerate(algorithms):
+        for key in algorithm.grid:
+            if key in decisions:
+                raise SpecError(f"algorithms[{i}].grid: '{key}' is a parameter of "
+                                f"{algorithm.name} and a decision of {decisions[key]}: both "
+                                "would be columns of the results tables named so")
 
 
 def _distinct_cells(algorithms: tuple[AlgorithmSpec, ...]) -> None:

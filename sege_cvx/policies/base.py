@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -10,6 +11,48 @@ import numpy as np
 from .._random import MAX_RUNS, SeedLike, seed_sequences
 from .._validation import _fmt, as_finite_array, as_positive_int, as_scalar, as_vector
 from ..arm_sets.base import ArmSet
+
+#: Names of the results tables' own columns (``runs.parquet``, ``curves.parquet``), and their
+#: prefixes: a decision name or grid parameter named so would overwrite one
+#: (:func:`reserved_name`).
+RESERVED_NAMES = frozenset({
+    "problem", "algorithm", "run", "runs", "seed", "t", "violations", "first_violation",
+    "min_expected_reward", "fallbacks", "conservative_met", "wall_seconds", "violating_pairs",
+    "violating_runs"})
+RESERVED_PREFIXES = ("regret", "reward", "curve_", "decisions_")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def reserved_name(name: str) -> bool:
+    """Whether ``name`` is, or begins like, a column of the results tables (:data:`RESERVED_NAMES`,
+    :data:`RESERVED_PREFIXES`): no decision or grid parameter may be named so."""
+    return name in RESERVED_NAMES or name.startswith(RESERVED_PREFIXES)
+
+
+def decision_names_problem(cls: type) -> str | None:
+    """What is wrong with ``cls.decision_names``, in one sentence (None if nothing): it must be
+    a nonempty tuple of distinct identifiers (``None`` for a code never recorded), none of them a
+    results column (:func:`reserved_name`)."""
+    names = getattr(cls, "decision_names", None)
+    label = f"{getattr(cls, '__name__', cls)}.decision_names"
+    if (not isinstance(names, tuple) or not names
+            or not all(n is None or isinstance(n, str) for n in names)):
+        return (f"{label} must be a nonempty tuple of str (None for a code never recorded), "
+                f"got {names!r}")
+    given = [n for n in names if n is not None]
+    if not given:
+        return f"{label} names no decision: {names!r}"
+    if bad := [n for n in given if not _NAME.fullmatch(n)]:
+        return (f"{label}: {bad[0]!r} is not an identifier (letters, digits and _, not first "
+                "a digit): it names a column of the results tables")
+    if len(set(given)) != len(given):
+        repeated = next(n for n in given if given.count(n) > 1)
+        return f"{label} names {repeated!r} twice; each decision code needs its own name"
+    if clash := [n for n in given if reserved_name(n)]:
+        return (f"{label}: {clash[0]!r} would overwrite a column of the results tables "
+                f"(reserved: {', '.join(sorted(RESERVED_NAMES))}, and names beginning with "
+                f"{', '.join(RESERVED_PREFIXES)}); choose another name")
+    return None
 
 
 class Policy:
@@ -125,10 +168,9 @@ class Policy:
         self.d = arm_set.dim
         self.t = 0
         names = self.decision_names
-        if (not isinstance(names, tuple) or not names
-                or not all(n is None or isinstance(n, str) for n in names)):
-            raise TypeError(f"{type(self).__name__}.decision_names must be a nonempty tuple of str "
-                            f"(None for a code never recorded), got {names!r}")
+        problem = decision_names_problem(type(self))
+        if problem is not None:
+            raise TypeError(problem)
         self.last_decision = np.full(self.n_runs, -1, dtype=np.int8)
         self.decision_counts = np.zeros((self.n_runs, len(names)), dtype=np.int64)
 

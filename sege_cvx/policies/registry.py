@@ -35,8 +35,10 @@ PROBLEM_PARAMETERS = ("arm_set", "baseline_arm", "baseline_reward", "threshold",
                       "n_runs", "seed")
 
 #: Annotation words of a grid parameter's type: plain numbers, strings, bools and None.
-_PLAIN_WORDS = {"float", "int", "str", "bool", "None", "NoneType", "Optional", "Union", "typing"}
+_PLAIN_WORDS = {"float", "int", "str", "bool", "None", "NoneType", "Optional", "Union", "Literal",
+                "typing"}
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 
 
 @dataclass(frozen=True)
@@ -91,9 +93,10 @@ def register_policy(name: str, cls: type[Policy] | None = None, *, color: str | 
     """
     if cls is None:
         return lambda klass: register_policy(name, klass, color=color, replace=replace)
-    if not isinstance(name, str) or not name.strip() or ":" in name or name != name.strip():
-        raise ValueError(f"a policy's name must be a nonempty string without ':' or surrounding "
-                         f"spaces, got {name!r}")
+    if (not isinstance(name, str) or not name.strip() or ":" in name or name != name.strip()
+            or not name.isprintable()):
+        raise ValueError(f"a policy's name must be a nonempty printable string without ':' or "
+                         f"surrounding spaces, got {name!r}")
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
         raise TypeError(f"register_policy({name!r}, ...) needs a subclass of sege_cvx.Policy, got "
                         f"{cls!r}")
@@ -132,6 +135,11 @@ def policy_entry(name: str) -> PolicyEntry:
             target = getattr(target, part)
     except (ImportError, AttributeError) as exc:
         raise ImportError(f"policy {name!r} cannot be loaded: {exc}") from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the module's own code failed on import (or called sys.exit)
+        raise ImportError(f"policy {name!r} cannot be loaded: importing {module_name!r} raised "
+                          f"{type(exc).__name__}: {' '.join(str(exc).split())}") from exc
     if not (isinstance(target, type) and issubclass(target, Policy)):
         raise TypeError(f"policy {name!r} is not a subclass of sege_cvx.Policy: {target!r}")
     return PolicyEntry(name, target)
@@ -155,7 +163,9 @@ def policy_stem(name: str) -> str:
     >>> policy_stem("SEGE"), policy_stem("my_policies:SafeTS")
     ('sege', 'my_policies_safets')
     """
-    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+    stem = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+    # A name without letters or digits of its own: a stem from its hash, distinct and stable.
+    return stem or "policy_" + hashlib.sha256(name.encode()).hexdigest()[:8]
 
 
 def grid_parameters(cls: type[Policy]) -> tuple[str, ...]:
@@ -177,9 +187,11 @@ def grid_parameters(cls: type[Policy]) -> tuple[str, ...]:
             plain = param.default is param.empty or param.default is None or isinstance(
                 param.default, bool | int | float | str)
         else:
-            text = annotation if isinstance(annotation, str) else getattr(
-                annotation, "__name__", str(annotation))
-            plain = set(_WORD.findall(text)) <= _PLAIN_WORDS
+            # The annotation as written (a string under ``from __future__ import annotations``,
+            # else a class or a typing form), its quoted Literal values left out.
+            text = (annotation if isinstance(annotation, str) else annotation.__name__
+                    if isinstance(annotation, type) else str(annotation))
+            plain = set(_WORD.findall(_QUOTED.sub("", text))) <= _PLAIN_WORDS
         if plain:
             names.append(param.name)
     return tuple(names)
@@ -188,9 +200,13 @@ def grid_parameters(cls: type[Policy]) -> tuple[str, ...]:
 def policy_code_fingerprint(cls: type[Policy]) -> str | None:
     """SHA-256 of the source files of ``cls`` and of its bases outside sege_cvx (None for
     sege_cvx's own policies, which the package's version identifies).  A sweep records it, so
-    that a policy whose code changed is never pooled with the shards of its old code.  A class
-    whose source cannot be read (defined at an interactive prompt) is identified by its name
-    alone."""
+    that a policy whose code changed is never pooled with the shards of its old code.
+
+    Only the modules defining the class and its bases are read: a helper module they import is
+    not covered (keep a policy's code in its module, or rerun a sweep with ``overwrite`` after
+    changing a helper).  A script's classes count as the script's (``__main__`` here,
+    ``__mp_main__`` in a worker process started by ``spawn``).  A class whose source cannot be
+    read (defined at an interactive prompt) is identified by its name alone."""
     digest = hashlib.sha256()
     outside = [klass for klass in cls.__mro__ if klass is not object
                and not klass.__module__.split(".")[0] == "sege_cvx"]
@@ -199,11 +215,16 @@ def policy_code_fingerprint(cls: type[Policy]) -> str | None:
     for module_name in sorted({klass.__module__ for klass in outside}):
         module = sys.modules.get(module_name)
         source = getattr(module, "__file__", None)
-        digest.update(module_name.encode() + b"\0")
+        digest.update(_main_alias(module_name).encode() + b"\0")
         if source is not None and Path(source).is_file():
             digest.update(Path(source).read_bytes())
-    digest.update(f"{cls.__module__}:{cls.__qualname__}".encode())
+    digest.update(f"{_main_alias(cls.__module__)}:{cls.__qualname__}".encode())
     return digest.hexdigest()
+
+
+def _main_alias(module_name: str) -> str:
+    """A script's module by one name: ``__main__``, also in a ``spawn`` worker's ``__mp_main__``."""
+    return "__main__" if module_name == "__mp_main__" else module_name
 
 
 def _path_of(cls: type) -> str:
