@@ -52,14 +52,14 @@ It reports
   arms SEGE replaced by a safe arm (``policy.solver_fallbacks``); ``errors``: exceptions raised
   building the set or simulating (listed under the table).
 
-Part 2, compile once, solve many.  For the greedy program (``arm_set._greedy_program``,
-``.solve(theta)``, ``theta ~ N(0, I)``) and the LCB-arm program (``arm_set._lcb_program``,
+Part 2, compile once, solve many.  For the greedy program (``arm_set.greedy_program``,
+``.solve(theta)``, ``theta ~ N(0, I)``) and the LCB-arm program (``arm_set.lcb_program``,
 ``.solve(theta_hat, M)`` with ``M = r P^T``, ``V^{-1} = P P^T``, ``theta_hat = theta* + N(0,
 0.3^2 I)``, ``V`` SPD with a random rotation and eigenvalues spanning two decades, ``r ~ U(0.5,
 3)``) of the polytope and the lp-ball, per instance: the median over ``--repeats`` of the wall
 time of our ``.solve(...)`` (parameter map, Clarabel's in-place ``update``, the tiers' solves,
 reading the point), and the median wall time of Clarabel's own ``solve()`` re-run in place on
-the same data: ``program._solvers[k].solve()`` for every tier ``k`` the call ran (just the tier
+the same data: ``program.solvers[k].solve()`` for every tier ``k`` the call ran (just the tier
 that was used when there was no fallback), timed with ``perf_counter`` (``result.solve_time`` is
 not used: in clarabel 0.11 it includes one-off setup).  Reported: the medians over the instances,
 the median over instances of the per-instance ratio ours / Clarabel next to the issue's target
@@ -172,9 +172,9 @@ def solver_programs(arm_set: ArmSet, lcb_method: str) -> dict[str, CompiledConic
     programs = {}
     if (type(arm_set).greedy_arm_batch is ArmSet.greedy_arm_batch
             and not arm_set.has_closed_form_greedy):
-        programs["greedy"] = arm_set._greedy_program
+        programs["greedy"] = arm_set.greedy_program
     if lcb_method == "solver" or not arm_set.has_closed_form_lcb:
-        programs["LCB"] = arm_set._lcb_program
+        programs["LCB"] = arm_set.lcb_program
     return programs
 
 
@@ -345,7 +345,7 @@ def timed(call: Callable[[], object], repeats: int) -> float:
 def rerun_clarabel(program: CompiledConicProgram, tier: int, repeats: int) -> float:
     """Median wall time of Clarabel's own ``solve()`` of tiers ``0..tier``, re-run in place on
     the data the last call left in them."""
-    solvers = program._solvers[:tier + 1]
+    solvers = program.solvers[:tier + 1]
     return timed(lambda: [solver.solve() for solver in solvers], repeats)
 
 
@@ -533,11 +533,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                 continue
             thetas = [rng.standard_normal(d) for _ in range(args.instances)]
             solve_results[(name, d, "greedy")] = bench_solves(
-                arm_set._greedy_program, [(theta,) for theta in thetas],
+                arm_set.greedy_program, [(theta,) for theta in thetas],
                 [partial(arm_set.greedy_arm, theta) for theta in thetas], args.repeats)
             lcb = random_lcb_instances(rng, theta_star, args.instances)
             solve_results[(name, d, "LCB")] = bench_solves(
-                arm_set._lcb_program, [(inst.theta_hat, inst.M) for inst in lcb],
+                arm_set.lcb_program, [(inst.theta_hat, inst.M) for inst in lcb],
                 [partial(arm_set.lcb_arm, inst.theta_hat, inst.V, inst.radius, method="solver")
                  for inst in lcb], args.repeats)
         print(f"  d={d}: {stages} stages, done in {time.perf_counter() - start:.1f} s", flush=True)

@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from _exact import exact_solve  # noqa: E402
 from _machine import machine  # noqa: E402
-from test_confidence_accuracy import _exact_solve  # noqa: E402
+from numba import njit  # noqa: E402
 
 import sege_cvx as sc  # noqa: E402
-from sege_cvx._numba import njit  # noqa: E402
 from sege_cvx.confidence import cholesky  # noqa: E402
 
 
@@ -65,12 +65,12 @@ def main() -> None:
             cholesky.observe(ce.V, ce.chol, ce.xy_sum, ce.theta_hat, ce.counts,
                              np.zeros(args.updates, dtype=np.int64), x, y)
             sm_theta, sm_V_inv = sherman_morrison(x, y, lam)
-            exact = np.array([float(v) for v in _exact_solve(ce.V[0], ce.xy_sum[0])])
+            exact = np.array([float(v) for v in exact_solve(ce.V[0], ce.xy_sum[0])])
             errs = [np.linalg.norm(t - exact) / np.linalg.norm(exact) for t in (ce.theta_hat[0], sm_theta)]
             norm_errs = [0.0, 0.0]
             for probe in rng.standard_normal((20, d)):
                 exact_norm = float(sum(Fraction(float(a)) * w for a, w in
-                                       zip(probe, _exact_solve(ce.V[0], probe), strict=True))) ** 0.5
+                                       zip(probe, exact_solve(ce.V[0], probe), strict=True))) ** 0.5
                 ours = probe @ ce.theta_hat[0] - ce.lcb(probe[None], 1.0)[0]
                 theirs = np.sqrt(abs(probe @ sm_V_inv @ probe))
                 for i, v in enumerate((ours, theirs)):

@@ -187,10 +187,10 @@ def clarabel_us(arm_set: sc.ArmSet, thetas: np.ndarray, greedy: bool) -> float:
     for theta in thetas:
         if greedy:
             args = (theta,)
-            program = arm_set._greedy_program
+            program = arm_set.greedy_program
         else:
             args = tuple(a[0] for a in scale_lcb_data(theta[None], chol, np.array([RADIUS])))
-            program = arm_set._lcb_program
+            program = arm_set.lcb_program
         start = time.perf_counter()
         program.solve(*args)
         times.append(time.perf_counter() - start)

@@ -144,9 +144,10 @@ def over_runs(kernel: Callable, n_runs: int, *args) -> None:
     run's data only, so the numbers do not depend on the blocks.
 
     Threads over a plain kernel, rather than numba's ``parallel=True``, because the parfor
-    compiles the inlined stage a second time as its gufunc: 12 s of SEGE's 32 s cold start.
+    compiles the inlined stage a second time as its gufunc (more than a third of SEGE's cold start;
+    ``benchmarks/README.md``).
     With its arrays borrowed (:func:`borrow`), the plain kernel runs as fast as the parfor on
-    the paper's problem (SEGE, CLUCB, ROFUL); SEGE on polyhedral sets runs 8-43 % slower (numba
+    the paper's problem (SEGE, CLUCB, ROFUL); SEGE on polyhedral sets runs somewhat slower (numba
     lowers the parfor's gufunc with LLVM's ``noalias`` on its arguments, which numba's ``njit``
     does not offer; forcing it slowed SEGE's ellipsoid stages by as much).
     """

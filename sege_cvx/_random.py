@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ._validation import _fmt, as_nonnegative_int, as_positive_int
+from ._validation import as_nonnegative_int, as_positive_int, format_value
 
 SeedLike = int | np.random.SeedSequence | Sequence[np.random.SeedSequence] | None
 
@@ -56,7 +56,7 @@ def seed_sequences(seed: SeedLike, n_runs: int, name: str = "seed") -> list[np.r
         seqs = list(seed)
         if len(seqs) != n_runs or not all(isinstance(s, np.random.SeedSequence) for s in seqs):
             raise ValueError(f"{name} must hold {n_runs} numpy SeedSequence objects (one per run), "
-                             f"got {_fmt(seed)}")
+                             f"got {format_value(seed)}")
         return seqs
     if seed is None or isinstance(seed, np.random.SeedSequence):
         root = np.random.SeedSequence() if seed is None else seed
@@ -64,7 +64,7 @@ def seed_sequences(seed: SeedLike, n_runs: int, name: str = "seed") -> list[np.r
         root = np.random.SeedSequence(as_nonnegative_int(name, seed))
     else:
         raise TypeError(f"{name} must be an int, a SeedSequence, a list of them, or None, "
-                        f"got {_fmt(seed)}")
+                        f"got {format_value(seed)}")
     return [root] if n_runs == 1 else children(root, n_runs)
 
 

@@ -20,7 +20,7 @@ SYMMETRY_RTOL = 1e-9
 _TINY = float(np.finfo(np.float64).tiny)
 
 
-def _fmt(value: object) -> str:
+def format_value(value: object) -> str:
     """``value`` for a one-line message: at most 80 characters, arrays on one line."""
     text = np.array2string(np.asarray(value), threshold=8, precision=4) if isinstance(
         value, np.ndarray
@@ -50,25 +50,26 @@ def as_finite_array(name: str, value: object) -> np.ndarray:
     # Text and bytes (numpy would parse "1.5" -> 1.5, or read b"7" as the byte 55).
     if isinstance(value, str | bytes | bytearray) or (
             isinstance(value, memoryview) and value.format in ("B", "b", "c")):
-        raise TypeError(f"{name} must be numeric, got {_fmt(value)}")
+        raise TypeError(f"{name} must be numeric, got {format_value(value)}")
     try:
         raw = np.asarray(value)
     except (TypeError, ValueError) as exc:  # e.g. ragged nested lists
-        raise TypeError(f"{name} must be numeric (a rectangular array), got {_fmt(value)}") from exc
+        raise TypeError(f"{name} must be numeric (a rectangular array), got {format_value(value)}") from exc
     if raw.dtype.kind == "O":
         # Mixed Python objects: accept real numbers only (bool is a Real, so exclude it).
         if not all(isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_)
                    for v in raw.flat):
-            raise TypeError(f"{name} must be numeric, got {_fmt(value)}")
+            raise TypeError(f"{name} must be numeric, got {format_value(value)}")
     elif raw.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must be numeric (real numbers), got {_fmt(value)} "
+        raise TypeError(f"{name} must be numeric (real numbers), got {format_value(value)} "
                         f"(dtype {raw.dtype})")
     try:
         arr = np.asarray(raw, dtype=np.float64)
     except OverflowError:  # Python ints beyond the float range
-        raise ValueError(f"{name} must be finite, got {_fmt(value)} (beyond the float range)") from None
+        raise ValueError(f"{name} must be finite, got {format_value(value)} (beyond the float "
+                         "range)") from None
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be numeric, got {_fmt(value)}") from exc
+        raise TypeError(f"{name} must be numeric, got {format_value(value)}") from exc
     if not np.all(np.isfinite(arr)):
         raise ValueError(_first_not_finite(name, arr))
     return arr
@@ -202,14 +203,14 @@ def as_scalar(
 ) -> float:
     """A finite real scalar in the interval given by ``low``/``high`` (closed unless open)."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real | np.ndarray):
-        raise TypeError(f"{name} must be a real number, got {_fmt(value)}")
+        raise TypeError(f"{name} must be a real number, got {format_value(value)}")
     if isinstance(value, np.ndarray):
         arr = as_finite_array(name, value)
     else:
         try:
             arr = np.asarray(value, dtype=np.float64)
         except OverflowError:  # a Python int or Fraction beyond the float range
-            raise ValueError(f"{name} must be finite, got {_fmt(value)}") from None
+            raise ValueError(f"{name} must be finite, got {format_value(value)}") from None
     if arr.ndim != 0:
         raise ValueError(f"{name} must be a scalar, got shape {arr.shape}")
     x = float(arr)
@@ -233,18 +234,18 @@ def as_radius_batch(name: str, value: object, n: int) -> np.ndarray:
         raise ValueError(f"{name} must be a scalar or have shape ({n},), got shape {arr.shape}")
     if (arr < _TINY).any():  # one test for the common case; the two below name the fault
         if np.any(arr < 0):
-            raise ValueError(f"{name} must be nonnegative, got {_fmt(arr[arr < 0])}")
+            raise ValueError(f"{name} must be nonnegative, got {format_value(arr[arr < 0])}")
         # A subnormal radius has lost its precision (and underflows the computations it enters).
         tiny = (arr > 0) & (arr < _TINY)
         if np.any(tiny):
-            raise ValueError(f"{name} must be 0 or at least {_TINY:.3g}, got {_fmt(arr[tiny])}")
+            raise ValueError(f"{name} must be 0 or at least {_TINY:.3g}, got {format_value(arr[tiny])}")
     return arr
 
 
 def as_positive_int(name: str, value: object) -> int:
     """An integer >= 1."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {_fmt(value)}")
+        raise TypeError(f"{name} must be an integer, got {format_value(value)}")
     if value < 1:
         raise ValueError(f"{name} must be >= 1, got {value}")
     return int(value)
@@ -253,7 +254,7 @@ def as_positive_int(name: str, value: object) -> int:
 def as_nonnegative_int(name: str, value: object) -> int:
     """An integer >= 0 (e.g. a random seed)."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a nonnegative integer, got {_fmt(value)}")
+        raise TypeError(f"{name} must be a nonnegative integer, got {format_value(value)}")
     if value < 0:
         raise ValueError(f"{name} must be a nonnegative integer, got {value}")
     return int(value)

@@ -343,9 +343,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--by", nargs="+", metavar="COL", default="problem",
                         help="the figures' panels: one per value of these cell columns (problem, "
                              "algorithm, grid parameters); the table has one row per cell")
-    report.add_argument("--band", choices=("quantile", "ci", "none"), default="quantile",
-                        help="the figures' bands: 5-95 %% quantiles over runs, 95 %% confidence "
-                             "interval of the mean, or none")
+    report.add_argument("--band", choices=("quantile", "minmax", "ci", "none"), default="quantile",
+                        help="the figures' bands: 5-95 %% quantiles over runs, the range over "
+                             "runs, 95 %% confidence interval of the mean, or none")
     report.add_argument("--at", nargs="+", type=_int_at_least(1), metavar="T", default=None,
                         help="also report the regret at these checkpoint stages")
     report.set_defaults(func=_report)
@@ -382,11 +382,11 @@ def _validate(args: argparse.Namespace) -> None:
         # The spec's shape, then --out (a sweep of this spec there resumes); run_sweep then
         # checks every cell's values, all before any simulation.
         from .experiments.spec import StudySpec
-        from .experiments.sweep import _check_dir
+        from .experiments.sweep import check_sweep_dir
 
         _import_beside(args.spec)  # first: reading the spec imports its policies' modules
         args.spec_object = StudySpec.from_toml(args.spec)
-        _check_dir(args.out, args.spec_object, args.overwrite, args.shard_runs, name="--out",
+        check_sweep_dir(args.out, args.spec_object, args.overwrite, args.shard_runs, name="--out",
                    overwrite_hint="--overwrite")
         return
     algorithms = getattr(args, "algorithms", None)

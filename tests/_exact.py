@@ -73,3 +73,17 @@ def in_hull(facets: list, x: np.ndarray) -> bool:
 def outside_hull(facets: list, X: np.ndarray) -> list[int]:
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
     return [i for i, x in enumerate(X) if not in_hull(facets, x)]
+
+
+def exact_solve(A: np.ndarray, b: np.ndarray) -> list[Fraction]:
+    """``A^{-1} b`` in exact rational arithmetic (Gauss-Jordan on the float64 values)."""
+    d = len(b)
+    M = [[Fraction(float(A[i, j])) for j in range(d)] + [Fraction(float(b[i]))] for i in range(d)]
+    for col in range(d):
+        pivot = next(r for r in range(col, d) if M[r][col] != 0)
+        M[col], M[pivot] = M[pivot], M[col]
+        for r in range(d):
+            if r != col and M[r][col] != 0:
+                f = M[r][col] / M[col][col]
+                M[r] = [a - f * c for a, c in zip(M[r], M[col], strict=True)]
+    return [M[i][d] / M[i][i] for i in range(d)]

@@ -180,7 +180,7 @@ def test_compiled_pull_in_is_the_batched_schedule_bit_for_bit(arm_set):
     edge = arm_set.greedy_arm(rng.standard_normal((40, 2)))
     points = np.vstack([edge * (1.0 + 10.0 ** rng.uniform(-16, -6, (40, 1))), edge,
                         center + 0.5 * (edge - center), [[np.nan, 0.5], edge[0] + 1.0]])
-    ours, ok = arm_set._pull_inside(points)  # the policies' path: NaN rows come back not ok
+    ours, ok = arm_set.pull_inside_unchecked(points)  # the policies' path: NaN rows come back not ok
     batched = np.array(points)
     # The compiled schedule accepts what the float test proves (exact.in_polytope): the same
     # test in the batched schedule.
@@ -195,7 +195,7 @@ def test_compiled_pull_in_is_the_batched_schedule_bit_for_bit(arm_set):
     # The simplex's vertex (1, 0) is on x + y <= 1 exactly: the float test cannot prove it (the
     # compiled pull-in moves it), the public pull_inside keeps it, as every row inside exactly.
     vertex = np.array([[1.0, 0.0]])
-    assert (arm_set._pull_inside(vertex)[0] != vertex).any() == (arm_set is SIMPLEX)
+    assert (arm_set.pull_inside_unchecked(vertex)[0] != vertex).any() == (arm_set is SIMPLEX)
     assert np.array_equal(arm_set.pull_inside(vertex)[0], vertex)
 
 
@@ -204,7 +204,7 @@ def test_pull_inside_moves_finite_rows_next_to_nan_rows():
     # the public method refuses NaN, below).
     l15 = sc.ConvexArmSet(2, lambda x: [cp.pnorm(x - 1, 1.5) <= 1])
     just_out = np.array([2.0, 1.0]) + 1e-9
-    points, ok = l15._pull_inside(np.array([[np.nan, np.nan], just_out]))
+    points, ok = l15.pull_inside_unchecked(np.array([[np.nan, np.nan], just_out]))
     np.testing.assert_array_equal(ok, [False, True])
     assert l15.contains(points[1], tol=0.0) and np.linalg.norm(points[1] - just_out) < 1e-8
 

@@ -232,7 +232,7 @@ def test_ball_far_from_the_origin_lcb_arm():
 
 # ------------------------------------------------------------------ CLUCB in one dimension
 def test_sphere_directions_in_one_dimension():
-    from sege_cvx.policies.clucb import default_arm_count, discretization_error, sphere_directions
+    from sege_cvx.arm_sets.discretization import default_arm_count, discretization_error, sphere_directions
     np.testing.assert_array_equal(sphere_directions(1, 2), [[1.0], [-1.0]])
     np.testing.assert_array_equal(sphere_directions(1, 100), [[1.0], [-1.0]])
     np.testing.assert_array_equal(sphere_directions(1, 1), [[1.0]])

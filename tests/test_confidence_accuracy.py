@@ -9,25 +9,12 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from _exact import exact_solve
 
 import sege_cvx as sc
 from sege_cvx.confidence import cholesky
 
 N_UPDATES = 100_000
-
-
-def _exact_solve(A: np.ndarray, b: np.ndarray) -> list[Fraction]:
-    """``A^{-1} b`` in exact rational arithmetic (Gauss-Jordan on the float64 values)."""
-    d = len(b)
-    M = [[Fraction(float(A[i, j])) for j in range(d)] + [Fraction(float(b[i]))] for i in range(d)]
-    for col in range(d):
-        pivot = next(r for r in range(col, d) if M[r][col] != 0)
-        M[col], M[pivot] = M[pivot], M[col]
-        for r in range(d):
-            if r != col and M[r][col] != 0:
-                f = M[r][col] / M[col][col]
-                M[r] = [a - f * c for a, c in zip(M[r], M[col], strict=True)]
-    return [M[i][d] / M[i][i] for i in range(d)]
 
 
 def _accumulate(d: int, lam: float, seed: int = 0):
@@ -48,12 +35,12 @@ def _accumulate(d: int, lam: float, seed: int = 0):
 def test_estimate_and_weighted_norm_after_1e5_updates(d, lam):
     ce, rng = _accumulate(d, lam)
     assert ce.counts[0] == N_UPDATES
-    exact = np.array([float(v) for v in _exact_solve(ce.V[0], ce.xy_sum[0])])
+    exact = np.array([float(v) for v in exact_solve(ce.V[0], ce.xy_sum[0])])
     theta_err = np.linalg.norm(ce.theta_hat[0] - exact) / np.linalg.norm(exact)
     probes = rng.standard_normal((20, d))
     norm_err = 0.0
     for x in probes:
-        exact_quad = sum(Fraction(float(a)) * w for a, w in zip(x, _exact_solve(ce.V[0], x),
+        exact_quad = sum(Fraction(float(a)) * w for a, w in zip(x, exact_solve(ce.V[0], x),
                                                                 strict=True))
         exact_norm = float(exact_quad) ** 0.5
         ours = (x @ ce.theta_hat[0] - ce.lcb(x[None], 1.0)[0])  # = ||x||_{V^{-1}} at radius 1

@@ -89,8 +89,7 @@ def test_an_unverified_compiled_lcb_arm_falls_back_to_the_baseline(engine):
     play arms of the set."""
     disk = sc.Ball([1.0, 1.0], 1.0)
     policy = sc.SEGE(disk, [1.2, 1.9], 2.24, 1.8, S=1.0, noise_sd=0.3, c=0.05, n_runs=3, seed=0)
-    center, shape, h_sqrt, h_inv_sqrt, white_center, _ = policy._compiled[0]
-    wrong = (center, shape, h_sqrt, h_inv_sqrt, np.full(2, np.nan), np.nan)
+    wrong = policy._compiled[0]._replace(white_center=np.full(2, np.nan), kappa=np.nan)
     policy._compiled = (wrong, policy._compiled[1])
     bandit = sc.LinearBandit(THETA, 0.3, sc.run_seeds(1, 3)[1])
     if engine == "step API":

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import sege_cvx as sc
+from sege_cvx.arm_sets.discretization import discretize_with_witnesses
 from sege_cvx.arm_sets.exploration import Exploration
 from sege_cvx.conic import SolverFailure
 from sege_cvx.conic.compiled import ConicSolution
-from sege_cvx.policies.clucb import discretize_with_witnesses
 
 THETA = np.array([0.6, 0.8])
 #: The square [0, 2]^2 with an interior point given twice: duplicates and interior points.

@@ -98,7 +98,7 @@ def test_by_is_checked_with_the_allowed_columns_named(results):
         results.plot_reward(by=["problem", "nope"])
     with pytest.raises(ValueError, match="twice"):
         results.panel_keys(["problem", "problem"])
-    with pytest.raises(ValueError, match=r"band must be one of 'quantile', 'ci', None; got 'iqr'"):
+    with pytest.raises(ValueError, match=r"band must be one of 'quantile', 'minmax', 'ci', None; got 'iqr'"):
         results.plot_regret(band="iqr")
     assert plt.get_fignums() == []  # nothing was drawn
 
@@ -324,3 +324,32 @@ def test_an_interrupted_report_says_its_files_may_be_incomplete(results, tmp_pat
     assert main(["report", str(results.path), "--out", str(tmp_path)]) == 130
     assert capsys.readouterr().err == (f"sege-cvx: interrupted; the report's files in {tmp_path} "
                                        "may be incomplete\n")
+
+
+def test_one_band_vocabulary_in_both_figure_pipelines(results):
+    """The study's figures and a sweep's draw the same bands from the same aggregates."""
+    from sege_cvx.experiments.bands import BANDS
+    from sege_cvx.experiments.figures import regret_figure, reward_figure
+    from sege_cvx.experiments.problem import paper_problem
+    from sege_cvx.simulation import LinearBandit, run_seeds, simulate
+
+    curves = results.curves
+    cell = curves[(curves["problem"] == "box") & (curves["algorithm"] == "CLUCB")]
+    drawn = results.plot_regret(band="minmax").axes[1].collections[2].get_paths()[0].vertices[:, 1]
+    assert (drawn.min(), drawn.max()) == (cell["regret_min"].min(), cell["regret_max"].max())
+    problem = paper_problem()
+    policy_seeds, noise_seeds = run_seeds(0, 5)
+    result = simulate(problem.policy("CLUCB", 5, policy_seeds),
+                      LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds), 200)
+    agg = result.stats.aggregates()
+    for band in BANDS:
+        figures = (regret_figure({"CLUCB": result}, band=band),
+                   reward_figure(result, problem.threshold, 2.0, None, "CLUCB", band=band))
+        for fig in figures:
+            assert len(fig.axes[0].collections) == (band is not None)
+    fig = regret_figure({"CLUCB": result}, band="ci")
+    edge = fig.axes[0].collections[0].get_paths()[0].vertices[:, 1].max()
+    assert np.isclose(edge, (agg["regret_mean"] + 1.96 * agg["regret_sd"] / math.sqrt(5)).max(),
+                      rtol=1e-12)
+    with pytest.raises(ValueError, match="band must be one of 'quantile', 'minmax', 'ci', None"):
+        regret_figure({"CLUCB": result}, band="iqr")

@@ -24,12 +24,12 @@ import numpy as np
 from .. import _pull_in
 from .._rowwise import row_dots
 from .._validation import (
-    _fmt,
     as_batch_of_vectors,
     as_finite_array,
     as_radius_batch,
     as_scalar,
     as_spd_batch,
+    format_value,
     scaled_norm,
 )
 from ..confidence import cholesky
@@ -111,15 +111,6 @@ class ArmSet(ABC):
     #: :class:`~sege_cvx.fast_paths.hull_arms.HullArms`); SEGE then runs whole stages as
     #: compiled code.  ``None``: SEGE calls the set's methods.
     compiled_arms = None
-
-    @property
-    def compiled_membership(self) -> tuple | None:
-        """``(interior point, (kind, M, v, w))``: the set's membership test (``tol=0``) as data for
-        compiled per-point code, kind 0 an ellipsoid ``||M (x - v)|| <= 1`` (``w`` unused) and
-        kind 1 a polytope ``M x <= v`` decided exactly (``w``: the rows' rounded-up 1-norms,
-        :func:`~sege_cvx.fast_paths.exact.membership_rows`), each as the set's own test decides
-        it (ROFUL's compiled stages use it); ``None`` for sets without one."""
-        return None
 
     #: Lazily built attributes left out of a pickle: they hold Clarabel solvers and cones, which
     #: do not pickle, or cvxpy expressions, bulky to ship and rebuilt cheaply from
@@ -215,13 +206,27 @@ class ArmSet(ABC):
 
         return lcb_arm_program(self.dim, self.constraints)
 
+    @property
+    def greedy_program(self) -> CompiledConicProgram:
+        """The compiled conic program of greedy arms, ``max <x, theta>`` over the set, built on
+        first use (:class:`~sege_cvx.conic.compiled.CompiledConicProgram`: ``solve(theta)``,
+        its Clarabel ``solvers``, ``tier_counts``): what :meth:`greedy_arm` solves where the
+        set has no closed form, for inspection and benchmarks."""
+        return self._greedy_program
+
+    @property
+    def lcb_program(self) -> CompiledConicProgram:
+        """The compiled conic program of LCB arms (eq. (lcb arm)), built on first use, as
+        :attr:`greedy_program`: what :meth:`lcb_arm` solves with ``method="solver"``."""
+        return self._lcb_program
+
     # ----------------------------------------------------------------- greedy arm
     def support(self, theta: np.ndarray) -> np.ndarray | float:
         """Support function ``h(theta) = max_{x in X} <x, theta>``."""
         thetas, single = as_batch_of_vectors("theta", theta, self.dim)
         values = row_dots(self._checked(self.greedy_arm_batch(thetas)), thetas)
         if not np.all(np.isfinite(values)):
-            raise ValueError(f"theta {_fmt(thetas[~np.isfinite(values)][0])} gives a support value "
+            raise ValueError(f"theta {format_value(thetas[~np.isfinite(values)][0])} gives a support value "
                              "beyond the float range: rescale the problem")
         return float(values[0]) if single else values
 
@@ -383,7 +388,7 @@ class ArmSet(ABC):
             raise ValueError(f"points must have shape (n, {self.dim}), got {points.shape}")
         if witnesses is not None:
             witnesses = as_finite_array("witnesses", witnesses)
-        moved, found, ok = self._pull_inside(points, witnesses, return_witnesses=True)
+        moved, found, ok = self.pull_inside_unchecked(points, witnesses, return_witnesses=True)
         # Rows in the set exactly stay as they are, even where the pull-in's own certificate (a
         # hull's, from the weights) would have moved them.
         inside = self._inside(points, 0.0)
@@ -391,8 +396,8 @@ class ArmSet(ABC):
         ok = ok | inside
         return (moved, found, ok) if return_witnesses else (moved, ok)
 
-    def _pull_inside(self, points: np.ndarray, witnesses: np.ndarray | None = None, *,
-                     return_witnesses: bool = False):
+    def pull_inside_unchecked(self, points: np.ndarray, witnesses: np.ndarray | None = None, *,
+                              return_witnesses: bool = False):
         """:meth:`pull_inside` without checking its input, for the policies' own arrays: a row
         that is not finite is reported not ``ok`` (the policy then falls back to a safe arm)."""
         points = np.array(points, dtype=np.float64, order="C")  # a copy: moved in place
@@ -617,7 +622,7 @@ class ArmSet(ABC):
         if not np.isfinite(bound):
             raise ValueError(f"norm bound max ||x|| of {self!r} is not representable (it exceeds "
                              f"the largest float {np.finfo(float).max:.3g}); bounding box "
-                             f"{_fmt(lo)} to {_fmt(hi)}: rescale the problem")
+                             f"{format_value(lo)} to {format_value(hi)}: rescale the problem")
         return bound
 
     def distance_bound(self, point: np.ndarray) -> float:
@@ -651,7 +656,7 @@ class ArmSet(ABC):
         if not np.isfinite(bound):
             raise ValueError(f"diameter bound of {self!r} is not representable (it exceeds the "
                              f"largest float {np.finfo(float).max:.3g}); bounding box "
-                             f"{_fmt(lo)} to {_fmt(hi)}: rescale the problem")
+                             f"{format_value(lo)} to {format_value(hi)}: rescale the problem")
         return bound
 
     def exploration(self) -> Exploration:
@@ -722,8 +727,8 @@ class ArmSet(ABC):
         values = np.einsum("ni,ni->n", points, directions)
         hi, lo = values[:d], -values[d:]
         if not (np.all(np.isfinite(hi)) and np.all(np.isfinite(lo))):
-            raise ValueError(f"{self!r}: the support values are not finite (lo {_fmt(lo)}, "
-                             f"hi {_fmt(hi)}): rescale the problem")
+            raise ValueError(f"{self!r}: the support values are not finite (lo {format_value(lo)}, "
+                             f"hi {format_value(hi)}): rescale the problem")
         check_resolvable(self, lo, hi)
         # Support values at solver points are within the accepted tiers' gap and feasibility
         # tolerances (at most 1e-6, absolute or relative) of the true support; widening by more

@@ -82,11 +82,6 @@ class Ellipsoid(ArmSet):
         return fast.gauge_all(np.ascontiguousarray(xs, dtype=np.float64), self.center,
                                  self._shape_inv_sqrt)
 
-    @property
-    def compiled_membership(self) -> tuple:
-        """``gauge_one(x, c, H^{-1/2}) <= 1``, toward the centre (see :class:`ArmSet`)."""
-        return self.center, (0, self._shape_inv_sqrt, self.center, self.center)
-
     def _pull_in(self, points: np.ndarray) -> np.ndarray:
         # The schedule of ArmSet.pull_inside toward the centre, compiled per point
         # (fast.pull_inside_one, also called by SEGE's compiled stages).

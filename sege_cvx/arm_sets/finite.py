@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._numba import njit
-from .._validation import _fmt, as_batch_of_vectors, as_finite_array, scaled_norm
+from .._validation import as_batch_of_vectors, as_finite_array, format_value, scaled_norm
 from ..confidence.cholesky import lcb_one
 from .base import ArmSet, BatchArms, check_tol
 from .exploration import Exploration
@@ -115,7 +115,7 @@ class FiniteArmSet(ArmSet):
         if first.size < data.shape[0]:
             # The first row that repeats an earlier one, and that earlier row.
             k = int(np.flatnonzero(first[inverse.ravel()] != np.arange(data.shape[0]))[0])
-            raise ValueError(f"arms must be distinct: row {k} {_fmt(data[k])} repeats row "
+            raise ValueError(f"arms must be distinct: row {k} {format_value(data[k])} repeats row "
                              f"{int(first[inverse.ravel()[k]])} (np.unique(arms, axis=0) "
                              "removes repeats)")
         self.arms = np.array(data, dtype=np.float64, order="C")
@@ -124,7 +124,7 @@ class FiniteArmSet(ArmSet):
         norms = scaled_norm(self.arms, axis=1)
         if not np.all(np.isfinite(norms)):
             k = int(np.argmax(~np.isfinite(norms)))
-            raise ValueError(f"arm {k} {_fmt(self.arms[k])} has a norm beyond the float range: "
+            raise ValueError(f"arm {k} {format_value(self.arms[k])} has a norm beyond the float range: "
                              "rescale the problem")
         self._norm = float(norms.max())
         self._diameter: float | None = None

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._validation import _fmt, as_positive_int
+from .._validation import as_positive_int, format_value
 from .base import ArmSet
 from .evaluation import ConstraintEvaluator
 from .exploration import Exploration, inscribed_cross_polytope
@@ -171,7 +171,7 @@ class ConvexArmSet(ArmSet):
                 data = value.data if hasattr(value, "tocoo") else np.asarray(value)  # sparse or dense
                 if np.issubdtype(np.asarray(data).dtype, np.number) and not np.all(np.isfinite(data)):
                     raise ValueError("constraints must have finite data; the constraint "
-                                     f"{_fmt(str(c))} holds a non-finite constant")
+                                     f"{format_value(str(c))} holds a non-finite constant")
 
     def constraints(self, x: cp.Variable) -> list:
         import cvxpy as cp
@@ -186,7 +186,7 @@ class ConvexArmSet(ArmSet):
         if not isinstance(cons, list | tuple) or not cons or not all(
                 isinstance(c, cp.constraints.constraint.Constraint) for c in cons):
             raise TypeError("constraints(x) must return a nonempty list of cvxpy constraints, "
-                            f"got {_fmt(cons)}")
+                            f"got {format_value(cons)}")
         return plain_constraints(list(cons), x)
 
     def exploration(self) -> Exploration:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._rowwise import row_matvec
-from .._validation import _fmt, as_batch_of_vectors, as_finite_array, scaled_norm
+from .._validation import as_batch_of_vectors, as_finite_array, format_value, scaled_norm
 from ..fast_paths import hull_arms
 from . import rational
 from .base import BatchArms
@@ -142,7 +142,7 @@ class ConvexHull(ConvexArmSet):
         thetas, single = as_batch_of_vectors("theta", theta, self.dim)
         values = np.max(row_matvec(thetas, self.points), axis=1)
         if not np.all(np.isfinite(values)):
-            raise ValueError(f"theta {_fmt(thetas[~np.isfinite(values)][0])} gives a support value "
+            raise ValueError(f"theta {format_value(thetas[~np.isfinite(values)][0])} gives a support value "
                              "beyond the float range: rescale the problem")
         return float(values[0]) if single else values
 
@@ -327,8 +327,8 @@ class ConvexHull(ConvexArmSet):
         bound = 2.0 * best * (1.0 + 4.0 * (self.dim + 2) * _EPS)
         if not np.isfinite(bound):
             raise ValueError(f"diameter bound of {self!r} is not representable (points from "
-                             f"{_fmt(self.points.min(axis=0))} to {_fmt(self.points.max(axis=0))})"
-                             ": rescale the points")
+                             f"{format_value(self.points.min(axis=0))} to "
+                             f"{format_value(self.points.max(axis=0))}): rescale the points")
         return bound
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _pull_in
 from .._rowwise import row_matvec
-from .._validation import _fmt, as_finite_array, as_vector, scaled_norm
+from .._validation import as_finite_array, as_vector, format_value, scaled_norm
 from ..fast_paths import exact, polytope_arms
 from . import rational
 from .base import ArmSet, BatchArms, check_resolvable
@@ -155,12 +155,6 @@ class _CertifiedPolyhedron(ArmSet):
         return polytope_arms.PolytopeArms(A, b, center, self.norm_bound(),
                                           ArmSet.distance_bound(self, center), self._member_rows)
 
-    @property
-    def compiled_membership(self) -> tuple:
-        """The user's ``A x <= b``, decided exactly (:func:`~sege_cvx.fast_paths.exact.in_polytope`),
-        toward the certified interior point (see :class:`ArmSet`)."""
-        return self._halfspaces()[0], (1, *self._member_rows)
-
     def _pull_in(self, points: np.ndarray) -> np.ndarray:
         return _pull_in.pull_into_polytope(points, self._halfspaces()[0], self._member_rows)
 
@@ -221,7 +215,7 @@ class Box(_CertifiedPolyhedron):
                              f"{size:.3g})")
 
     def __repr__(self) -> str:
-        return f"Box(lower={_fmt(self.lower)}, upper={_fmt(self.upper)})"
+        return f"Box(lower={format_value(self.lower)}, upper={format_value(self.upper)})"
 
     def fingerprint_data(self) -> dict:
         """The bounds (see :meth:`ArmSet.fingerprint_data`)."""
@@ -366,7 +360,7 @@ class Polytope(_CertifiedPolyhedron):
                                                                          -np.eye(self.dim)])
         check_box_holds(self, tips)
         if not self.contains(self.chebyshev_center, tol=0.0):
-            raise ValueError(f"{self!r}: the Chebyshev centre {_fmt(self.chebyshev_center)} fails "
+            raise ValueError(f"{self!r}: the Chebyshev centre {format_value(self.chebyshev_center)} fails "
                              "A x <= b in exact arithmetic; the polytope is too thin for its "
                              "data's precision")
 

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from .._numba import njit
-from .._validation import _fmt
+from .._validation import format_value
 from ..confidence.cholesky import inverse_factor_one
 
 #: Binary exponents within which data count as of order one and are solved as given.
@@ -116,9 +116,10 @@ def check_box_holds(arm_set, verified: np.ndarray) -> None:
     if outside.size:
         raise ValueError(
             f"the solver's results for {arm_set!r} are inconsistent: the point "
-            f"{_fmt(verified[outside[0]])}, verified in the set, lies outside the bounding box "
-            f"{_fmt(lo)} to {_fmt(hi)} from its support programs; Clarabel is inaccurate on these "
-            "constraints at this scale: rescale the problem (other units for the arms)")
+            f"{format_value(verified[outside[0]])}, verified in the set, lies outside the bounding "
+            f"box {format_value(lo)} to {format_value(hi)} from its support programs; Clarabel is "
+            "inaccurate on these constraints at this scale: rescale the problem (other units for "
+            "the arms)")
 
 
 def solver_frame(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, float] | None:

@@ -279,3 +279,32 @@ def checked_factor_all(A, rtol):
     for i in range(n):
         codes[i] = checked_factor(A[i], rtol, sym[i], L[i], work)
     return sym, L, codes
+
+
+@njit(inline="always")
+def directional_terms(inv, theta_hat, arms_t, work) -> None:
+    """``work[0, k] = <theta_hat, a_k>`` and ``work[1, k] = ||a_k||_{V^{-1}}`` for the columns
+    ``a_k`` of ``arms_t`` (shape ``(d, K)``), with ``inv = L^{-1}`` formed once per run.
+
+    ``||a||_{V^{-1}} = ||L^{-1} a||``.  Every loop runs over the arms innermost, so the compiler
+    vectorizes it; each arm's sums are still taken in index order.  ``work``: shape ``(3, K)``
+    (row 2 is scratch).
+    """
+    d, K = arms_t.shape
+    dot, quad, w = work[0], work[1], work[2]
+    for k in range(K):
+        dot[k] = 0.0
+        quad[k] = 0.0
+    for j in range(d):
+        tj = theta_hat[j]
+        for k in range(K):
+            dot[k] += tj * arms_t[j, k]
+            w[k] = 0.0
+        for m in range(j + 1):  # L^{-1} is lower triangular
+            c = inv[j, m]
+            for k in range(K):
+                w[k] += c * arms_t[m, k]
+        for k in range(K):
+            quad[k] += w[k] * w[k]
+    for k in range(K):
+        quad[k] = np.sqrt(quad[k])

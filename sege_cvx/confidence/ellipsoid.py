@@ -256,9 +256,9 @@ class ConfidenceEllipsoid:
             if mask.dtype != np.bool_ or mask.shape != (self.n_runs,):
                 raise ValueError(f"mask must be a boolean array of shape ({self.n_runs},), got "
                                  f"{mask.dtype} array of shape {mask.shape}")
-        self._update(x, y, mask)
+        self.update_unchecked(x, y, mask)
 
-    def _update(self, x: np.ndarray, y: np.ndarray, mask: np.ndarray | None = None) -> None:
+    def update_unchecked(self, x: np.ndarray, y: np.ndarray, mask: np.ndarray | None = None) -> None:
         """:meth:`update` without validation (policies pass validated observations)."""
         rows = np.arange(self.n_runs) if mask is None else np.flatnonzero(mask)
         if rows.size == 0:

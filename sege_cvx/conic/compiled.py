@@ -208,6 +208,12 @@ class CompiledConicProgram:
         #: what the library adds around the solver is the rest of a call's time.
         self.solver_seconds = 0.0
 
+    @property
+    def solvers(self) -> tuple:
+        """Clarabel's own solvers, one per tier (None for a tier not yet used), each holding the
+        data of its last solve: benchmarks re-run their ``solve()`` to time Clarabel alone."""
+        return tuple(self._solvers)
+
     def _values(self, flat: np.ndarray) -> dict[int, np.ndarray]:
         out, k = {}, 0
         for p in self.parameters:

@@ -20,36 +20,26 @@ from ._plotting import LEGEND_COLUMNS, UNREGISTERED_COLORS  # noqa: E402
 from ._plotting import legend_below as _legend_below  # noqa: E402
 from ._plotting import save_figure as _save  # noqa: E402
 from ._plotting import single_axes as _axes  # noqa: E402
-
-#: Quantile band drawn by default (5 % to 95 % over runs); ``band="minmax"`` draws the extremes.
-BANDS = ("quantile", "minmax")
-
-
-def _check_band(band: str) -> None:
-    if band not in BANDS:
-        raise ValueError(f"band must be one of {BANDS}, got {band!r}")
+from .bands import BAND_NAMES, band_limits, check_band  # noqa: E402
 
 
 def reward_figure(result, threshold: float, optimal: float, color: str | None, label: str,
                   band: str = "quantile"):
     """Stagewise expected reward ``<X_t, theta*>`` with the safety threshold ``b``.
 
-    The line is the mean over runs at the checkpoint stages; the band spans the 5 % to 95 %
-    quantiles over runs (``band="quantile"``), or (``"minmax"``) the extremes over runs and over
-    every stage since the previous checkpoint, so that a dip below ``b`` between checkpoints
-    shows.
+    The line is the mean over runs at the checkpoint stages; the band (:mod:`.bands`) spans the
+    5 % to 95 % quantiles over runs (``band="quantile"``), or (``"minmax"``) the extremes over
+    runs and over every stage since the previous checkpoint, so that a dip below ``b`` between
+    checkpoints shows; ``"ci"`` and ``None`` as for a sweep's figures.
     """
-    _check_band(band)
     agg = result.stats.aggregates()
+    limits = band_limits(agg, "reward", band, result.n_runs)
     fig, ax = _axes()
     stages = agg["checkpoints"]
-    if band == "quantile":
-        low, high, what = agg["reward_q05"], agg["reward_q95"], "5-95 % of runs"
-    else:
-        low, high, what = agg["reward_window_min"], agg["reward_window_max"], "range over runs"
     color = color or UNREGISTERED_COLORS[0]
-    ax.fill_between(stages, low, high, color=color, alpha=0.25, linewidth=0,
-                    label=f"{label} {what}")
+    if limits is not None:
+        ax.fill_between(stages, *limits, color=color, alpha=0.25, linewidth=0,
+                        label=f"{label} {BAND_NAMES[band]}")
     ax.plot(stages, agg["reward_mean"], color=color, linewidth=1.2, label=f"{label} mean")
     ax.axhline(threshold, color="red", linestyle="--", linewidth=1, label="safety threshold b")
     ax.axhline(optimal, color="black", linestyle=":", linewidth=1,
@@ -64,18 +54,17 @@ def reward_figure(result, threshold: float, optimal: float, color: str | None, l
 
 def regret_figure(results: dict, band: str = "quantile"):
     """Cumulative regret of each algorithm of ``results`` (name -> ``SimulationResult``): mean
-    over runs and a 5-95 % quantile band (or, ``band="minmax"``, the range over runs)."""
-    _check_band(band)
+    over runs and a band (:mod:`.bands`): 5-95 % quantiles by default."""
+    check_band(band)
     fig, ax = _axes(legend_rows=math.ceil(2 * len(results) / LEGEND_COLUMNS))
     unregistered = iter(UNREGISTERED_COLORS * len(results))
     for label, result in results.items():
         color = policy_color(label) or next(unregistered)
         agg = result.stats.aggregates()
-        low, high = ((agg["regret_q05"], agg["regret_q95"]) if band == "quantile"
-                     else (agg["regret_min"], agg["regret_max"]))
-        what = "5-95 % of runs" if band == "quantile" else "range over runs"
-        ax.fill_between(agg["checkpoints"], low, high, color=color, alpha=0.25, linewidth=0,
-                        label=f"{label} {what}")
+        limits = band_limits(agg, "regret", band, result.n_runs)
+        if limits is not None:
+            ax.fill_between(agg["checkpoints"], *limits, color=color, alpha=0.25, linewidth=0,
+                            label=f"{label} {BAND_NAMES[band]}")
         ax.plot(agg["checkpoints"], agg["regret_mean"], color=color, linewidth=1.2,
                 label=f"{label} mean")
     ax.set_xlabel("stage t")

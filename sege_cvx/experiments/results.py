@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .bands import BAND_NAMES, band_limits, check_band
 from .files import ChecksumError, Directory, check_sha256, read_regular
 from .outputs import MANIFEST, OutputPathError, check_writable_under, refuse_link
 
@@ -29,10 +30,6 @@ MAX_MANIFEST_BYTES, MAX_TABLE_BYTES = 1 << 30, 1 << 40
 #: Files :func:`write_report` writes; the last, its record of the others.
 REPORT_FILES = ("table.md", "table.csv", "regret.png", "regret.pdf", "reward.png", "reward.pdf",
                 "report.json")
-#: The figures' bands: 5 % to 95 % quantiles over runs, mean +- 1.96 standard errors, or none.
-BANDS = ("quantile", "ci", None)
-_BAND_NAMES = {"quantile": "band: 5-95 % of runs", "ci": "band: 95 % confidence interval of the mean",
-               None: "no band"}
 #: The reward figure's reference lines: manifest key, label, short name, style (figures.py's b and
 #: optimum).
 _REFERENCES = (
@@ -44,12 +41,6 @@ _REFERENCES = (
 
 class ResultsError(ValueError):
     """A directory that holds no complete sweep results; the message names it."""
-
-
-def _check_band(band):
-    if band not in BANDS:
-        raise ValueError(f"band must be one of {', '.join(map(repr, BANDS))}; got {band!r}")
-    return band
 
 
 def _value(value) -> str:
@@ -219,9 +210,10 @@ class SweepResults:
         ----------
         by : str, sequence of str or None
             Cell columns: one panel per value (``"problem"``: one per problem; ``None``: one panel).
-        band : {"quantile", "ci", None}
-            ``"quantile"``: 5 % to 95 % quantiles over runs; ``"ci"``: mean +- 1.96 standard
-            errors (a 95 % confidence interval of the mean); ``None``: the mean alone.
+        band : {"quantile", "minmax", "ci", None}
+            :mod:`~sege_cvx.experiments.bands`: ``"quantile"``, 5 % to 95 % quantiles over runs;
+            ``"minmax"``, the range over runs; ``"ci"``, mean +- 1.96 standard errors (a 95 %
+            confidence interval of the mean); ``None``, the mean alone.
         ax : matplotlib Axes or sequence of Axes, optional
             Where to draw, one per panel (default: a new figure, panels side by side, each with
             its legend below it).
@@ -242,7 +234,8 @@ class SweepResults:
         Parameters
         ----------
         by, band, ax
-            As for :meth:`plot_regret` (the bands are over the runs' expected rewards at ``t``).
+            As for :meth:`plot_regret` (the bands are over the runs' expected rewards at ``t``;
+            ``"minmax"`` over every stage since the previous checkpoint too).
 
         Returns
         -------
@@ -296,7 +289,7 @@ class SweepResults:
         )
 
         keys = self.panel_keys(by)
-        _check_band(band)
+        check_band(band)
         panels = self._panels(keys)
         contents = [(values, self._cells(frame, keys),
                      self._references(frame) if kind == "reward" else ([], []))
@@ -331,13 +324,12 @@ class SweepResults:
                                    label=label)
                 handle = line
                 if band is not None:
-                    low, high = ((rows[f"{kind}_q05"], rows[f"{kind}_q95"]) if band == "quantile"
-                                 else (mean - 1.96 * rows[f"{kind}_se"], mean + 1.96 * rows[f"{kind}_se"]))
+                    low, high = band_limits(rows, kind, band, int(rows["runs"].iloc[0]))
                     # A light fill with a solid edge: where bands overlap, each one's edges
                     # still show where it runs (blended fills alone make colours no legend has).
                     poly = ax_.fill_between(t, low, high, facecolor=to_rgba(color, 0.12),
                                             edgecolor=to_rgba(color, 0.7), linewidth=0.6,
-                                            label=f"{label} {_BAND_NAMES[band]}")
+                                            label=f"{label} band: {BAND_NAMES[band]}")
                     handle = (poly, line)
                 handles.append(handle)
                 labels.append(label)
@@ -382,8 +374,9 @@ class SweepResults:
         if ax is None:
             what = "cumulative regret" if kind == "regret" else "expected reward"
             # Two lines: one panel is narrower than the whole title on one line.
-            fig.suptitle(f"{what.capitalize()}: mean over runs\n{self._runs_text()}, "
-                         f"{_BAND_NAMES[band]}", fontsize=10)
+            shown = "no band" if band is None else f"band: {BAND_NAMES[band]}"
+            fig.suptitle(f"{what.capitalize()}: mean over runs\n{self._runs_text()}, {shown}",
+                         fontsize=10)
         return fig
 
     def _runs_text(self) -> str:
@@ -745,7 +738,7 @@ def write_report(results: SweepResults, out_dir: str | os.PathLike, by="problem"
     from ._plotting import save_figure
 
     results.panel_keys(by)
-    _check_band(band)
+    check_band(band)
     check_stages(results, stages)
     out = check_report_dir(Path(out_dir))
     out.mkdir(parents=True, exist_ok=True)

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._random import MAX_RUNS
-from .._validation import MAX_HORIZON, _fmt, as_nonnegative_int, as_positive_int
+from .._validation import MAX_HORIZON, as_nonnegative_int, as_positive_int, format_value
 
 #: Largest spec file read: a spec lists problems, algorithms and grids, a few kilobytes.
 MAX_SPEC_BYTES = 1 << 20
@@ -169,7 +169,7 @@ class StudySpec:
         for i, label in enumerate(labels):
             if label in first:
                 raise SpecError(f"problems must be distinct: problems[{first[label]}] and "
-                                f"problems[{i}] are both {_fmt(label)} "
+                                f"problems[{i}] are both {format_value(label)} "
                                 f"({len(labels) - len(set(labels))} repeats in all)")
             first[label] = i
         _distinct_cells(algorithms)
@@ -221,7 +221,7 @@ def _checked(key: str, convert, value):
 
 def _nonempty_list(key: str, value) -> list:
     if not isinstance(value, list):
-        raise SpecError(f"'{key}' must be a list, got {_fmt(value)}")
+        raise SpecError(f"'{key}' must be a list, got {format_value(value)}")
     if not value:
         raise SpecError(f"'{key}' must not be empty")
     return value
@@ -230,11 +230,11 @@ def _nonempty_list(key: str, value) -> list:
 def _problem(i: int, table) -> ProblemSpec:
     where = f"problems[{i}]"
     if not isinstance(table, dict):
-        raise SpecError(f"{where} must be a table, got {_fmt(table)}")
+        raise SpecError(f"{where} must be a table, got {format_value(table)}")
     _no_unknown(where, table, _PROBLEM_KEYS)
     misspecified = table.get("misspecified", False)
     if not isinstance(misspecified, bool):
-        raise SpecError(f"{where}: misspecified must be true or false, got {_fmt(misspecified)}")
+        raise SpecError(f"{where}: misspecified must be true or false, got {format_value(misspecified)}")
     given = sorted(set(table) & {"name", "factory"})
     if len(given) != 1:
         raise SpecError(f"{where} needs exactly one of 'name' (a built-in example) or 'factory' "
@@ -244,21 +244,21 @@ def _problem(i: int, table) -> ProblemSpec:
 
         if not isinstance(table["name"], str):
             raise SpecError(f"{where}: name must be a string (built-in: "
-                            f"{', '.join(sorted(EXAMPLES))}), got {_fmt(table['name'])}")
+                            f"{', '.join(sorted(EXAMPLES))}), got {format_value(table['name'])}")
         if table["name"] not in EXAMPLES:
-            raise SpecError(f"{where}: unknown problem name {_fmt(table['name'])} (built-in: "
+            raise SpecError(f"{where}: unknown problem name {format_value(table['name'])} (built-in: "
                             f"{', '.join(sorted(EXAMPLES))})")
         return ProblemSpec(name=table["name"], misspecified=misspecified)
     factory = table["factory"]
     if not isinstance(factory, str) or factory.count(":") != 1 or not all(factory.split(":")):
-        raise SpecError(f"{where}: factory must be 'module:callable', got {_fmt(factory)}")
+        raise SpecError(f"{where}: factory must be 'module:callable', got {format_value(factory)}")
     return ProblemSpec(factory=factory, misspecified=misspecified)
 
 
 def _algorithm(i: int, table) -> AlgorithmSpec:
     where = f"algorithms[{i}]"
     if not isinstance(table, dict):
-        raise SpecError(f"{where} must be a table, got {_fmt(table)}")
+        raise SpecError(f"{where} must be a table, got {format_value(table)}")
     _no_unknown(where, table, _ALGORITHM_KEYS)
     from ..policies.base import reserved_name
     from ..policies.registry import grid_parameters, policy_class, registered_policies
@@ -266,14 +266,14 @@ def _algorithm(i: int, table) -> AlgorithmSpec:
     name = table.get("name")
     if not isinstance(name, str):
         raise SpecError(f"{where}: name must be a string, a registered policy ("
-                        f"{', '.join(registered_policies())}) or 'module:Class'; got {_fmt(name)}")
+                        f"{', '.join(registered_policies())}) or 'module:Class'; got {format_value(name)}")
     try:
         parameters = grid_parameters(policy_class(name))
     except (ValueError, TypeError, ImportError) as exc:
         raise SpecError(f"{where}: {exc}") from None
     grid = table.get("grid", {})
     if not isinstance(grid, dict):
-        raise SpecError(f"{where}.grid must be a table of lists, got {_fmt(grid)}")
+        raise SpecError(f"{where}.grid must be a table of lists, got {format_value(grid)}")
     for key, values in grid.items():
         if key not in parameters:
             raise SpecError(f"{where}.grid: {name} has no parameter '{key}' to vary (it can vary: "
@@ -287,7 +287,7 @@ def _algorithm(i: int, table) -> AlgorithmSpec:
     for key, values in grid.items():
         if len(set(values)) != len(values):
             repeated = next(v for v in values if values.count(v) > 1)
-            raise SpecError(f"{where}.grid.{key} repeats the value {_fmt(repeated)}")
+            raise SpecError(f"{where}.grid.{key} repeats the value {format_value(repeated)}")
     return AlgorithmSpec(name, grid)
 
 
@@ -326,5 +326,5 @@ def _grid_value(key: str, value):
     if hasattr(value, "item") and getattr(value, "shape", None) == ():
         value = value.item()
     if not isinstance(value, bool | int | float | str):
-        raise SpecError(f"{key} must hold numbers or strings, got {_fmt(value)}")
+        raise SpecError(f"{key} must hold numbers or strings, got {format_value(value)}")
     return value

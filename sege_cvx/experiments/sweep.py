@@ -170,7 +170,7 @@ def run_sweep(
 
     spec = _as_spec(spec)
     workers = _worker_count(workers)
-    out, previous = _check_dir(out, spec, overwrite, shard_runs)
+    out, previous = check_sweep_dir(out, spec, overwrite, shard_runs)
     problems = check_cells(spec)
     algorithms = describe_algorithms(spec)
     record = {"spec": spec.to_dict(),
@@ -260,8 +260,9 @@ def _worker_count(workers) -> int:
     return int(workers)
 
 
-def _check_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None, *,
-               name: str = "out", overwrite_hint: str = "overwrite") -> tuple[Path, dict | None]:
+def check_sweep_dir(out, spec: StudySpec, overwrite: bool, shard_runs: int | None, *,
+                    name: str = "out",
+                    overwrite_hint: str = "overwrite") -> tuple[Path, dict | None]:
     """Check ``out`` without writing: ``(target, previous)``, ``previous`` the record of this
     spec's sweep found there (to resume) or None.
 
@@ -380,7 +381,7 @@ def _same_sweep(previous: dict, record: dict, out: Path, overwrite: bool) -> boo
 
 
 def _start_dir(target: Path, record: dict, resume: bool, overwrite: bool):
-    """Start the sweep in ``target`` (checked by :func:`_check_dir`), or resume it there:
+    """Start the sweep in ``target`` (checked by :func:`check_sweep_dir`), or resume it there:
     ``(lock, directory)``, the lock held on its ``sweep.json`` until the sweep ends (None where
     the platform has no ``flock``) and the open results directory
     (:class:`~sege_cvx.experiments.files.Directory`), through which every file is written.

@@ -17,6 +17,7 @@ Status codes: :mod:`.status`.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -26,6 +27,19 @@ from .._validation import SYMMETRY_RTOL
 from ..confidence.cholesky import SPD_OK, checked_factor, precision_one
 from .ellipsoid_lcb import lcb_arm_one, square_roots
 from .status import NOT_FINITE, NOT_MEMBER, VERIFIED
+
+
+class EllipsoidGeometry(NamedTuple):
+    """An ellipsoid as compiled code reads it (:mod:`.stage_arms` dispatches on this class):
+    ``c``, ``H``, ``H^{1/2}``, ``H^{-1/2}``, ``H^{-1/2} c`` and ``1 - ||H^{-1/2} c||^2``."""
+
+    center: np.ndarray
+    shape: np.ndarray
+    h_sqrt: np.ndarray
+    h_inv_sqrt: np.ndarray
+    white_center: np.ndarray
+    kappa: float
+
 
 _EPS = float(np.finfo(np.float64).eps)
 _TINY = float(np.finfo(np.float64).tiny)
@@ -203,10 +217,10 @@ class EllipsoidArms:
         return (self.center, self.shape, self.h_sqrt, self.h_inv_sqrt, self.white_center,
                 self.kappa)
 
-    def geometry(self, lam: float | None = None) -> tuple:
-        """What SEGE's compiled stages receive (:mod:`.stage_arms`): :meth:`lcb_data` (``lam``
-        is not needed)."""
-        return self.lcb_data()
+    def geometry(self, lam: float | None = None) -> EllipsoidGeometry:
+        """What compiled stages receive (:mod:`.stage_arms`): :meth:`lcb_data` as a record
+        (``lam`` is not needed)."""
+        return EllipsoidGeometry(*self.lcb_data())
 
     def warm_state(self, n: int) -> tuple[np.ndarray, ...]:
         """An empty warm-start state for ``n`` runs: closed forms need none."""

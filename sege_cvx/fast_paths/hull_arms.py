@@ -65,6 +65,7 @@ shapes ``(3, d + 1)``, ``(3,)``, ``(3, d + 1)`` and ``(1, K)``: slots :data:`GRE
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -73,12 +74,29 @@ from .._pull_in import FIRST_CONTRACTION, MAX_CONTRACTION, spacing
 from ..arm_sets.lifted import EQUALITY_ROUNDING
 from .polytope_arms import (
     GAP_RTOL,
-    _order_one_exponent,
     inverse_frobenius,
+    order_one_exponent,
     orthonormalize_row,
     project_out,
 )
 from .status import NOT_CERTIFIED, NOT_FINITE, NOT_MEMBER, VERIFIED
+
+
+class HullGeometry(NamedTuple):
+    """A convex hull as compiled code reads it (:mod:`.stage_arms` dispatches on this class):
+    the points ``P`` (rows), ``max ||x||``, the bound ``z_bound`` on ``||x||_{V^{-1}}`` (0:
+    computed per instance), the accepted duality gap, SEGE's baseline weights and exploration
+    table (:meth:`HullArms.geometry`), and the certified body ``(center, half)``."""
+
+    points: np.ndarray
+    norm_bound: float
+    z_bound: float
+    gap_rtol: float
+    baseline: np.ndarray
+    table: np.ndarray
+    center: np.ndarray
+    half: np.ndarray
+
 
 #: Slots of a run's warm state (:data:`CONE`: scratch of :func:`cone_projection`).
 GREEDY, LCB, CONE = 0, 1, 2
@@ -649,7 +667,7 @@ def _scaled_theta(theta, r, vecs) -> float:
     biggest = r
     for c in range(d):
         biggest = max(biggest, abs(theta[c]))
-    e = _order_one_exponent(biggest)
+    e = order_one_exponent(biggest)
     for c in range(d):
         vecs[_SCALED, c] = math.ldexp(theta[c], -e) if e != 0 else theta[c]
         if not math.isfinite(vecs[_SCALED, c]):
@@ -693,7 +711,7 @@ def _valid_warm_start(S, weights, m, K, d) -> bool:
 def greedy_one(geometry, theta, S, counts, weights, mix, out, mats, vecs) -> int:
     """The greedy arm (paper eq. (greedy arm)): the best point, its unit weights in slot
     :data:`GREEDY`."""
-    P = geometry[0]
+    P = geometry.points
     d = P.shape[1]
     if not math.isfinite(_scaled_theta(theta, 0.0, vecs)):
         counts[GREEDY] = 0
@@ -729,7 +747,8 @@ def lcb_weights_one(geometry, theta, chol, r, S, counts, weights, mix, out, mats
 @njit
 def _lcb(geometry, theta, chol, r, S, counts, weights, out, mats, vecs, pull) -> int:
     """:func:`lcb_one` (``pull``: proven in the hull) or :func:`lcb_weights_one`."""
-    P, norm_bound, z_bound, gap_rtol = geometry[0], geometry[1], geometry[2], geometry[3]
+    P, norm_bound = geometry.points, geometry.norm_bound
+    z_bound, gap_rtol = geometry.z_bound, geometry.gap_rtol
     K, d = P.shape
     rs = _scaled_theta(theta, r, vecs)
     if not math.isfinite(rs):
@@ -759,8 +778,8 @@ def _lcb(geometry, theta, chol, r, S, counts, weights, out, mats, vecs, pull) ->
                 for c in range(d):
                     out[c] = vecs[_X, c]
                 # The arm as computed from its weights may miss the hull by rounding: moved in.
-                if not pull or pull_into_hull(out, P, S[LCB], weights[LCB], m, True, geometry[6],
-                                              geometry[7], vecs[_W1]) > 0.0:
+                if not pull or pull_into_hull(out, P, S[LCB], weights[LCB], m, True,
+                                              geometry.center, geometry.half, vecs[_W1]) > 0.0:
                     return VERIFIED
                 return NOT_MEMBER
     counts[LCB] = 0  # the next solve starts cold
@@ -782,7 +801,8 @@ def pull_inside_one(geometry, x, warm, use_lcb, rho, g, safe, trial) -> bool:
     :meth:`~sege_cvx.arm_sets.exploration.Exploration.vertex_indices`), ``x = P^T w / sum(w)``,
     moved exactly into the hull from those weights (:func:`pull_into_hull`).  ``trial``:
     scratch of length d."""
-    P, baseline, table, center, half = geometry[0], geometry[4], geometry[5], geometry[6], geometry[7]
+    P, baseline, table = geometry.points, geometry.baseline, geometry.table
+    center, half = geometry.center, geometry.half
     S, counts, weights, mix = warm[0], warm[1], warm[2], warm[3]
     K, d = P.shape
     beta = 1.0 - rho
@@ -903,7 +923,7 @@ def empty_warm_state(n: int, K: int, d: int) -> tuple[np.ndarray, ...]:
 def _cold_all(geometry, thetas, chols, radii, lcb) -> tuple:
     """:func:`greedy_one` or :func:`lcb_one` per row from a cold start: arms, dense weights
     ``(n, K)`` and status codes."""
-    P = geometry[0]
+    P = geometry.points
     K, d = P.shape
     n = thetas.shape[0]
     S = np.zeros((3, d + 1), dtype=np.int64)
@@ -970,9 +990,8 @@ class HullArms:
         self.gap_rtol = float(gap_rtol)
 
     def geometry(self, lam: float | None = None,
-                 witnesses: tuple[np.ndarray, np.ndarray] | None = None) -> tuple:
-        """``(P, norm_bound, z_bound, gap_rtol, baseline, table, center, half)``, what the
-        compiled arms receive (``center``, ``half``: the certified body).
+                 witnesses: tuple[np.ndarray, np.ndarray] | None = None) -> HullGeometry:
+        """The record the compiled arms receive (:class:`HullGeometry`).
 
         ``z_bound`` as :meth:`~sege_cvx.fast_paths.polytope_arms.PolytopeArms.geometry`.
         ``witnesses``: SEGE's ``(baseline weights (K,), exploration table (2d + 1, K))``, the
@@ -989,7 +1008,8 @@ class HullArms:
             if baseline.shape != (K,) or table.shape != (2 * d + 1, K):
                 raise ValueError(f"hull witnesses must have shapes ({K},) and ({2 * d + 1}, {K}), "
                                  f"got {baseline.shape} and {table.shape}")
-        return (self.points, self.norm_bound, z_bound, self.gap_rtol, baseline, table, *self.body)
+        return HullGeometry(self.points, self.norm_bound, z_bound, self.gap_rtol, baseline, table,
+                            *self.body)
 
     def warm_state(self, n: int) -> tuple[np.ndarray, ...]:
         """The cold warm-start state of ``n`` runs (:func:`empty_warm_state`)."""

@@ -64,6 +64,7 @@ state is ``(rows, counts, points, inverse)`` of shapes ``(2, d)``, ``(2,)``, ``(
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -71,6 +72,26 @@ from .._numba import njit
 from .._pull_in import pull_in_one
 from .exact import in_polytope
 from .status import NOT_CERTIFIED, NOT_FINITE, NOT_MEMBER, VERIFIED
+
+
+class PolytopeGeometry(NamedTuple):
+    """A polytope as compiled code reads it (:mod:`.stage_arms` dispatches on this class): the
+    unit rows ``A x <= b`` the solves use, the certified interior point, ``max ||x||`` and
+    ``max ||x - center||``, the bound ``z_bound`` on ``||x - center||_{V^{-1}}`` (0: computed
+    per instance), the accepted duality gap, and the user's rows as
+    :func:`~.exact.membership_rows` gives them (every arm is verified against these)."""
+
+    A: np.ndarray
+    b: np.ndarray
+    center: np.ndarray
+    norm_bound: float
+    radius: float
+    z_bound: float
+    gap_rtol: float
+    member_A: np.ndarray
+    member_b: np.ndarray
+    member_l1: np.ndarray
+
 
 #: Slots of a run's warm state.
 GREEDY, LCB = 0, 1
@@ -101,7 +122,7 @@ _Q, _R = 0, 1
 
 
 @njit(inline="always")
-def _order_one_exponent(v: float) -> int:
+def order_one_exponent(v: float) -> int:
     """The binary exponent ``e`` of ``v > 0`` (``2^(e-1) <= v < 2^e``), or 0 for data of order
     one (as :func:`~sege_cvx.fast_paths.ellipsoid_arms.order_one_exponent`)."""
     if _ORDER_ONE_LOW <= v < _ORDER_ONE_HIGH or v == 0.0:
@@ -534,7 +555,7 @@ def arm_one(A, b, center, norm_bound, radius, z_bound, gap_rtol, member, theta, 
     biggest = r
     for c in range(d):
         biggest = max(biggest, abs(theta[c]))
-    e = _order_one_exponent(biggest)
+    e = order_one_exponent(biggest)
     for c in range(d):
         vecs[_SCALED, c] = math.ldexp(theta[c], -e) if e != 0 else theta[c]
         if not math.isfinite(vecs[_SCALED, c]):
@@ -615,8 +636,8 @@ def lcb_one(geometry, theta, chol, r, W, counts, points, inverse, out, mats, vec
 @njit(inline="always")
 def pull_inside_one(geometry, x, offset, trial) -> bool:
     """Move ``x`` exactly into ``P`` (:func:`sege_cvx._pull_in.pull_in_one` toward the centre)."""
-    return pull_in_one(x, geometry[2], in_polytope, (geometry[7], geometry[8], geometry[9]),
-                       offset, trial)
+    return pull_in_one(x, geometry.center, in_polytope,
+                       (geometry.member_A, geometry.member_b, geometry.member_l1), offset, trial)
 
 
 def empty_warm_state(n: int, center: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -704,9 +725,8 @@ class PolytopeArms:
         self.radius = float(radius)
         self.gap_rtol = float(gap_rtol)
 
-    def geometry(self, lam: float | None = None) -> tuple:
-        """``(A, b, center, norm_bound, radius, z_bound, gap_rtol, member_A, member_b,
-        member_l1)``, what the compiled stages receive.
+    def geometry(self, lam: float | None = None) -> PolytopeGeometry:
+        """The record compiled stages receive (:class:`PolytopeGeometry`).
 
         ``z_bound`` bounds ``||x - center||_{V^{-1}}`` over the polytope for every ``V >= lam I``
         (SEGE's information matrices): ``radius / sqrt(lam)``, widened by 1e-6 against rounding
@@ -714,8 +734,8 @@ class PolytopeArms:
         :func:`certified`).
         """
         z_bound = 0.0 if lam is None else self.radius / math.sqrt(lam) * (1.0 + 1e-6)
-        return (self.A, self.b, self.center, self.norm_bound, self.radius, z_bound, self.gap_rtol,
-                *self.member)
+        return PolytopeGeometry(self.A, self.b, self.center, self.norm_bound, self.radius, z_bound,
+                                self.gap_rtol, *self.member)
 
     def warm_state(self, n: int) -> tuple[np.ndarray, ...]:
         """The cold warm-start state of ``n`` runs (:func:`empty_warm_state`)."""

@@ -1,12 +1,13 @@
-"""The arms of a compiled SEGE stage, chosen by the type of the set's geometry.
+"""The arms of a compiled stage, chosen by the class of the set's geometry record.
 
-SEGE's compiled stage (:func:`sege_cvx.policies.sege_rule.stage_one`) is written once and calls
-:func:`greedy_arm`, :func:`lcb_arm` and :func:`pull_inside`; numba resolves each, when it compiles
-the stage for a geometry (:func:`_kind`), to the ellipsoid's closed forms (:mod:`.ellipsoid_arms`,
-whose geometry begins with the centre, a 1-D array), the polytope's certified active-set solves
-(:mod:`.polytope_arms`, beginning with the rows ``A`` and ``b``) or the convex hull's certified
-solves over its weights (:mod:`.hull_arms`, beginning with the points and a float).  Each
-returns a status code of :mod:`.status`; only :data:`~.status.VERIFIED` arms are played.
+Compiled stages are written once and call :func:`greedy_arm`, :func:`lcb_arm`,
+:func:`pull_inside` and :func:`pull_in`; numba resolves each, when it compiles a stage, by the
+class of the geometry record it is given (a registry keyed by class, as cvxpy's canonicalizers
+are): :class:`~.ellipsoid_arms.EllipsoidGeometry` to the ellipsoid's closed forms
+(:mod:`.ellipsoid_arms`), :class:`~.polytope_arms.PolytopeGeometry` to the polytope's
+certified active-set solves (:mod:`.polytope_arms`) and :class:`~.hull_arms.HullGeometry` to
+the convex hull's certified solves over its weights (:mod:`.hull_arms`).  Each arm returns a
+status code of :mod:`.status`; only :data:`~.status.VERIFIED` arms are played.
 
 ``warm`` is the run's warm-start state (:mod:`.polytope_arms`: ``(rows, counts, points,
 inverse)``; :mod:`.hull_arms`: ``(rows, counts, weights, mix)``); ellipsoids ignore it.
@@ -16,18 +17,13 @@ inverse)``; :mod:`.hull_arms`: ``(rows, counts, weights, mix)``); ellipsoids ign
 
 from __future__ import annotations
 
-from numba import types
+from numba.core.errors import TypingError
 from numba.extending import overload
 
 from . import ellipsoid_arms, hull_arms, polytope_arms
-
-
-def _kind(geometry) -> str:
-    """``"ellipsoid"`` (geometry begins with the centre, 1-D), ``"polytope"`` (the rows ``A`` then
-    ``b``) or ``"hull"`` (the points then the norm bound, a float)."""
-    if geometry.types[0].ndim == 1:
-        return "ellipsoid"
-    return "polytope" if isinstance(geometry.types[1], types.Array) else "hull"
+from .ellipsoid_arms import EllipsoidGeometry
+from .hull_arms import HullGeometry
+from .polytope_arms import PolytopeGeometry
 
 
 def greedy_arm(geometry, theta, warm, out, mats, vecs) -> int:
@@ -46,66 +42,117 @@ def pull_inside(geometry, x, warm, use_lcb, rho, g, safe, offset, trial) -> bool
     """Move SEGE's mix ``x = (1 - rho) safe + rho U`` exactly into the set; False if it cannot
     be.  A hull proves it from the safe arm (the run's ``warm`` LCB weights if ``use_lcb``, else
     the baseline arm ``safe``), ``rho`` and the exploration draw ``g``
-    (:func:`.hull_arms.pull_inside_one`)."""
+    (:func:`.hull_arms.pull_inside_one`); the other sets by :func:`pull_in`."""
     raise NotImplementedError("compiled only")
+
+
+def pull_in(geometry, x, offset, trial) -> bool:
+    """Move any point ``x`` exactly into the set by the least contraction toward its certified
+    interior point that passes its exact membership test (:func:`sege_cvx._pull_in.pull_in_one`);
+    False, ``x`` unchanged, if none does.  For the records of :data:`PULL_IN` (sets whose
+    membership is decided from ``x`` alone; a hull's needs the weights of a mix)."""
+    raise NotImplementedError("compiled only")
+
+
+def _record(geometry, table: dict, what: str):
+    """The entry of ``table`` for the numba type of a geometry record (a TypingError naming it
+    for any other argument)."""
+    cls = getattr(geometry, "instance_class", None)
+    if cls not in table:
+        raise TypingError(f"{what}: no compiled implementation for {geometry} (known: "
+                          f"{', '.join(c.__name__ for c in table)})")
+    return table[cls]
+
+
+# --- greedy arm ----------------------------------------------------------------------------------
+
+def _ellipsoid_greedy(geometry, theta, warm, out, mats, vecs):
+    ellipsoid_arms.greedy_one(theta, geometry.center, geometry.shape, geometry.h_inv_sqrt, out,
+                              vecs[14:16])
+    return ellipsoid_arms.verify_one(out, geometry.center, geometry.h_inv_sqrt, vecs[14],
+                                     vecs[15])
+
+
+def _polytope_greedy(geometry, theta, warm, out, mats, vecs):
+    rows, counts, points, inverse = warm
+    return polytope_arms.greedy_one(geometry, theta, rows, counts, points, inverse, out, mats,
+                                    vecs)
+
+
+def _hull_greedy(geometry, theta, warm, out, mats, vecs):
+    rows, counts, weights, mix = warm
+    return hull_arms.greedy_one(geometry, theta, rows, counts, weights, mix, out, mats, vecs)
+
+
+GREEDY = {EllipsoidGeometry: _ellipsoid_greedy, PolytopeGeometry: _polytope_greedy,
+          HullGeometry: _hull_greedy}
 
 
 @overload(greedy_arm)
 def _greedy_arm(geometry, theta, warm, out, mats, vecs):
-    if _kind(geometry) == "hull":
-        def hull(geometry, theta, warm, out, mats, vecs):
-            rows, counts, weights, mix = warm
-            return hull_arms.greedy_one(geometry, theta, rows, counts, weights, mix, out,
-                                        mats, vecs)
-        return hull
-    if _kind(geometry) == "polytope":
-        def polytope(geometry, theta, warm, out, mats, vecs):
-            rows, counts, points, inverse = warm
-            return polytope_arms.greedy_one(geometry, theta, rows, counts, points, inverse, out,
-                                            mats, vecs)
-        return polytope
+    return _record(geometry, GREEDY, "greedy_arm")
 
-    def ellipsoid(geometry, theta, warm, out, mats, vecs):
-        center, shape, _, h_inv_sqrt, _, _ = geometry
-        ellipsoid_arms.greedy_one(theta, center, shape, h_inv_sqrt, out, vecs[14:16])
-        return ellipsoid_arms.verify_one(out, center, h_inv_sqrt, vecs[14], vecs[15])
-    return ellipsoid
+
+# --- LCB arm -------------------------------------------------------------------------------------
+
+def _ellipsoid_lcb(geometry, theta, chol, r, warm, out, mats, vecs):
+    center, shape, h_sqrt, h_inv_sqrt, white_center, kappa = geometry
+    return ellipsoid_arms.lcb_from_factor_one(center, shape, h_sqrt, h_inv_sqrt, white_center,
+                                              kappa, theta, chol, r, out, mats, vecs)
+
+
+def _polytope_lcb(geometry, theta, chol, r, warm, out, mats, vecs):
+    rows, counts, points, inverse = warm
+    return polytope_arms.lcb_one(geometry, theta, chol, r, rows, counts, points, inverse, out,
+                                 mats, vecs)
+
+
+def _hull_lcb(geometry, theta, chol, r, warm, out, mats, vecs):
+    rows, counts, weights, mix = warm
+    # SEGE plays the LCB arm only inside its mix, which pull_inside proves.
+    return hull_arms.lcb_weights_one(geometry, theta, chol, r, rows, counts, weights, mix, out,
+                                     mats, vecs)
+
+
+LCB = {EllipsoidGeometry: _ellipsoid_lcb, PolytopeGeometry: _polytope_lcb,
+       HullGeometry: _hull_lcb}
 
 
 @overload(lcb_arm)
 def _lcb_arm(geometry, theta, chol, r, warm, out, mats, vecs):
-    if _kind(geometry) == "hull":
-        def hull(geometry, theta, chol, r, warm, out, mats, vecs):
-            rows, counts, weights, mix = warm
-            # SEGE plays the LCB arm only inside its mix, which pull_inside proves.
-            return hull_arms.lcb_weights_one(geometry, theta, chol, r, rows, counts, weights, mix,
-                                             out, mats, vecs)
-        return hull
-    if _kind(geometry) == "polytope":
-        def polytope(geometry, theta, chol, r, warm, out, mats, vecs):
-            rows, counts, points, inverse = warm
-            return polytope_arms.lcb_one(geometry, theta, chol, r, rows, counts, points, inverse,
-                                         out, mats, vecs)
-        return polytope
+    return _record(geometry, LCB, "lcb_arm")
 
-    def ellipsoid(geometry, theta, chol, r, warm, out, mats, vecs):
-        center, shape, h_sqrt, h_inv_sqrt, white_center, kappa = geometry
-        return ellipsoid_arms.lcb_from_factor_one(center, shape, h_sqrt, h_inv_sqrt, white_center,
-                                                  kappa, theta, chol, r, out, mats, vecs)
-    return ellipsoid
+
+# --- pulling a point in --------------------------------------------------------------------------
+
+def _ellipsoid_pull_in(geometry, x, offset, trial):
+    return ellipsoid_arms.pull_inside_one(x, geometry.center, geometry.h_inv_sqrt, offset, trial)
+
+
+def _polytope_pull_in(geometry, x, offset, trial):
+    return polytope_arms.pull_inside_one(geometry, x, offset, trial)
+
+
+PULL_IN = {EllipsoidGeometry: _ellipsoid_pull_in, PolytopeGeometry: _polytope_pull_in}
+
+
+@overload(pull_in)
+def _pull_in(geometry, x, offset, trial):
+    return _record(geometry, PULL_IN, "pull_in")
+
+
+def _hull_pull_inside(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
+    return hull_arms.pull_inside_one(geometry, x, warm, use_lcb, rho, g, safe, trial)
+
+
+def _pull_inside_by_membership(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
+    return pull_in(geometry, x, offset, trial)
+
+
+PULL_INSIDE = {EllipsoidGeometry: _pull_inside_by_membership,
+               PolytopeGeometry: _pull_inside_by_membership, HullGeometry: _hull_pull_inside}
 
 
 @overload(pull_inside)
 def _pull_inside(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
-    if _kind(geometry) == "hull":
-        def hull(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
-            return hull_arms.pull_inside_one(geometry, x, warm, use_lcb, rho, g, safe, trial)
-        return hull
-    if _kind(geometry) == "polytope":
-        def polytope(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
-            return polytope_arms.pull_inside_one(geometry, x, offset, trial)
-        return polytope
-
-    def ellipsoid(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
-        return ellipsoid_arms.pull_inside_one(x, geometry[0], geometry[3], offset, trial)
-    return ellipsoid
+    return _record(geometry, PULL_INSIDE, "pull_inside")

@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 
 from .._random import MAX_RUNS, SeedLike, seed_sequences
-from .._validation import _fmt, as_finite_array, as_positive_int, as_scalar, as_vector
+from .._validation import as_finite_array, as_positive_int, as_scalar, as_vector, format_value
 from ..arm_sets.base import ArmSet
 
 #: Names of the results tables' own columns (``runs.parquet``, ``curves.parquet``), and their
@@ -221,7 +221,7 @@ class Policy:
                 or not np.isin(codes, known).all()):
             raise ValueError(f"{name}.select() must set last_decision to {self.n_runs} integer "
                              f"code(s) among {known} (decision_names "
-                             f"{self.decision_names}), got {_fmt(codes)}")
+                             f"{self.decision_names}), got {format_value(codes)}")
         self.last_decision = codes.astype(np.int8, copy=False)
         self.decision_counts[np.arange(self.n_runs), self.last_decision] += 1
         return np.ascontiguousarray(X)
@@ -302,7 +302,7 @@ class Policy:
         x0 = as_vector("baseline_arm", baseline_arm, arm_set.dim)
         b0 = as_scalar("baseline_reward", baseline_reward)
         if not arm_set.is_convex and not arm_set.contains(x0, tol=0.0):
-            raise ValueError(f"baseline_arm {_fmt(x0)} must be one of the arms of {arm_set!r} "
+            raise ValueError(f"baseline_arm {format_value(x0)} must be one of the arms of {arm_set!r} "
                              f"exactly{_nearest_arm(arm_set, x0)}")
         if not arm_set.contains(x0, tol=1e-9):
             raise ValueError(f"baseline_arm {x0} lies outside the arm set")
@@ -429,5 +429,5 @@ def _nearest_arm(arm_set: ArmSet, x: np.ndarray) -> str:
     if nearest is None:
         return ""
     k, distance = nearest(x)
-    return (f"; the nearest is row {k} {_fmt(arm_set.arms[k])}, at max-abs distance "
+    return (f"; the nearest is row {k} {format_value(arm_set.arms[k])}, at max-abs distance "
             f"{distance:.3g}")

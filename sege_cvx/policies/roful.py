@@ -6,7 +6,7 @@ know exactly: ``x' = x - x0``, ``y' = y - b0 = <x', theta*> + eta``, and safety 
 ``<x', theta*> >= -m`` with the margin ``m = b0 - b > 0``.  ``V = lam I + sum x' x'^T`` and
 ``theta_hat = V^{-1} sum x' y'`` are those of :mod:`sege_cvx.confidence`; ``beta`` is the
 confidence radius (:mod:`sege_cvx.confidence.radius`).  The directions ``u_j = (p_j - x0) / s_j``
-point to the boundary points ``p_j`` CLUCB plays (:func:`~sege_cvx.policies.clucb.discretize`),
+point to the boundary points ``p_j`` CLUCB plays (:func:`~sege_cvx.arm_sets.discretization.discretize`),
 at the full step ``s_j = ||p_j - x0||``.  Each stage, with ``w_j = ||u_j||_{V^{-1}}``:
 
 1. optimistic loss per unit step ``l_j = -<theta_hat, u_j> - beta w_j``; step
@@ -22,9 +22,10 @@ at the full step ``s_j = ||p_j - x0||``.  Each stage, with ``w_j = ||u_j||_{V^{-
    set with the witness ``(1 - tau) w0 + tau w_j*`` of the baseline's and the point's).
 
 The rule is written once (:func:`step_one`); :func:`run_stages` plays many stages of a block of
-runs in one compiled call (blocks on threads) on sets with a compiled membership test
-(ellipsoids, balls, boxes, polytopes), and :meth:`ROFUL.select` applies the same function
-around any other convex set's own membership test.
+runs in one compiled call (blocks on threads) on sets whose exact membership is compiled
+(ellipsoids, balls, boxes, polytopes: :data:`~sege_cvx.fast_paths.stage_arms.PULL_IN`), and
+:meth:`ROFUL.select` applies the same function around any other convex set's own membership
+test.
 """
 
 from __future__ import annotations
@@ -34,18 +35,16 @@ from collections import Counter
 import numpy as np
 
 from .._numba import borrow, keep_alive, njit, over_runs
-from .._pull_in import pull_in_one
 from .._random import SeedLike
 from .._validation import as_scalar, scaled_norm
 from ..arm_sets.base import ArmSet
-from ..confidence.cholesky import inverse_factor_one, observe_one
+from ..arm_sets.discretization import as_arm_count, default_arm_count, discretize_with_witnesses
+from ..confidence.cholesky import directional_terms, inverse_factor_one, observe_one
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius, CountTable, radii_all, radius_one
-from ..fast_paths.ellipsoid_arms import gauge_one
-from ..fast_paths.exact import in_polytope
+from ..fast_paths.stage_arms import PULL_IN, pull_in
 from ..simulation.statistics import record_run_stage
 from .base import Policy
-from .clucb import as_arm_count, default_arm_count, directional_terms, discretize_with_witnesses
 
 #: Decision codes recorded per stage (``ROFUL.last_decision``): the step ``x~`` played in full
 #: (``gamma = 1``), scaled down for safety (``gamma < 1``), or the baseline arm (``x~ = 0``, or a
@@ -111,29 +110,17 @@ def segment_point(baseline, offsets, j, tau, out) -> None:
         out[k] = baseline[k] + tau * offsets[j, k]
 
 
-@njit
-def compiled_inside(x, data) -> bool:
-    """Membership (``tol = 0``) by the set's own compiled test, ``data = (kind, M, v, w)`` of
-    :attr:`~sege_cvx.arm_sets.ArmSet.compiled_membership`: kind 0 an ellipsoid
-    (``gauge_one(x, v, M) <= 1``, ``w`` unused), kind 1 a polytope (``M x <= v`` decided
-    exactly, :func:`~sege_cvx.fast_paths.exact.in_polytope`, ``w`` its rows' rounded-up 1-norms).
-    One signature for both, so that :func:`run_stages` compiles once."""
-    kind, M, v, w = data
-    if kind == 0:
-        return gauge_one(x, v, M) <= 1.0
-    return in_polytope(x, (M, v, w))
-
-
 @njit(nogil=True)
 def run_stages(first, last, t0, n_stages, state, rule, beta_table, dirs_t, steps, offsets,
-               margin, S, baseline, b0, membership, theta_star, noise_sd, noise, optimal,
+               margin, S, baseline, b0, geometry, theta_star, noise_sd, noise, optimal,
                threshold, grid, row, stats, rows, traces, failed):
     """Stages ``t0 .. t0 + n_stages - 1`` of runs ``first .. last - 1`` against the linear
     bandit (:func:`~sege_cvx._numba.over_runs` spreads blocks of runs over threads).
 
     Per run and stage, the step API's functions in its order: :func:`step_one`, the arm on the
-    segment (:func:`segment_point`) moved exactly into the set (``membership = (center, data)``
-    for :func:`compiled_inside`; the baseline arm, counted in ``fallbacks``, if it cannot be),
+    segment (:func:`segment_point`) moved exactly into the set (the set's geometry record,
+    :func:`~sege_cvx.fast_paths.stage_arms.pull_in`; the baseline arm, counted in ``fallbacks``,
+    if it cannot be),
     the reward ``<x, theta*> + noise_sd * noise`` (as :meth:`LinearBandit.pull`), the update with
     ``(x - x0, y - b0)`` (:func:`observe_one`) and the running statistics
     (:func:`record_run_stage`): a run's numbers are bitwise those of ``select``/``observe``.
@@ -142,7 +129,7 @@ def run_stages(first, last, t0, n_stages, state, rule, beta_table, dirs_t, steps
     """
     # Every array borrowed (_numba.borrow): the caller holds the arguments, and ``scratch`` is
     # kept alive to the end.
-    state, stats, traces, membership = borrow(state), borrow(stats), borrow(traces), borrow(membership)
+    state, stats, traces, geometry = borrow(state), borrow(stats), borrow(traces), borrow(geometry)
     beta_table, dirs_t, steps, offsets, baseline, theta_star, noise, optimal, grid, rows, failed = (
         borrow((beta_table, dirs_t, steps, offsets, baseline, theta_star, noise, optimal, grid,
                 rows, failed)))
@@ -150,7 +137,6 @@ def run_stages(first, last, t0, n_stages, state, rule, beta_table, dirs_t, steps
     (cum_regret, cum_reward, min_reward, reward_min, reward_max, first_violation, violations,
      conservative, decisions, regret_rows, reward_rows, violation_rows, decision_rows) = stats
     trace_reward, trace_decision = traces
-    center, data = membership
     d = theta_hat.shape[1]
     scratch = (np.empty((d + 2, d)), np.empty((3, dirs_t.shape[1])), np.empty(d), np.empty(d),
                np.empty((2, d)), np.empty((d, d)), np.empty((d, d)), np.empty(d))
@@ -163,7 +149,7 @@ def run_stages(first, last, t0, n_stages, state, rule, beta_table, dirs_t, steps
             j, tau, code = step_one(chol_i, theta_i, rule, beta_table[counts[i]], dirs_t, steps,
                                     margin, S, work, dir_work)
             segment_point(baseline, offsets, j, tau, arm)
-            if not pull_in_one(arm, center, compiled_inside, data, pull_work[0], pull_work[1]):
+            if not pull_in(geometry, arm, pull_work[0], pull_work[1]):
                 fallbacks[i] += 1
                 code = BASELINE
                 for k in range(d):
@@ -319,14 +305,17 @@ class ROFUL(Policy):
         self.radius = radius
         self._radius = ConfidenceRadius(radius, d, self.noise_sd, self.lam, self.S, self.L)
         self._beta = CountTable(self._radius, self.delta)  # by observation count
-        self._membership = arm_set.compiled_membership
+        # Compiled stages on sets whose membership is decided from x alone (stage_arms.PULL_IN).
+        compiled = arm_set.compiled_arms
+        geometry = None if compiled is None else compiled.geometry()
+        self._geometry = geometry if type(geometry) in PULL_IN else None
 
         self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
         self.solver_fallbacks = np.zeros(self.n_runs, dtype=np.int64)
 
     @property
     def _fused_stages(self) -> bool:
-        return self._membership is not None
+        return self._geometry is not None
 
     @property
     def fallback_reasons(self) -> Counter[str]:
@@ -353,7 +342,7 @@ class ROFUL(Policy):
         if self.arm_set.witness_dim:  # the same convex combination of the witnesses
             witnesses = ((1.0 - tau)[:, None] * self.baseline_witness
                          + tau[:, None] * self._point_witnesses[j])
-        arms, inside = self.arm_set._pull_inside(arms, witnesses)
+        arms, inside = self.arm_set.pull_inside_unchecked(arms, witnesses)
         if not inside.all():
             self.solver_fallbacks += ~inside
             arms[~inside] = self.baseline_arm
@@ -363,7 +352,7 @@ class ROFUL(Policy):
 
     def observe(self, x: np.ndarray, y: np.ndarray | float) -> None:
         """Record the rewards: ``(x - x0, y - b0)`` enter the confidence set."""
-        self.confidence._update(x - self.baseline_arm, y - self.baseline_reward)
+        self.confidence.update_unchecked(x - self.baseline_arm, y - self.baseline_reward)
 
     def _run_stages(self, t0: int, noise: np.ndarray, bandit, optimal: float, stats, row: int,
                     trace_reward: np.ndarray, trace_decision: np.ndarray) -> int:
@@ -380,7 +369,7 @@ class ROFUL(Policy):
         failed = np.zeros(self.n_runs, dtype=np.int64)
         over_runs(run_stages, self.n_runs, t0, k, state, self._radius.rule, table, self._dirs_t,
                   self.steps, self._offsets, self.margin, self.S, self.baseline_arm,
-                  self.baseline_reward, self._membership, bandit.theta_star, bandit.noise_sd,
+                  self.baseline_reward, self._geometry, bandit.theta_star, bandit.noise_sd,
                   noise, optimal, self.threshold, stats.checkpoints, row, stats.arrays(), rows,
                   (trace_reward, trace_decision), failed)
         return self._stages_done(t0 + k - 1, rows, failed)

@@ -394,7 +394,7 @@ class SEGE(Policy):
                 safe_w = np.where(use_lcb[:, None], lcb_arm.witnesses, self.baseline_witness)
                 witnesses = (1.0 - self.rho) * safe_w + self.rho * self.exploration.witness_points(draws)
             # Rounding can leave the mix an ulp outside; the baseline if it cannot be moved in.
-            explore, inside = self.arm_set._pull_inside(mixed, witnesses)
+            explore, inside = self.arm_set.pull_inside_unchecked(mixed, witnesses)
             if not inside.all():
                 self._fallbacks[idx] += ~inside
                 self._fallback_reasons["NotMember"] += int((~inside).sum())
@@ -448,7 +448,7 @@ class SEGE(Policy):
         y : float or ndarray of shape (n_runs,)
             Observed rewards.
         """
-        self.confidence._update(x, y)
+        self.confidence.update_unchecked(x, y)
 
 
 def _describe(value: object) -> str:
