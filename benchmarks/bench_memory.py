@@ -50,8 +50,7 @@ def main() -> None:
     print(f"| {'step':<28} | {'wall s':>8} | {'us per run-stage':>16} | {'peak RSS MiB':>12} |")
     print(f"|{'-' * 30}|{'-' * 9}:|{'-' * 17}:|{'-' * 13}:|")
     for name in ("SEGE", "CLUCB"):
-        policy = (setup.policy("SEGE", args.runs, policy_seeds) if name == "SEGE"
-                  else setup.policy("CLUCB", args.runs))
+        policy = setup.policy(name, args.runs, policy_seeds)
         bandit = sc.LinearBandit(setup.theta_star, setup.noise_sd, noise_seeds)
         result = sc.simulate(policy, bandit, args.horizon)
         results[name] = result

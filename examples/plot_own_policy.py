@@ -56,7 +56,7 @@ class SafeTS(sc.Policy):
 
     def select(self):
         t, conf = self.t + 1, self.confidence
-        r = sc.confidence_radius(t - 1, 6 * self.delta_bar / (np.pi * t) ** 2, dim=self.d,
+        r = sc.confidence_radius(t - 1, sc.policies.paper_risk(t, self.delta_bar), dim=self.d,
                                  noise_sd=self.noise_sd, lam=self.lam, S=self.S,
                                  L=self.arm_set.norm_bound())
         arms = np.empty((self.n_runs, self.d))

@@ -11,6 +11,7 @@ from typing import NoReturn
 
 import numpy as np
 
+from ._deprecation import deprecated_names
 from ._random import MAX_RUNS
 from ._validation import MAX_HORIZON
 
@@ -502,3 +503,14 @@ def _main(argv: Sequence[str] | None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _registered() -> tuple[str, ...]:
+    from .policies.registry import registered_policies
+
+    return registered_policies()
+
+
+__getattr__ = deprecated_names(__name__, {
+    "ALGORITHM_NAMES": (_registered, "sege_cvx.registered_policies()"),
+})

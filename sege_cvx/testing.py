@@ -90,8 +90,8 @@ def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int
 
     def build(seeds) -> Policy:
         return cls(problem.arm_set, np.asarray(problem.baseline_arm), problem.baseline_reward,
-                   problem.threshold, S=problem.S, noise_sd=problem.noise_sd, lam=problem.lam,
-                   n_runs=len(seeds), seed=list(seeds), **params)
+                   problem.threshold, S=problem.S, noise_sd=problem.noise_sd, n_runs=len(seeds),
+                   seed=list(seeds), **{"lam": problem.lam, **params})
 
     policy = build(policy_seeds)
     d = problem.arm_set.dim

@@ -398,3 +398,43 @@ def test_workers_resolve_a_policy_registered_only_in_the_sweep_s_process(tmp_pat
                                   two.runs.drop(columns="wall_seconds"), check_exact=True)
     assert two.manifest["algorithms"]["Wanderer"]["class"] == "registered_elsewhere:Wanderer"
     sys.modules.pop("registered_elsewhere", None)
+
+
+def test_the_names_that_moved_are_deprecated_aliases():
+    import sege_cvx.cli as cli
+    from sege_cvx.experiments import bands, figures, paper, results, spec
+    from sege_cvx.policies import clucb
+
+    with pytest.warns(DeprecationWarning, match=r"spec.GRID_PARAMETERS is deprecated"):
+        assert spec.GRID_PARAMETERS["CLUCB"] == ("lam", "delta", "n_arms", "radius")
+    with pytest.warns(DeprecationWarning, match="STUDY_ALGORITHMS"):
+        assert paper.STUDY_ALGORITHMS[:3] == ("SEGE", "CLUCB", "ROFUL")
+    with pytest.warns(DeprecationWarning, match="STAGE_LOOPS"):
+        assert paper.STAGE_LOOPS["SEGE"] is sc.SEGE.compiled_kernels[0]
+    with pytest.warns(DeprecationWarning, match="ALGORITHM_NAMES"):
+        assert cli.ALGORITHM_NAMES[:3] == ("SEGE", "CLUCB", "ROFUL")
+    for module in (results, figures):
+        with pytest.warns(DeprecationWarning, match="BANDS"):
+            assert module.BANDS == bands.BANDS
+    disk = sc.Ball([1.0, 1.0], 1.0)
+    with pytest.warns(DeprecationWarning, match="compiled_membership"):
+        center, (kind, M, v, _) = disk.compiled_membership
+    assert kind == 0 and np.array_equal(center, [1.0, 1.0]) and np.array_equal(v, center)
+    assert clucb.discretize is sc.arm_sets.discretization.discretize
+
+
+def test_every_results_column_is_reserved():
+    """Decision names and grid parameters may not take a column the tables already have."""
+    from sege_cvx.experiments.shards import shard_schema
+    from sege_cvx.policies.base import reserved_name
+
+    spec = {"seed": 1, "runs": 2, "horizon": 20, "problems": [{"name": "paper"}],
+            "algorithms": [{"name": "CLUCB"}]}
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        results = run_sweep(spec, Path(tmp) / "out", workers=1, progress=False)
+        own = {"optimistic", "baseline"}
+        columns = [c for c in [*results.runs.columns, *results.curves.columns] if c not in own]
+    assert all(reserved_name(c) for c in columns), [c for c in columns if not reserved_name(c)]
+    assert all(reserved_name(c) for c in shard_schema(3).names)

@@ -15,6 +15,7 @@ closed forms serve every call never loads them.
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from functools import cached_property
 from typing import TYPE_CHECKING, NamedTuple
@@ -111,6 +112,24 @@ class ArmSet(ABC):
     #: :class:`~sege_cvx.fast_paths.hull_arms.HullArms`); SEGE then runs whole stages as
     #: compiled code.  ``None``: SEGE calls the set's methods.
     compiled_arms = None
+
+    @property
+    def compiled_membership(self) -> tuple | None:
+        """Deprecated (ROFUL's compiled stages read :attr:`compiled_arms`' geometry record
+        now): ``(interior point, (kind, M, v, w))``, kind 0 an ellipsoid ``||M (x - v)|| <= 1``,
+        kind 1 a polytope's exact membership rows; ``None`` for other sets."""
+        warnings.warn("ArmSet.compiled_membership is deprecated and will be removed in the next "
+                      "release; use ArmSet.compiled_arms.geometry()", DeprecationWarning,
+                      stacklevel=2)
+        from ..fast_paths.ellipsoid_arms import EllipsoidGeometry
+        from ..fast_paths.polytope_arms import PolytopeGeometry
+
+        g = None if self.compiled_arms is None else self.compiled_arms.geometry()
+        if isinstance(g, EllipsoidGeometry):
+            return g.center, (0, g.h_inv_sqrt, g.center, g.center)
+        if isinstance(g, PolytopeGeometry):
+            return g.center, (1, g.member_A, g.member_b, g.member_l1)
+        return None
 
     #: Lazily built attributes left out of a pickle: they hold Clarabel solvers and cones, which
     #: do not pickle, or cvxpy expressions, bulky to ship and rebuilt cheaply from

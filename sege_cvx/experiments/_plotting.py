@@ -17,9 +17,6 @@ import matplotlib.pyplot as plt
 if TYPE_CHECKING:
     from .files import Directory
 
-#: Colours of policies registered without one, in turn (no red, gray or black: the reference
-#: lines').
-UNREGISTERED_COLORS = ("tab:orange", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
 #: Legend entries per row under an axes, and the height of one row (inches, fontsize 7).
 LEGEND_COLUMNS, LEGEND_ROW = 2, 0.16
 #: A panel's axes (inches) and the room under it for the x tick labels and label (inches).
@@ -106,3 +103,35 @@ def legend_below(ax, handles=None, labels=None, offset=-0.17) -> None:
     args = () if handles is None else (handles, labels)
     ax.legend(*args, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, offset),
               ncol=LEGEND_COLUMNS, frameon=False)
+
+
+class LineStyles:
+    """One colour and line style per legend label, the same in every panel and figure.
+
+    An algorithm's first label gets its registered colour (``preferred``); its other labels,
+    and algorithms without one, get colours no algorithm is registered with; an algorithm's
+    k-th label gets the k-th line style, so that two settings with the same curve (a parameter
+    that changes nothing) both show.
+    """
+
+    PALETTE = ("tab:orange", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan",
+               "tab:blue", "tab:green")  # no red, gray or black: the reference lines'
+    LINESTYLES = ("-", "--", "-.", ":")
+
+    def __init__(self, preferred: dict[str, str], algorithms):
+        self.preferred = {a: preferred[a] for a in algorithms if a in preferred}
+        self.given: dict[str, tuple[str, str]] = {}
+        self.count: dict[str, int] = {}
+
+    def __call__(self, label: str, algorithm: str) -> tuple[str, str]:
+        if label not in self.given:
+            used = {color for color, _ in self.given.values()}
+            want = self.preferred.get(algorithm)
+            if want is not None and want not in used:
+                color = want
+            else:
+                free = [c for c in self.PALETTE if c not in used and c not in self.preferred.values()]
+                color = free[0] if free else self.PALETTE[len(self.given) % len(self.PALETTE)]
+            k = self.count[algorithm] = self.count.get(algorithm, -1) + 1
+            self.given[label] = color, self.LINESTYLES[k % len(self.LINESTYLES)]
+        return self.given[label]

@@ -13,10 +13,12 @@ matplotlib.use("Agg")  # files only; no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from .._deprecation import deprecated_names  # noqa: E402
 from ..arm_sets import Ball  # noqa: E402
 from ..confidence import lcb  # noqa: E402
 from ..policies.registry import policy_color, policy_stem  # noqa: E402
-from ._plotting import LEGEND_COLUMNS, UNREGISTERED_COLORS  # noqa: E402
+from . import bands as _bands  # noqa: E402
+from ._plotting import LEGEND_COLUMNS, LineStyles  # noqa: E402
 from ._plotting import legend_below as _legend_below  # noqa: E402
 from ._plotting import save_figure as _save  # noqa: E402
 from ._plotting import single_axes as _axes  # noqa: E402
@@ -36,7 +38,7 @@ def reward_figure(result, threshold: float, optimal: float, color: str | None, l
     limits = band_limits(agg, "reward", band, result.n_runs)
     fig, ax = _axes()
     stages = agg["checkpoints"]
-    color = color or UNREGISTERED_COLORS[0]
+    color = color or LineStyles.PALETTE[0]
     if limits is not None:
         ax.fill_between(stages, *limits, color=color, alpha=0.25, linewidth=0,
                         label=f"{label} {BAND_NAMES[band]}")
@@ -52,14 +54,23 @@ def reward_figure(result, threshold: float, optimal: float, color: str | None, l
     return fig
 
 
-def regret_figure(results: dict, band: str = "quantile"):
+def algorithm_colors(names) -> dict[str, str]:
+    """Each algorithm's colour in the study's figures, as in a sweep's (:class:`LineStyles`): its
+    registered colour, else one no algorithm of ``names`` is registered with."""
+    registered = {name: color for name in names if (color := policy_color(name))}
+    styles = LineStyles(registered, names)
+    return {name: styles(name, name)[0] for name in names}
+
+
+def regret_figure(results: dict, band: str = "quantile", colors: dict | None = None):
     """Cumulative regret of each algorithm of ``results`` (name -> ``SimulationResult``): mean
-    over runs and a band (:mod:`.bands`): 5-95 % quantiles by default."""
+    over runs and a band (:mod:`.bands`): 5-95 % quantiles by default; ``colors`` by name
+    (default :func:`algorithm_colors`)."""
     check_band(band)
+    colors = algorithm_colors(list(results)) if colors is None else colors
     fig, ax = _axes(legend_rows=math.ceil(2 * len(results) / LEGEND_COLUMNS))
-    unregistered = iter(UNREGISTERED_COLORS * len(results))
     for label, result in results.items():
-        color = policy_color(label) or next(unregistered)
+        color = colors[label]
         agg = result.stats.aggregates()
         limits = band_limits(agg, "regret", band, result.n_runs)
         if limits is not None:
@@ -154,11 +165,17 @@ def write_figures(study, out: Path) -> list[Path]:
         return fig
 
     paths = []
+    colors = algorithm_colors(list(study.results))
     for label, result in study.results.items():
         paths += _save(titled(reward_figure(result, s.threshold, result.optimal_reward,
-                                            policy_color(label), label)),
+                                            colors[label], label)),
                        out, name(f"{policy_stem(label)}_reward"))
-    paths += _save(titled(regret_figure(study.results)), out, name("regret"))
+    paths += _save(titled(regret_figure(study.results, colors=colors)), out, name("regret"))
     if isinstance(s.arm_set, Ball) and s.arm_set.dim == 2 and study.sege and study.sege.snapshots:
         paths += _save(titled(safe_set_figure(study)), out, name("safe_sets"))
     return paths
+
+
+__getattr__ = deprecated_names(__name__, {
+    "BANDS": (lambda: _bands.BANDS, "sege_cvx.experiments.bands.BANDS"),
+})

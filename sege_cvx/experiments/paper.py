@@ -16,11 +16,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._deprecation import deprecated_names
 from .._numba import cached, compile_timer, has_disk_cache
 from .._validation import as_positive_int
 from ..arm_sets import Ball
 from ..policies import CLUCB, ROFUL
-from ..policies.registry import grid_parameters, policy_class, policy_entry, policy_stem
+from ..policies.registry import (
+    grid_parameters,
+    policy_class,
+    policy_entry,
+    policy_stem,
+    registered_policies,
+)
 from ..policies.sege import EXPLOIT, SEGE
 from ..simulation import LinearBandit, SimulationResult, run_seeds, simulate
 from ..simulation.statistics import PAPER_CHECKPOINTS, QUANTILES
@@ -485,3 +492,12 @@ def _arrays(study: StudyResult) -> dict[str, np.ndarray]:
         arrays[f"sege_run0_stage{t}_V"] = V
         arrays[f"sege_run0_stage{t}_radius"] = np.array(r)
     return arrays
+
+
+__getattr__ = deprecated_names(__name__, {
+    "STUDY_ALGORITHMS": (registered_policies, "sege_cvx.registered_policies()"),
+    "STAGE_LOOPS": (lambda: {name: policy_class(name).compiled_kernels[0]
+                             for name in registered_policies()
+                             if policy_class(name).compiled_kernels},
+                    "sege_cvx.policy_class(name).compiled_kernels"),
+})

@@ -21,6 +21,11 @@ from ..policies import CLUCB, ROFUL, SEGE, Policy
 from ..policies.registry import grid_parameters, policy_class
 
 
+def _given(settings: dict) -> dict:
+    """The deprecated methods' keywords but those left ``None`` (there: the problem's value)."""
+    return {key: value for key, value in settings.items() if value is not None}
+
+
 def _deprecated(method: str, name: str) -> None:
     warnings.warn(f"BanditProblem.{method}(...) is deprecated and will be removed in the next "
                   f"release; use BanditProblem.policy({name!r}, ...)", DeprecationWarning,
@@ -214,17 +219,17 @@ class BanditProblem:
     def sege(self, n_runs: int, seed, lcb_method: str = "auto", **settings) -> SEGE:
         """Deprecated: ``policy("SEGE", n_runs, seed, lcb_method=..., ...)``."""
         _deprecated("sege", "SEGE")
-        return self.policy("SEGE", n_runs, seed, lcb_method=lcb_method, **settings)
+        return self.policy("SEGE", n_runs, seed, lcb_method=lcb_method, **_given(settings))
 
     def clucb(self, n_runs: int, **settings) -> CLUCB:
         """Deprecated: ``policy("CLUCB", n_runs, ...)``."""
         _deprecated("clucb", "CLUCB")
-        return self.policy("CLUCB", n_runs, **settings)
+        return self.policy("CLUCB", n_runs, **_given(settings))
 
     def roful(self, n_runs: int, **settings) -> ROFUL:
         """Deprecated: ``policy("ROFUL", n_runs, ...)``."""
         _deprecated("roful", "ROFUL")
-        return self.policy("ROFUL", n_runs, **settings)
+        return self.policy("ROFUL", n_runs, **_given(settings))
 
     def describe(self) -> dict:
         """JSON-ready description (``summary.json``'s ``setup``)."""

@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._deprecation import deprecated_names
+from . import bands as _bands
 from .bands import BAND_NAMES, band_limits, check_band
 from .files import ChecksumError, Directory, check_sha256, read_regular
 from .outputs import MANIFEST, OutputPathError, check_writable_under, refuse_link
@@ -283,6 +285,7 @@ class SweepResults:
 
         from ._plotting import (
             PANEL_LEGEND_OFFSET,
+            LineStyles,
             figure_legend,
             legend_below,
             panel_axes,
@@ -313,7 +316,7 @@ class SweepResults:
                                  f"got {len(axes)}")
             fig, offset = axes[0].figure, -0.17
         colors = {name: a["color"] for name, a in self.algorithms.items() if a.get("color")}
-        styles = _Styles(colors, self.curves["algorithm"].unique())
+        styles = LineStyles(colors, self.curves["algorithm"].unique())
         parameters = self._grid_parameters()
         for ax_, (values, cells, (refs, differ)) in zip(axes, contents, strict=True):
             handles, labels = [], []
@@ -383,37 +386,6 @@ class SweepResults:
         counts = self.runs.groupby(self.cell_columns, sort=False, dropna=False).size()
         low, high = int(counts.min()), int(counts.max())
         return f"{low} runs per cell" if low == high else f"{low} to {high} runs per cell"
-
-
-class _Styles:
-    """One colour and line style per legend label, the same in every panel and figure.
-
-    An algorithm's first label gets the algorithm's colour in the single study's figures, its
-    other labels unused colours; an algorithm's k-th label gets the k-th line style, so that two
-    settings with the same curve (a parameter that changes nothing) both show.
-    """
-
-    PALETTE = ("tab:orange", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan",
-               "tab:blue", "tab:green")  # no red, gray or black: the reference lines'
-    LINESTYLES = ("-", "--", "-.", ":")
-
-    def __init__(self, preferred: dict[str, str], algorithms):
-        self.preferred = {a: preferred[a] for a in algorithms if a in preferred}
-        self.given: dict[str, tuple[str, str]] = {}
-        self.count: dict[str, int] = {}
-
-    def __call__(self, label: str, algorithm: str) -> tuple[str, str]:
-        if label not in self.given:
-            used = {color for color, _ in self.given.values()}
-            want = self.preferred.get(algorithm)
-            if want is not None and want not in used:
-                color = want
-            else:
-                free = [c for c in self.PALETTE if c not in used and c not in self.preferred.values()]
-                color = free[0] if free else self.PALETTE[len(self.given) % len(self.PALETTE)]
-            k = self.count[algorithm] = self.count.get(algorithm, -1) + 1
-            self.given[label] = color, self.LINESTYLES[k % len(self.LINESTYLES)]
-        return self.given[label]
 
 
 def load_results(path: str | os.PathLike, *, verify: bool = True) -> SweepResults:
@@ -778,3 +750,8 @@ def _write_record(directory: Directory, results: SweepResults, names: list[str],
     directory.write("report.json", (json.dumps(record, indent=2) + "\n").encode("utf-8"))
     directory.fsync()
     return directory.path / "report.json"
+
+
+__getattr__ = deprecated_names(__name__, {
+    "BANDS": (lambda: _bands.BANDS, "sege_cvx.experiments.bands.BANDS"),
+})

@@ -44,6 +44,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._deprecation import deprecated_names
 from .._random import MAX_RUNS
 from .._validation import MAX_HORIZON, as_nonnegative_int, as_positive_int, format_value
 
@@ -328,3 +329,14 @@ def _grid_value(key: str, value):
     if not isinstance(value, bool | int | float | str):
         raise SpecError(f"{key} must hold numbers or strings, got {format_value(value)}")
     return value
+
+
+def _grid_parameters_table() -> dict[str, tuple[str, ...]]:
+    from ..policies.registry import grid_parameters, policy_class, registered_policies
+
+    return {name: grid_parameters(policy_class(name)) for name in registered_policies()}
+
+
+__getattr__ = deprecated_names(__name__, {
+    "GRID_PARAMETERS": (_grid_parameters_table, "sege_cvx.grid_parameters(sege_cvx.policy_class(name))"),
+})

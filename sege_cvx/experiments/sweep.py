@@ -187,7 +187,7 @@ def run_sweep(
     try:
         with _executor(workers, client, scheduler) as (executor, threads, dask_client):
             if dask_client is not None:
-                _ship_modules(dask_client, spec)
+                _ship_modules(dask_client, spec, algorithms)
             # Once a scheduler answered and its workers can import the factories: nothing is
             # written otherwise.
             lock, out_dir = _start_dir(out, record, resume, overwrite)
@@ -852,13 +852,23 @@ def _executor(workers: int, client, scheduler: str | None) -> Iterator[tuple]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _ship_modules(client, spec: StudySpec) -> None:
-    """Make sure the Dask workers can import each problem factory's module and each policy's
-    named by import path, before any shard runs: a module they cannot import is uploaded to
+def _ship_modules(client, spec: StudySpec, algorithms: dict[str, dict]) -> None:
+    """Make sure the Dask workers can import each problem factory's module and the module of
+    each policy outside sege_cvx (``algorithms``: :func:`describe_algorithms`; registered or
+    named by import path), before any shard runs: a module they cannot import is uploaded to
     them (``Client.upload_file``) if it is a single file this process imports it from;
-    otherwise a :class:`SpecError` says how."""
+    otherwise a :class:`SpecError` says how.  A policy defined in the running script
+    (``__main__``) cannot be sent: a one-line SpecError says to move it into a module."""
     modules = {p.factory.split(":")[0] for p in spec.problems if p.factory}
-    modules |= {a.name.split(":")[0] for a in spec.algorithms if ":" in a.name}
+    for name, described in algorithms.items():
+        if described["code"] is None:  # sege_cvx's own
+            continue
+        module = described["class"].split(":")[0]
+        if module == "__main__":
+            raise SpecError(f"policy {name!r} is defined in the running script (__main__), which "
+                            "Dask workers cannot import: put it in a module beside the script "
+                            "and register or name it from there")
+        modules.add(module)
     for module in sorted(modules):
         failures = _import_failures(client, module)
         origin = getattr(importlib.util.find_spec(module), "origin", None)

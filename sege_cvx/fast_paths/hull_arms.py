@@ -49,8 +49,9 @@ does not change, and ``theta_hat`` and ``V`` change little), so a solve usually 
 face solve and one Frank-Wolfe test (``O(K d)``).  Should a warm solve not certify, it is repeated
 from the greedy point; only if that fails too is :data:`NOT_CERTIFIED` returned.
 
-The geometry a compiled stage receives is ``(P, norm_bound, z_bound, gap_rtol, baseline,
-table, center, half)`` (:meth:`HullArms.geometry`): the points, a certified bound on ``max ||x||``
+The geometry a compiled stage receives is the record :class:`HullGeometry`, ``(points,
+norm_bound, z_bound, gap_rtol, baseline, table, center, half)`` (:meth:`HullArms.geometry`):
+the points, a certified bound on ``max ||x||``
 over the hull, a bound on ``||x||_{V^{-1}}`` (0: computed where needed), the accepted gap, for
 SEGE the baseline arm's weights and the weights of the exploration's ``2d`` vertices and centre
 (rows of ``table``, in the order of
@@ -72,10 +73,10 @@ import numpy as np
 from .._numba import njit
 from .._pull_in import FIRST_CONTRACTION, MAX_CONTRACTION, spacing
 from ..arm_sets.lifted import EQUALITY_ROUNDING
+from .ellipsoid_arms import order_one_exponent
 from .polytope_arms import (
     GAP_RTOL,
     inverse_frobenius,
-    order_one_exponent,
     orthonormalize_row,
     project_out,
 )

@@ -50,8 +50,9 @@ the check is one ``d x d`` mat-vec.  Should a warm solve not certify, the solve 
 the interior point with an empty working set; only if that fails too is
 :data:`NOT_CERTIFIED` returned.
 
-The geometry a compiled stage receives is ``(A, b, center, norm_bound, radius, z_bound,
-gap_rtol, member_A, member_b, member_l1)`` (:meth:`PolytopeArms.geometry`): rows of unit norm,
+The geometry a compiled stage receives is the record :class:`PolytopeGeometry`, ``(A, b,
+center, norm_bound, radius, z_bound, gap_rtol, member_A, member_b, member_l1)``
+(:meth:`PolytopeArms.geometry`): rows of unit norm,
 the certified interior point ``c`` (the pull-in's centre and the cold start), certified bounds
 on ``max ||x||`` and on ``max ||x - c||`` over ``P``, a bound on ``||L^{-1}|| max ||x - c||`` (0:
 computed where needed), the accepted gap (:data:`GAP_RTOL`), and the inequalities as the user
@@ -70,6 +71,7 @@ import numpy as np
 
 from .._numba import njit
 from .._pull_in import pull_in_one
+from .ellipsoid_arms import order_one_exponent
 from .exact import in_polytope
 from .status import NOT_CERTIFIED, NOT_FINITE, NOT_MEMBER, VERIFIED
 
@@ -112,23 +114,11 @@ STEP_RTOL = 1e-14
 #: Slacks below this (relative to ``max(1, |b_i|)``) are ties at 0 (degenerate vertices).
 SLACK_TOL = 1e-14
 
-_ORDER_ONE_LOW, _ORDER_ONE_HIGH = 2.0**-9, 2.0**8
-
 # Rows of the scratch ``vecs`` (at least 13, d) and ``mats`` (2, d, d).  The kernels index scratch by row
 # rather than take views of it: a view costs two atomic reference-count updates, which at a few
 # hundred flops per solve would be most of its time.
 _G, _GN, _T, _ZF, _XF, _P, _U, _QTG, _SCALED, _MU, _X, _W1, _W2 = range(13)
 _Q, _R = 0, 1
-
-
-@njit(inline="always")
-def order_one_exponent(v: float) -> int:
-    """The binary exponent ``e`` of ``v > 0`` (``2^(e-1) <= v < 2^e``), or 0 for data of order
-    one (as :func:`~sege_cvx.fast_paths.ellipsoid_arms.order_one_exponent`)."""
-    if _ORDER_ONE_LOW <= v < _ORDER_ONE_HIGH or v == 0.0:
-        return 0
-    e = math.frexp(v)[1]
-    return 0 if abs(e) <= 8 else e
 
 
 @njit(inline="always")

@@ -96,9 +96,9 @@ def _greedy_arm(geometry, theta, warm, out, mats, vecs):
 # --- LCB arm -------------------------------------------------------------------------------------
 
 def _ellipsoid_lcb(geometry, theta, chol, r, warm, out, mats, vecs):
-    center, shape, h_sqrt, h_inv_sqrt, white_center, kappa = geometry
-    return ellipsoid_arms.lcb_from_factor_one(center, shape, h_sqrt, h_inv_sqrt, white_center,
-                                              kappa, theta, chol, r, out, mats, vecs)
+    return ellipsoid_arms.lcb_from_factor_one(
+        geometry.center, geometry.shape, geometry.h_sqrt, geometry.h_inv_sqrt,
+        geometry.white_center, geometry.kappa, theta, chol, r, out, mats, vecs)
 
 
 def _polytope_lcb(geometry, theta, chol, r, warm, out, mats, vecs):

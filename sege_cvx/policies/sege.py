@@ -225,8 +225,12 @@ class SEGE(Policy):
         if risk is not None and delta_bar is not None:
             raise ValueError("give risk (a schedule t -> delta_t) or delta_bar (the paper's "
                              "schedule at that overall risk), not both")
-        self.delta_bar = delta_bar
-        self.risk = PaperRisk(0.1 if delta_bar is None else delta_bar) if risk is None else risk
+        if risk is None:
+            delta_bar = 0.1 if delta_bar is None else delta_bar
+            risk = PaperRisk(delta_bar)
+        self.risk = risk
+        #: The overall risk of the paper's schedule (None for a schedule of the user's own).
+        self.delta_bar = risk.delta_bar if isinstance(risk, PaperRisk) else None
         if not callable(self.risk):
             raise TypeError(f"risk must be callable t -> delta_t, got {type(risk).__name__}")
 
