@@ -145,12 +145,17 @@ def _hull_pull_inside(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
     return hull_arms.pull_inside_one(geometry, x, warm, use_lcb, rho, g, safe, trial)
 
 
-def _pull_inside_by_membership(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
-    return pull_in(geometry, x, offset, trial)
+# Each set's own function directly (not through pull_in): one call less in SEGE's stage.
+def _ellipsoid_pull_inside(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
+    return ellipsoid_arms.pull_inside_one(x, geometry.center, geometry.h_inv_sqrt, offset, trial)
 
 
-PULL_INSIDE = {EllipsoidGeometry: _pull_inside_by_membership,
-               PolytopeGeometry: _pull_inside_by_membership, HullGeometry: _hull_pull_inside}
+def _polytope_pull_inside(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
+    return polytope_arms.pull_inside_one(geometry, x, offset, trial)
+
+
+PULL_INSIDE = {EllipsoidGeometry: _ellipsoid_pull_inside, PolytopeGeometry: _polytope_pull_inside,
+               HullGeometry: _hull_pull_inside}
 
 
 @overload(pull_inside)
