@@ -438,3 +438,19 @@ def test_every_results_column_is_reserved():
         columns = [c for c in [*results.runs.columns, *results.curves.columns] if c not in own]
     assert all(reserved_name(c) for c in columns), [c for c in columns if not reserved_name(c)]
     assert all(reserved_name(c) for c in shard_schema(3).names)
+
+
+def test_a_policy_s_summary_enters_the_study_s_summary(user_policy):
+    import wanderer_policy
+
+    from sege_cvx.experiments import run_study
+
+    class Counting(wanderer_policy.Wanderer):
+        def summary(self, stats, stages):
+            return {"share": self.share, "wanders_mean": float(stats.decision_counts[:, 1].mean())}
+
+    wanderer_policy.Counting = Counting  # importable by path, as a study needs
+    study = run_study(runs=3, horizon=40, seed=2, algorithms=["wanderer_policy:Counting"])
+    block = study.summary["wanderer_policy:Counting"]
+    assert block["share"] == 0.25
+    assert block["wanders_mean"] == block["decision_counts"]["wander"] / 3

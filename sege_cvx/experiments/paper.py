@@ -20,7 +20,6 @@ from .._deprecation import deprecated_names
 from .._numba import cached, compile_timer, has_disk_cache
 from .._validation import as_positive_int
 from ..arm_sets import Ball
-from ..policies import CLUCB, ROFUL
 from ..policies.registry import (
     grid_parameters,
     policy_class,
@@ -28,7 +27,7 @@ from ..policies.registry import (
     policy_stem,
     registered_policies,
 )
-from ..policies.sege import EXPLOIT, SEGE
+from ..policies.sege import SEGE
 from ..simulation import LinearBandit, SimulationResult, run_seeds, simulate
 from ..simulation.statistics import PAPER_CHECKPOINTS, QUANTILES
 from .outputs import atomic_output_dir, provenance, write_manifest
@@ -361,40 +360,23 @@ def run_study(
             if shard["cell"] == cell:
                 reasons.update(shard["fallback_reasons"])
         block = summarize(result, setup.threshold, seed)
-        block.update(_algorithm_summary(name, result, setup, sege, lcb_method, horizon))
+        block.update(_algorithm_summary(name, result, setup, lcb_method, horizon))
         block.update({"solver_fallbacks": int(table.column("fallbacks").to_numpy().sum()),
                       "fallback_reasons": dict(reasons)})
         summary[name] = block
     return StudyResult(setup, simulations, summary, results)
 
 
-def _algorithm_summary(name: str, result: SimulationResult, setup: BanditProblem, sege,
+def _algorithm_summary(name: str, result: SimulationResult, setup: BanditProblem,
                        lcb_method: str, horizon: int) -> dict:
-    """What ``summary.json`` says of one algorithm beyond :func:`summarize`: its decision
-    counts by name, and its own constants."""
+    """What ``summary.json`` says of one algorithm beyond :func:`summarize`: its own figures and
+    constants (:meth:`~sege_cvx.Policy.summary`) and its decision counts by name."""
     st = result.stats
-    cls = policy_class(name)
-    counts = {label: int(v) for label, v in zip(cls.decision_names,
+    policy = setup.policy(name, 1, run_seeds(0, 1)[0], **_lcb_setting(name, lcb_method))
+    counts = {label: int(v) for label, v in zip(policy.decision_names,
                                                 st.decision_counts.sum(axis=0), strict=False)
               if label is not None}
-    if issubclass(cls, SEGE):
-        explored = st.decisions.sum(axis=2) - st.decisions[:, :, EXPLOIT]  # N_t per checkpoint
-        return {"lcb_method": lcb_method, "rho": sege.rho,
-                "exploration_stages_mean": float(explored[-1].mean()),
-                "exploration_over_sqrt_t": {str(c): float(explored[st.at(c)].mean() / np.sqrt(c))
-                                            for c in _reported(horizon)},
-                "decision_counts": counts}
-    if issubclass(cls, CLUCB):
-        clucb = setup.policy(name, 1)
-        return {"n_arms": int(clucb.arms.shape[0]),
-                "discretization_error": clucb.discretization_error,
-                "baseline_plays_mean": float(st.decision_counts[:, 2].mean()),
-                "decision_counts": counts}
-    if not issubclass(cls, ROFUL):
-        return {"decision_counts": counts}
-    roful = setup.policy(name, 1)
-    return {"n_directions": int(roful.points.shape[0]), "radius": roful.radius,
-            "decision_counts": counts}
+    return {**policy.summary(st, _reported(horizon)), "decision_counts": counts}
 
 
 def _replay_snapshots(setup: BanditProblem, seed: int, lcb_method: str, horizon: int,

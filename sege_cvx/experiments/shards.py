@@ -198,9 +198,11 @@ def run_shard(task: ShardTask) -> pa.Table:
     runs = np.arange(task.start, task.stop)
     seeds = task_seeds(task)
     policy_seeds, noise_seeds = run_seeds([np.random.SeedSequence(s) for s in seeds], len(seeds))
-    # By name where this process registered it (the sweep's own process), else by the import
-    # path the sweep resolved it to (a worker); the code fingerprint says it is the same code.
-    known = algorithm.name in registered_policies() or task.policy is None
+    # By the name where it is an import path or this process registered it (the sweep's own
+    # process), else by the import path the sweep resolved it to (a worker); the code
+    # fingerprint says it is the same code.
+    known = (":" in algorithm.name or algorithm.name in registered_policies()
+             or task.policy is None)
     cls = policy_class(algorithm.name if known else task.policy)
     if (code := policy_code_fingerprint(cls)) != task.policy_code:
         raise SpecError(f"policy {algorithm.name!r} loaded here is not the code the sweep "

@@ -196,6 +196,13 @@ class Policy:
         """Record the rewards of the arms the last :meth:`select` returned."""
         raise NotImplementedError(f"{type(self).__name__} must implement observe(arms, rewards)")
 
+    def summary(self, stats, stages: list[int]) -> dict:
+        """What a study's summary (``summary.json``) says of this policy beyond the figures
+        every policy gets: its constants, and figures of its own decisions from the runs'
+        ``stats`` (:class:`~sege_cvx.simulation.statistics.RunStatistics`) at the reported
+        ``stages`` (checkpoints).  JSON-ready; ``{}`` by default."""
+        return {}
+
     def _checked_selection(self, arms) -> np.ndarray:
         """``select``'s arms as ``(n_runs, d)`` float64, and its decisions counted."""
         name = type(self).__name__

@@ -278,6 +278,12 @@ class CLUCB(Policy):
 
     _fused_stages = True
 
+    def summary(self, stats, stages: list[int]) -> dict:
+        """The arm count, its discretization error and the mean number of baseline plays."""
+        return {"n_arms": int(self.arms.shape[0]),
+                "discretization_error": self.discretization_error,
+                "baseline_plays_mean": float(stats.decision_counts[:, BASELINE].mean())}
+
     def beta(self) -> np.ndarray:
         """Every run's current ``beta``: ``r_n(delta)`` (eq. (r_t) at its ``n`` optimistic
         rounds) or the self-normalized bound at its ``V``."""

@@ -317,6 +317,10 @@ class ROFUL(Policy):
     def _fused_stages(self) -> bool:
         return self._geometry is not None
 
+    def summary(self, stats, stages: list[int]) -> dict:
+        """The number of directions and the confidence radius."""
+        return {"n_directions": int(self.points.shape[0]), "radius": self.radius}
+
     @property
     def fallback_reasons(self) -> Counter[str]:
         """How often a point could not be verified in the set (status ``"NotMember"``)."""

@@ -321,6 +321,16 @@ class SEGE(Policy):
                 reasons[STATUS[code]] += count
         return reasons
 
+    def summary(self, stats, stages: list[int]) -> dict:
+        """``lcb_method``, ``rho``, and the exploring stages ``N_t`` (Lemma 3's count: every
+        stage but the exploiting ones) at the horizon and over ``sqrt(t)`` at ``stages``
+        (Theorem 2's ``O(sqrt(t))`` growth), means over runs."""
+        explored = stats.decisions.sum(axis=2) - stats.decisions[:, :, EXPLOIT]
+        return {"lcb_method": self.lcb_method, "rho": self.rho,
+                "exploration_stages_mean": float(explored[-1].mean()),
+                "exploration_over_sqrt_t": {str(c): float(explored[stats.at(c)].mean()
+                                                          / np.sqrt(c)) for c in stages}}
+
     # ------------------------------------------------------------------ stage quantities
     def risk_level(self, t: int) -> float:
         """``delta_t``, checked to lie in (0, 1)."""
