@@ -49,7 +49,11 @@ def reward_figure(result, threshold: float, optimal: float, color: str | None, l
     ax.set_xscale("log")
     ax.set_xlabel("stage t")
     ax.set_ylabel(r"expected reward $\langle X_t, \theta^*\rangle$")
-    ax.set_title(f"{label}: stagewise expected reward ({result.n_runs} runs)")
+    title = f"{label}: stagewise expected reward ({result.n_runs} runs)"
+    if len(title) <= 48:
+        ax.set_title(title)
+    else:  # a long name (an import path): on its own line, smaller, not clipped
+        ax.set_title(f"{label}:\nstagewise expected reward ({result.n_runs} runs)", fontsize=9)
     _legend_below(ax)
     return fig
 
