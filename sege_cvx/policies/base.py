@@ -154,8 +154,9 @@ class Policy:
     #: stage loop, if any): a warm-up may compile them in a helper process when numba's disk
     #: cache does not hold them (:func:`sege_cvx.experiments.paper.warm_up`).
     compiled_kernels: tuple = ()
-    #: Whether :meth:`_run_stages` plays many stages per compiled call (the engine then uses it
-    #: instead of ``select``/``observe`` per stage).
+    #: Whether :meth:`_stage_record` gives a stage record for the compiled stage loop
+    #: (:mod:`sege_cvx.simulation.stage_loop`), which then plays many stages per call instead of
+    #: ``select``/``observe`` per stage.
     _fused_stages: bool = False
 
     def __init__(self, arm_set: ArmSet, baseline_arm: np.ndarray, baseline_reward: float,
@@ -250,8 +251,9 @@ class Policy:
             raise ValueError(f"y must hold {self.n_runs} reward(s), got shape {ys.shape}")
         return xs, ys.reshape(self.n_runs)
 
-    def _run_stages(self, t0: int, noise: np.ndarray, bandit, optimal: float, stats, row: int,
-                    trace_reward: np.ndarray, trace_decision: np.ndarray) -> int:
+    def _stage_record(self, t0: int, k: int) -> tuple:
+        """The policy's stage record for stages ``t0 .. t0 + k - 1`` of the compiled stage loop
+        (its state, viewed, and the constants of those stages); only where ``_fused_stages``."""
         raise NotImplementedError
 
     def _stages_done(self, last: int, rows: np.ndarray, failed: np.ndarray) -> int:

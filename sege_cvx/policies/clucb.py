@@ -3,9 +3,11 @@ discretization of a convex arm set, for a batch of runs; the paper's baseline (S
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from .._numba import borrow, keep_alive, njit, over_runs
+from .._numba import njit
 from .._random import SeedLike
 from .._validation import as_scalar
 from ..arm_sets.base import ArmSet
@@ -24,7 +26,12 @@ from ..arm_sets.finite import FiniteArmSet
 from ..confidence.cholesky import directional_terms, inverse_factor_one, lcb_one, observe_one
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius, CountTable, radii_all, radius_one
-from ..simulation.statistics import record_run_stage
+from ..simulation.stage_loop import (
+    StageHooks,
+    choose_loop,
+    register_stage_hooks,
+    stage_loop,
+)
 from .base import Policy
 
 #: Decision codes recorded per stage (``CLUCB.last_decision``).
@@ -45,107 +52,99 @@ def optimistic_index(inv, theta_hat, beta, arms_t, work) -> int:
     return best_k
 
 
+class CLUCBStages(NamedTuple):
+    """CLUCB's stage record for the compiled stage loop (:mod:`sege_cvx.simulation.stage_loop`).
+
+    Per run: the confidence set's ``V``, ``chol``, ``xy_sum``, ``theta_hat`` and ``counts``
+    (optimistic rounds only), ``optimistic_sum`` (``z``), the decision counts and last
+    decision.  The constants: the radius ``rule`` and its values by count (``beta_table``), the
+    arms (rows, and ``arms_t`` as columns), ``b0``, ``alpha`` and the baseline arm.
+    """
+
+    V: np.ndarray
+    chol: np.ndarray
+    xy_sum: np.ndarray
+    theta_hat: np.ndarray
+    counts: np.ndarray
+    optimistic_sum: np.ndarray
+    decision_counts: np.ndarray
+    last_decision: np.ndarray
+    rule: int
+    beta_table: np.ndarray
+    arms: np.ndarray
+    arms_t: np.ndarray
+    b0: float
+    alpha: float
+    baseline: np.ndarray
+
+
 @njit(inline="always")
-def choose(t, chol, theta_hat, rule, beta_value, arms, arms_t, optimistic_sum, baseline_plays, b0,
-           alpha, baseline_arm, work, arm_work, out_arm) -> bool:
-    """CLUCB's rule for one run at round ``t``: whether it plays the optimistic arm.
+def choose(policy, run, work, i, t, out) -> int:
+    """CLUCB's rule for run ``i`` at round ``t``: the optimistic arm or the baseline into
+    ``out``; returns the decision code.
 
-    ``beta`` is the run's :func:`~sege_cvx.confidence.radius.radius_one` of ``rule`` and
-    ``beta_value`` (:meth:`CLUCB.beta`'s table entry at its count of optimistic rounds).
-    The optimistic arm ``x`` (:func:`optimistic_index`) is played iff
+    ``beta`` is the run's :func:`~sege_cvx.confidence.radius.radius_one` of ``rule`` and the
+    table's value at its count of optimistic rounds (:meth:`CLUCB.beta`).  The optimistic arm
+    ``x`` (:func:`optimistic_index`) is played iff
     ``min_{theta in C} <theta, z + x> + m b0 >= (1 - alpha) t b0`` (``z``: the optimistic arms
-    played so far, ``m``: baseline plays), else the baseline arm; ``out_arm`` receives it.
-    ``arms_t``: the arms as columns; ``work``, ``arm_work``: scratch of shapes ``(d + 4, d)``
-    and ``(3, K)``.
+    played so far, ``m``: baseline plays), else the baseline arm.  ``policy``:
+    :class:`CLUCBStages`; ``run``: run ``i``'s views (:func:`run_view`); ``work``: the scratch
+    (:func:`scratch`).
     """
+    _, chol, _, theta_hat, z = run
+    scratch_, arm_work = work[0], work[1]
     d = theta_hat.shape[0]
-    inv = work[:d]
-    e, col, s = work[d], work[d + 1], work[d + 2]
-    beta = radius_one(rule, beta_value, chol)
+    inv = scratch_[:d]
+    e, col, s = scratch_[d], scratch_[d + 1], scratch_[d + 2]
+    beta = radius_one(policy.rule, policy.beta_table[policy.counts[i]], chol)
     inverse_factor_one(chol, inv, e, col)
-    k = optimistic_index(inv, theta_hat, beta, arms_t, arm_work)
+    k = optimistic_index(inv, theta_hat, beta, policy.arms_t, arm_work)
+    arms, b0 = policy.arms, policy.b0
     for j in range(d):
-        s[j] = optimistic_sum[j] + arms[k, j]
-    low = lcb_one(s, theta_hat, chol, beta, work[d + 3])
-    play = low + baseline_plays * b0 >= (1.0 - alpha) * t * b0
+        s[j] = z[j] + arms[k, j]
+    low = lcb_one(s, theta_hat, chol, beta, scratch_[d + 3])
+    play = low + policy.decision_counts[i, BASELINE] * b0 >= (1.0 - policy.alpha) * t * b0
     for j in range(d):
-        out_arm[j] = arms[k, j] if play else baseline_arm[j]
-    return play
+        out[j] = arms[k, j] if play else policy.baseline[j]
+    return OPTIMISTIC if play else BASELINE
 
 
-@njit
-def choose_all(t, chol, theta_hat, rule, beta_values, arms, arms_t, optimistic_sum, baseline_plays,
-               b0, alpha, baseline_arm, out_arms, out_play) -> None:
-    """:func:`choose` for every run (the step API's ``select``)."""
-    n, d = theta_hat.shape
-    work = np.empty((d + 4, d))
-    arm_work = np.empty((3, arms.shape[0]))
-    for i in range(n):
-        out_play[i] = choose(t, chol[i], theta_hat[i], rule, beta_values[i], arms, arms_t,
-                             optimistic_sum[i], baseline_plays[i], b0, alpha, baseline_arm, work,
-                             arm_work, out_arms[i])
+@njit(inline="always")
+def scratch(policy, d):
+    """:func:`choose`'s ``(d + 4, d)`` and ``(3, K)`` scratch, :func:`observe_one`'s ``V_new``,
+    ``L`` and ``w``."""
+    return (np.empty((d + 4, d)), np.empty((3, policy.arms.shape[0])), np.empty((d, d)),
+            np.empty((d, d)), np.empty(d))
 
 
-@njit(nogil=True)
-def run_stages(first, last, t0, n_stages, state, rule, beta_table, arms, arms_t, b0, alpha,
-               baseline_arm, theta_star, noise_sd, noise, optimal, threshold, grid, row, stats,
-               rows, traces, failed):
-    """Rounds ``t0 .. t0 + n_stages - 1`` of runs ``first .. last - 1`` against the linear
-    bandit (:func:`~sege_cvx._numba.over_runs` spreads blocks of runs over threads).
+@njit(inline="always")
+def run_view(policy, i):
+    """Run ``i``'s ``(V, chol, xy_sum, theta_hat, optimistic_sum)``."""
+    return (policy.V[i], policy.chol[i], policy.xy_sum[i], policy.theta_hat[i],
+            policy.optimistic_sum[i])
 
-    Per run and round, the very functions of the step API in its order: :func:`choose`, the
-    reward ``<x, theta*> + noise_sd * noise`` (as :meth:`LinearBandit.pull`), the update of the
-    confidence set on optimistic rounds (:func:`observe_one`) and the running statistics
-    (:func:`record_run_stage`), so a run's numbers are bitwise those of ``select``/``observe``,
-    whatever the thread that computed it.  ``state``: ``(V, chol, xy_sum, theta_hat, counts,
-    optimistic_sum, decision_counts, last_decision)``; ``stats``: the arrays of
-    :class:`~sege_cvx.simulation.statistics.RunStatistics`; ``rows[i]`` receives run ``i``'s
-    next checkpoint row; ``failed[i]`` the round at which its ``V`` lost definiteness (else 0).
-    """
-    # Every array borrowed (_numba.borrow): the caller holds the arguments, and ``scratch`` is
-    # kept alive to the end.
-    state, stats, traces = borrow(state), borrow(stats), borrow(traces)
-    beta_table, arms, arms_t, baseline_arm, theta_star, noise, optimal, grid, rows, failed = borrow(
-        (beta_table, arms, arms_t, baseline_arm, theta_star, noise, optimal, grid, rows, failed))
-    V, chol, xy_sum, theta_hat, counts, optimistic_sum, decision_counts, last_decision = state
-    (cum_regret, cum_reward, min_reward, reward_min, reward_max, first_violation, violations,
-     conservative, decisions, regret_rows, reward_rows, violation_rows, decision_rows) = stats
-    trace_reward, trace_decision = traces
-    d = theta_hat.shape[1]
-    scratch = (np.empty((d + 4, d)), np.empty((3, arms.shape[0])), np.empty(d), np.empty((d, d)),
-               np.empty((d, d)), np.empty(d))
-    work, arm_work, arm, V_new, L, w = borrow(scratch)
-    for i in range(first, last):
-        V_i, chol_i, xy_i, theta_i, z_i = V[i], chol[i], xy_sum[i], theta_hat[i], optimistic_sum[i]
-        r_i = row
-        for s_ in range(n_stages):
-            t = t0 + s_
-            play = choose(t, chol_i, theta_i, rule, beta_table[counts[i]], arms, arms_t, z_i,
-                          decision_counts[i, BASELINE], b0, alpha, baseline_arm, work, arm_work, arm)
-            mean = 0.0
-            for j in range(d):
-                mean += arm[j] * theta_star[j]
-            y = mean + noise_sd * noise[i, s_]
-            if play:
-                if not observe_one(V_i, chol_i, xy_i, theta_i, arm, y, V_new, L, w):
-                    failed[i] = t
-                    break
-                counts[i] += 1
-                for j in range(d):
-                    z_i[j] += arm[j]
-                decision_counts[i, OPTIMISTIC] += 1
-                code = 0
-            else:
-                decision_counts[i, BASELINE] += 1
-                code = 2
-            last_decision[i] = code
-            r_i = record_run_stage(i, t, s_, mean, code, optimal, threshold, grid, r_i,
-                                   cum_regret, cum_reward, min_reward, reward_min, reward_max,
-                                   first_violation, violations, conservative, decisions,
-                                   regret_rows, reward_rows, violation_rows, decision_rows,
-                                   trace_reward, trace_decision)
-        rows[i] = r_i
-    keep_alive(scratch)
+
+@njit(inline="always")
+def choose_arm(policy, run, work, i, s, t, arm) -> int:
+    """:func:`choose`."""
+    return choose(policy, run, work, i, t, arm)
+
+
+@njit(inline="always")
+def learn(policy, run, work, i, arm, y, code) -> bool:
+    """Only optimistic rounds enter the confidence set (:func:`observe_one`) and ``z``."""
+    if code != OPTIMISTIC:
+        return True
+    if not observe_one(run[0], run[1], run[2], run[3], arm, y, work[2], work[3], work[4]):
+        return False
+    policy.counts[i] += 1
+    z = run[4]
+    for j in range(arm.shape[0]):
+        z[j] += arm[j]
+    return True
+
+
+register_stage_hooks(CLUCBStages, StageHooks(scratch, run_view, choose_arm, learn))
 
 
 class CLUCB(Policy):
@@ -212,7 +211,7 @@ class CLUCB(Policy):
     #: The name of each decision code of :attr:`last_decision` (0, 1, 2), as ``summary.json``
     #: counts them (None: a code CLUCB never records).
     decision_names: tuple[str | None, ...] = ("optimistic", None, "baseline")
-    compiled_kernels = (run_stages,)
+    compiled_kernels = (stage_loop(CLUCBStages),)
 
     def __init__(
         self,
@@ -267,13 +266,10 @@ class CLUCB(Policy):
     def select(self) -> np.ndarray:
         """Choose round ``t``'s arms: optimistic if the conservative check passes, else baseline."""
         t = self.t + 1
-        conf = self.confidence
         arms = np.empty((self.n_runs, self.arm_set.dim))
-        play = np.empty(self.n_runs, dtype=bool)
-        choose_all(t, conf.chol, conf.theta_hat, self._radius.rule, self._beta[conf.counts],
-                   self.arms, self._arms_t, self.optimistic_sum, self.decision_counts[:, BASELINE],
-                   self.baseline_reward, self.alpha, self.baseline_arm, arms, play)
-        self.last_decision = np.where(play, OPTIMISTIC, BASELINE).astype(np.int8)
+        codes = np.empty(self.n_runs, dtype=np.int8)
+        choose_loop(CLUCBStages)(self._stage_record(t, 1), t, arms, codes)
+        self.last_decision = codes
         return arms
 
     _fused_stages = True
@@ -290,25 +286,16 @@ class CLUCB(Policy):
         conf = self.confidence
         return radii_all(self._radius.rule, self._beta[conf.counts], conf.chol)
 
-    def _run_stages(self, t0: int, noise: np.ndarray, bandit, optimal: float, stats, row: int,
-                    trace_reward: np.ndarray, trace_decision: np.ndarray) -> int:
-        """Play rounds ``t0 .. t0 + k - 1`` against ``bandit`` in one compiled call per block of
-        runs (:func:`run_stages`, blocks on threads), ``noise`` of shape ``(n_runs, k)`` being
-        the bandit's draws for them; fold them into ``stats`` from checkpoint ``row`` on and
-        return the next row."""
-        k = noise.shape[1]
+    def _stage_record(self, t0: int, k: int) -> CLUCBStages:
+        """The record of rounds ``t0 .. t0 + k - 1`` for the compiled stage loop
+        (:mod:`sege_cvx.simulation.stage_loop`): the radius's table covers every count they can
+        reach."""
         conf = self.confidence
         table = self._beta.covering(int(conf.counts.max()) + k)
-        state = (conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
-                 self.optimistic_sum, self.decision_counts, self.last_decision)
-        rows = np.empty(self.n_runs, dtype=np.int64)
-        failed = np.zeros(self.n_runs, dtype=np.int64)
-        over_runs(run_stages, self.n_runs, t0, k, state, self._radius.rule, table, self.arms,
-                  self._arms_t, self.baseline_reward, self.alpha, self.baseline_arm,
-                  bandit.theta_star, bandit.noise_sd, noise, optimal, self.threshold,
-                  stats.checkpoints, row, stats.arrays(), rows, (trace_reward, trace_decision),
-                  failed)
-        return self._stages_done(t0 + k - 1, rows, failed)
+        return CLUCBStages(conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
+                           self.optimistic_sum, self.decision_counts, self.last_decision,
+                           self._radius.rule, table, self.arms, self._arms_t,
+                           self.baseline_reward, self.alpha, self.baseline_arm)
 
     def observe(self, x: np.ndarray, y: np.ndarray | float) -> None:
         """Record rewards; only optimistic rounds enter the confidence set."""

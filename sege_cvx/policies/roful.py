@@ -21,8 +21,9 @@ at the full step ``s_j = ||p_j - x0||``.  Each stage, with ``w_j = ||u_j||_{V^{-
    exactly into the set if rounding left it outside (as every arm of the package; on a lifted
    set with the witness ``(1 - tau) w0 + tau w_j*`` of the baseline's and the point's).
 
-The rule is written once (:func:`step_one`); :func:`run_stages` plays many stages of a block of
-runs in one compiled call (blocks on threads) on sets whose exact membership is compiled
+The rule is written once (:func:`step_one`); :class:`ROFULStages` and its hooks put it in the
+compiled stage loop (:mod:`sege_cvx.simulation.stage_loop`), many stages of a block of runs in
+one compiled call (blocks on threads), on sets whose exact membership is compiled
 (ellipsoids, balls, boxes, polytopes: :data:`~sege_cvx.fast_paths.stage_arms.PULL_IN`), and
 :meth:`ROFUL.select` applies the same function around any other convex set's own membership
 test.
@@ -31,10 +32,11 @@ test.
 from __future__ import annotations
 
 from collections import Counter
+from typing import NamedTuple
 
 import numpy as np
 
-from .._numba import borrow, keep_alive, njit, over_runs
+from .._numba import njit
 from .._random import SeedLike
 from .._validation import as_scalar, scaled_norm
 from ..arm_sets.base import ArmSet
@@ -43,7 +45,7 @@ from ..confidence.cholesky import directional_terms, inverse_factor_one, observe
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius, CountTable, radii_all, radius_one
 from ..fast_paths.stage_arms import PULL_IN, pull_in
-from ..simulation.statistics import record_run_stage
+from ..simulation.stage_loop import StageHooks, register_stage_hooks, stage_loop
 from .base import Policy
 
 #: Decision codes recorded per stage (``ROFUL.last_decision``): the step ``x~`` played in full
@@ -110,68 +112,83 @@ def segment_point(baseline, offsets, j, tau, out) -> None:
         out[k] = baseline[k] + tau * offsets[j, k]
 
 
-@njit(nogil=True)
-def run_stages(first, last, t0, n_stages, state, rule, beta_table, dirs_t, steps, offsets,
-               margin, S, baseline, b0, geometry, theta_star, noise_sd, noise, optimal,
-               threshold, grid, row, stats, rows, traces, failed):
-    """Stages ``t0 .. t0 + n_stages - 1`` of runs ``first .. last - 1`` against the linear
-    bandit (:func:`~sege_cvx._numba.over_runs` spreads blocks of runs over threads).
+class ROFULStages(NamedTuple):
+    """ROFUL's stage record for the compiled stage loop (:mod:`sege_cvx.simulation.stage_loop`).
 
-    Per run and stage, the step API's functions in its order: :func:`step_one`, the arm on the
-    segment (:func:`segment_point`) moved exactly into the set (the set's geometry record,
-    :func:`~sege_cvx.fast_paths.stage_arms.pull_in`; the baseline arm, counted in ``fallbacks``,
-    if it cannot be),
-    the reward ``<x, theta*> + noise_sd * noise`` (as :meth:`LinearBandit.pull`), the update with
-    ``(x - x0, y - b0)`` (:func:`observe_one`) and the running statistics
-    (:func:`record_run_stage`): a run's numbers are bitwise those of ``select``/``observe``.
-    ``state``: ``(V, chol, xy_sum, theta_hat, counts, decision_counts, last_decision,
-    fallbacks)``; ``failed[i]``: the stage at which run ``i``'s ``V`` lost definiteness (else 0).
+    Per run: the confidence set's ``V``, ``chol``, ``xy_sum``, ``theta_hat`` and ``counts``,
+    the decision counts and last decision, the fallbacks.  The constants: the radius ``rule`` and
+    its values by count (``beta_table``), the directions as columns (``dirs_t``), the full steps
+    and the offsets ``p_j - x0``, the margin ``m``, ``S``, the baseline arm and ``b0``, and the
+    set's geometry record (:data:`~sege_cvx.fast_paths.stage_arms.PULL_IN`).
     """
-    # Every array borrowed (_numba.borrow): the caller holds the arguments, and ``scratch`` is
-    # kept alive to the end.
-    state, stats, traces, geometry = borrow(state), borrow(stats), borrow(traces), borrow(geometry)
-    beta_table, dirs_t, steps, offsets, baseline, theta_star, noise, optimal, grid, rows, failed = (
-        borrow((beta_table, dirs_t, steps, offsets, baseline, theta_star, noise, optimal, grid,
-                rows, failed)))
-    V, chol, xy_sum, theta_hat, counts, decision_counts, last_decision, fallbacks = state
-    (cum_regret, cum_reward, min_reward, reward_min, reward_max, first_violation, violations,
-     conservative, decisions, regret_rows, reward_rows, violation_rows, decision_rows) = stats
-    trace_reward, trace_decision = traces
-    d = theta_hat.shape[1]
-    scratch = (np.empty((d + 2, d)), np.empty((3, dirs_t.shape[1])), np.empty(d), np.empty(d),
-               np.empty((2, d)), np.empty((d, d)), np.empty((d, d)), np.empty(d))
-    work, dir_work, arm, rel, pull_work, V_new, L, w = borrow(scratch)
-    for i in range(first, last):
-        V_i, chol_i, xy_i, theta_i = V[i], chol[i], xy_sum[i], theta_hat[i]
-        r_i = row
-        for s_ in range(n_stages):
-            t = t0 + s_
-            j, tau, code = step_one(chol_i, theta_i, rule, beta_table[counts[i]], dirs_t, steps,
-                                    margin, S, work, dir_work)
-            segment_point(baseline, offsets, j, tau, arm)
-            if not pull_in(geometry, arm, pull_work[0], pull_work[1]):
-                fallbacks[i] += 1
-                code = BASELINE
-                for k in range(d):
-                    arm[k] = baseline[k]
-            mean = 0.0
-            for k in range(d):
-                mean += arm[k] * theta_star[k]
-                rel[k] = arm[k] - baseline[k]
-            y = mean + noise_sd * noise[i, s_]
-            if not observe_one(V_i, chol_i, xy_i, theta_i, rel, y - b0, V_new, L, w):
-                failed[i] = t
-                break
-            counts[i] += 1
-            decision_counts[i, code] += 1
-            last_decision[i] = code
-            r_i = record_run_stage(i, t, s_, mean, code, optimal, threshold, grid, r_i,
-                                   cum_regret, cum_reward, min_reward, reward_min, reward_max,
-                                   first_violation, violations, conservative, decisions,
-                                   regret_rows, reward_rows, violation_rows, decision_rows,
-                                   trace_reward, trace_decision)
-        rows[i] = r_i
-    keep_alive(scratch)
+
+    V: np.ndarray
+    chol: np.ndarray
+    xy_sum: np.ndarray
+    theta_hat: np.ndarray
+    counts: np.ndarray
+    decision_counts: np.ndarray
+    last_decision: np.ndarray
+    fallbacks: np.ndarray
+    rule: int
+    beta_table: np.ndarray
+    dirs_t: np.ndarray
+    steps: np.ndarray
+    offsets: np.ndarray
+    margin: float
+    S: float
+    baseline: np.ndarray
+    b0: float
+    geometry: tuple
+
+
+@njit(inline="always")
+def scratch(policy, d):
+    """:func:`step_one`'s ``(d + 2, d)`` and ``(3, K)`` scratch, the arm relative to the
+    baseline, ``pull_in``'s ``(2, d)``, :func:`observe_one`'s ``V_new``, ``L`` and ``w``."""
+    return (np.empty((d + 2, d)), np.empty((3, policy.dirs_t.shape[1])), np.empty(d),
+            np.empty((2, d)), np.empty((d, d)), np.empty((d, d)), np.empty(d))
+
+
+@njit(inline="always")
+def run_view(policy, i):
+    """Run ``i``'s ``(V, chol, xy_sum, theta_hat)``."""
+    return policy.V[i], policy.chol[i], policy.xy_sum[i], policy.theta_hat[i]
+
+
+@njit(inline="always")
+def choose_arm(policy, run, work, i, s, t, arm) -> int:
+    """:func:`step_one`, the point on the segment (:func:`segment_point`) moved exactly into the
+    set (the set's geometry record, :func:`~sege_cvx.fast_paths.stage_arms.pull_in`; the
+    baseline arm, counted in ``fallbacks``, if it cannot be)."""
+    j, tau, code = step_one(run[1], run[3], policy.rule, policy.beta_table[policy.counts[i]],
+                            policy.dirs_t, policy.steps, policy.margin, policy.S, work[0],
+                            work[1])
+    baseline = policy.baseline
+    segment_point(baseline, policy.offsets, j, tau, arm)
+    pull_work = work[3]
+    if not pull_in(policy.geometry, arm, pull_work[0], pull_work[1]):
+        policy.fallbacks[i] += 1
+        code = BASELINE
+        for k in range(arm.shape[0]):
+            arm[k] = baseline[k]
+    return code
+
+
+@njit(inline="always")
+def learn(policy, run, work, i, arm, y, code) -> bool:
+    """The update with ``(x - x0, y - b0)`` (:func:`observe_one`)."""
+    rel, baseline = work[2], policy.baseline
+    for k in range(arm.shape[0]):
+        rel[k] = arm[k] - baseline[k]
+    if not observe_one(run[0], run[1], run[2], run[3], rel, y - policy.b0, work[4], work[5],
+                       work[6]):
+        return False
+    policy.counts[i] += 1
+    return True
+
+
+register_stage_hooks(ROFULStages, StageHooks(scratch, run_view, choose_arm, learn))
 
 
 class ROFUL(Policy):
@@ -252,7 +269,7 @@ class ROFUL(Policy):
     #: The name of each decision code of :attr:`last_decision` (0, 1, 2), as ``summary.json``
     #: counts them.
     decision_names: tuple[str | None, ...] = ("full_step", "scaled_step", "baseline")
-    compiled_kernels = (run_stages,)
+    compiled_kernels = (stage_loop(ROFULStages),)
 
     def __init__(
         self,
@@ -358,25 +375,17 @@ class ROFUL(Policy):
         """Record the rewards: ``(x - x0, y - b0)`` enter the confidence set."""
         self.confidence.update_unchecked(x - self.baseline_arm, y - self.baseline_reward)
 
-    def _run_stages(self, t0: int, noise: np.ndarray, bandit, optimal: float, stats, row: int,
-                    trace_reward: np.ndarray, trace_decision: np.ndarray) -> int:
-        """Play stages ``t0 .. t0 + k - 1`` against ``bandit`` in one compiled call per block of
-        runs (:func:`run_stages`, blocks on threads); fold them into ``stats`` from checkpoint
-        ``row`` on and return the next row.  Only on sets with a compiled membership test
+    def _stage_record(self, t0: int, k: int) -> ROFULStages:
+        """The record of stages ``t0 .. t0 + k - 1`` for the compiled stage loop
+        (:mod:`sege_cvx.simulation.stage_loop`).  Only on sets with a compiled membership test
         (``_fused_stages``)."""
-        k = noise.shape[1]
         conf = self.confidence
         table = self._beta.covering(int(conf.counts.max()) + k)
-        state = (conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
-                 self.decision_counts, self.last_decision, self.solver_fallbacks)
-        rows = np.empty(self.n_runs, dtype=np.int64)
-        failed = np.zeros(self.n_runs, dtype=np.int64)
-        over_runs(run_stages, self.n_runs, t0, k, state, self._radius.rule, table, self._dirs_t,
-                  self.steps, self._offsets, self.margin, self.S, self.baseline_arm,
-                  self.baseline_reward, self._geometry, bandit.theta_star, bandit.noise_sd,
-                  noise, optimal, self.threshold, stats.checkpoints, row, stats.arrays(), rows,
-                  (trace_reward, trace_decision), failed)
-        return self._stages_done(t0 + k - 1, rows, failed)
+        return ROFULStages(conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
+                           self.decision_counts, self.last_decision, self.solver_fallbacks,
+                           self._radius.rule, table, self._dirs_t, self.steps, self._offsets,
+                           self.margin, self.S, self.baseline_arm, self.baseline_reward,
+                           self._geometry)
 
 
 @njit

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._numba import over_runs
 from .._random import PacedNormals, SeedLike
 from .._validation import as_scalar
 from ..arm_sets.base import LCB_METHODS, ArmSet
@@ -18,6 +17,7 @@ from ..confidence.cholesky import min_eigenvalue_at_least
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius
 from ..fast_paths.status import STATUS
+from ..simulation.stage_loop import choose_loop, stage_loop
 from . import sege_rule
 from .base import Policy
 from .sege_rule import EXPLOIT, EXPLORE_BASELINE, EXPLORE_LCB
@@ -188,7 +188,7 @@ class SEGE(Policy):
     #: The name of each decision code of :attr:`last_decision` (0, 1, 2), as ``summary.json``
     #: counts them.
     decision_names: tuple[str | None, ...] = ("exploit", "explore_lcb", "explore_baseline")
-    compiled_kernels = (sege_rule.run_stages,)
+    compiled_kernels = (stage_loop(sege_rule.SEGEStages),)
 
     def __init__(
         self,
@@ -354,22 +354,12 @@ class SEGE(Policy):
         ndarray, shape (d,) for one run, else (n_runs, d)
         """
         t = self.t + 1
-        conf = self.confidence
-        stage_value = self._radius.stage_value(t, self.risk_level(t))
-        bound = self.c * math.sqrt(t)
         if self._compiled is not None:
             arms = np.empty((self.n_runs, self.arm_set.dim))
             decision = np.empty(self.n_runs, dtype=np.int8)
-            self._zeta.reserve(1)
-            sege_rule.select_all(bound, self._radius.rule, stage_value, conf.V, conf.chol,
-                                 conf.theta_hat, self._zeta.buffer,
-                                 self._zeta.cursor, *self._compiled, self.rho,
-                                 self.baseline_arm, self.threshold,
-                                 self.baseline_reward, arms, self.last_safe_arm,
-                                 self.last_exploration_arm, decision, self._compiled_fallbacks,
-                                 self._checked_warm_start())
+            choose_loop(sege_rule.SEGEStages)(self._stage_record(t, 1), t, arms, decision)
         else:
-            arms, decision = self._select_around_arm_set(self.radii(t), bound)
+            arms, decision = self._select_around_arm_set(self.radii(t), self.c * math.sqrt(t))
         self.last_decision = decision
         return arms
 
@@ -426,31 +416,23 @@ class SEGE(Policy):
             self._fallback_reasons.update(s for s, ok in zip(result.status, result.ok, strict=True)
                                           if not ok)
 
-    def _run_stages(self, t0: int, noise: np.ndarray, bandit, optimal: float, stats, row: int,
-                    trace_reward: np.ndarray, trace_decision: np.ndarray) -> int:
-        """Play stages ``t0 .. t0 + k - 1`` against ``bandit`` in one compiled call per block of
-        runs (:func:`.sege_rule.run_stages`, blocks on threads), ``noise`` of shape
-        ``(n_runs, k)`` being the bandit's draws for them; fold them into ``stats`` from
-        checkpoint ``row`` on and return the next row.  Only on sets with compiled arms
-        (``_fused_stages``)."""
-        k = noise.shape[1]
+    def _stage_record(self, t0: int, k: int) -> sege_rule.SEGEStages:
+        """The record of stages ``t0 .. t0 + k - 1`` for the compiled stage loop
+        (:mod:`sege_cvx.simulation.stage_loop`): per stage, ``c sqrt(t)`` and the radius's value
+        at ``delta_t``; at least ``k`` unread normal draws per run.  Only on sets with compiled
+        arms (``_fused_stages``)."""
         stages = range(t0, t0 + k)
         bounds = np.array([self.c * math.sqrt(t) for t in stages])
         values = np.array([self._radius.stage_value(t, self.risk_level(t)) for t in stages])
         self._zeta.reserve(k)
-        conf, st = self.confidence, stats
-        state = (conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
-                 self.decision_counts, self.last_decision, self.last_safe_arm,
-                 self.last_exploration_arm, self._compiled_fallbacks, *self._checked_warm_start())
-        rows = np.empty(self.n_runs, dtype=np.int64)
-        failed = np.zeros(self.n_runs, dtype=np.int64)
-        over_runs(
-            sege_rule.run_stages, self.n_runs, t0, bounds, self._radius.rule, values,
-            self._zeta.buffer, self._zeta.cursor, noise, state, *self._compiled, self.rho,
-            self.baseline_arm, self.threshold, self.baseline_reward, bandit.theta_star,
-            bandit.noise_sd, optimal, st.checkpoints, row, st.arrays(), rows,
-            (trace_reward, trace_decision), failed)
-        return self._stages_done(t0 + k - 1, rows, failed)
+        conf = self.confidence
+        geometry, exploration = self._compiled
+        return sege_rule.SEGEStages(
+            conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts, self.decision_counts,
+            self.last_decision, self.last_safe_arm, self.last_exploration_arm,
+            self._compiled_fallbacks, self._checked_warm_start(), bounds, self._radius.rule,
+            values, self._zeta.buffer, self._zeta.cursor, geometry, exploration, self.rho,
+            self.baseline_arm, self.threshold, self.baseline_reward)
 
     def observe(self, x: np.ndarray, y: np.ndarray | float) -> None:
         """Record the observed rewards of the arms returned by :meth:`select` (line 11).

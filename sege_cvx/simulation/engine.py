@@ -14,6 +14,7 @@ from .._rowwise import row_dot
 from .._validation import as_batch_of_vectors, as_positive_int, as_scalar, as_vector
 from ..conic.errors import SolverFailure
 from ..policies.base import Policy
+from .stage_loop import Environment, play_stages
 from .statistics import N_DECISIONS, RunStatistics, checkpoint_grid
 
 
@@ -228,9 +229,13 @@ def simulate(
                         (upcoming[0] - t) if upcoming else horizon)
             noise = np.ascontiguousarray(bandit._noise.take(steps)[:, :, 0])
             window = slice(t - 1, t - 1 + steps)
-            row = policy._run_stages(t, noise, bandit, optimal, stats, row,
-                        rewards[window] if traces else np.empty((0, n)),
-                        decisions[window] if traces else np.empty((0, n), dtype=np.int8))
+            recording = stats.recording(
+                row, rewards[window] if traces else np.empty((0, n)),
+                decisions[window] if traces else np.empty((0, n), dtype=np.int8))
+            progress = play_stages(policy._stage_record(t, steps), t,
+                                   Environment(bandit.theta_star, bandit.noise_sd, noise, optimal,
+                                               threshold), recording)
+            row = policy._stages_done(t + steps - 1, progress.rows, progress.failed)
             t += steps
             bar.update(t - 1 - bar.n)
         bar.close()

@@ -10,6 +10,7 @@ runs simulated in different batches, shards or processes combine exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -34,9 +35,9 @@ def checkpoint_grid(horizon: int, size: int = GRID_SIZE, extra=PAPER_CHECKPOINTS
 
 
 @njit(inline="always")
-def record_one(i, t, m, decision, optimal, threshold, cum_regret, cum_reward, min_reward,
-               window_min, window_max, row, first_violation, violations, conservative, decisions):
-    """Fold run ``i``'s expected reward ``m`` at stage ``t`` into its running statistics.
+def record_one(i, t, m, decision, optimal, threshold, rec, row):
+    """Fold run ``i``'s expected reward ``m`` at stage ``t`` into its running statistics, the
+    arrays of the :class:`Recording` ``rec`` (``row``: the current checkpoint window).
 
     Cumulative regret ``sum_k <X* - X_k, theta*>`` and reward (summed in stage order, as
     ``numpy.cumsum`` does), smallest reward overall and in the current checkpoint window,
@@ -44,54 +45,73 @@ def record_one(i, t, m, decision, optimal, threshold, cum_regret, cum_reward, mi
     constraint ``sum_k <X_k, theta*> >= threshold * t`` has held at every stage so far
     (paper eq. (conservative const) with ``(1 - alpha) b0 = b``), and decision counts.
     """
-    cum_regret[i] += optimal - m
-    cum_reward[i] += m
-    min_reward[i] = min(min_reward[i], m)
-    window_min[row, i] = min(window_min[row, i], m)
-    window_max[row, i] = max(window_max[row, i], m)
+    rec.cum_regret[i] += optimal - m
+    rec.cum_reward[i] += m
+    rec.min_reward[i] = min(rec.min_reward[i], m)
+    rec.reward_min[row, i] = min(rec.reward_min[row, i], m)
+    rec.reward_max[row, i] = max(rec.reward_max[row, i], m)
     if m < threshold:
-        violations[i] += 1
-        if first_violation[i] < 0:
-            first_violation[i] = t
-    if cum_reward[i] < threshold * t:
-        conservative[i] = False
-    decisions[i, decision] += 1
+        rec.violations[i] += 1
+        if rec.first_violation[i] < 0:
+            rec.first_violation[i] = t
+    if rec.cum_reward[i] < threshold * t:
+        rec.conservative[i] = False
+    rec.decisions[i, decision] += 1
+
+
+#: The traces of a recording that keeps none.
+_NO_TRACE, _NO_DECISIONS = np.empty((0, 0)), np.empty((0, 0), dtype=np.int8)
+
+
+class Recording(NamedTuple):
+    """What a compiled call records into (:meth:`RunStatistics.recording`): the checkpoint
+    ``grid`` and the call's first ``row``, the arrays of :class:`RunStatistics` it updates, and
+    the traces of reward and decision (empty arrays when they are not kept)."""
+
+    grid: np.ndarray
+    row: int
+    cum_regret: np.ndarray
+    cum_reward: np.ndarray
+    min_reward: np.ndarray
+    reward_min: np.ndarray
+    reward_max: np.ndarray
+    first_violation: np.ndarray
+    violations: np.ndarray
+    conservative: np.ndarray
+    decisions: np.ndarray
+    regret_rows: np.ndarray
+    reward_rows: np.ndarray
+    violation_rows: np.ndarray
+    decision_rows: np.ndarray
+    trace_reward: np.ndarray
+    trace_decision: np.ndarray
 
 
 @njit(inline="always")
-def record_run_stage(i, t, s, m, decision, optimal, threshold, grid, row, cum_regret,
-                     cum_reward, min_reward, reward_min, reward_max, first_violation, violations,
-                     conservative, decisions, regret_rows, reward_rows, violation_rows,
-                     decision_rows, trace_reward, trace_decision) -> int:
-    """Fold run ``i``'s stage ``t`` (the ``s``-th of a compiled call) into the arrays of
-    :meth:`RunStatistics.arrays` (passed one by one: compiled loops unpack them once, outside
-    their loop over runs): :func:`record_one`, then run ``i``'s checkpoint row if ``t`` is
-    checkpoint ``grid[row]``, and the traces of reward and decision if they are kept (empty
-    arrays otherwise).  Returns the next checkpoint row."""
-    record_one(i, t, m, decision, optimal, threshold, cum_regret, cum_reward, min_reward,
-               reward_min, reward_max, row, first_violation, violations, conservative, decisions)
-    if trace_reward.shape[0] > 0:
-        trace_reward[s, i] = m
-        trace_decision[s, i] = decision
-    if t != grid[row]:
+def record_run_stage(i, t, s, m, decision, optimal, threshold, rec, row) -> int:
+    """Fold run ``i``'s stage ``t`` (the ``s``-th of a compiled call), expected reward ``m``,
+    into the :class:`Recording` ``rec``: :func:`record_one`, then run ``i``'s checkpoint row if
+    ``t`` is checkpoint ``rec.grid[row]``, and the traces of reward and decision if they are
+    kept.  Returns the next checkpoint row."""
+    record_one(i, t, m, decision, optimal, threshold, rec, row)
+    if rec.trace_reward.shape[0] > 0:
+        rec.trace_reward[s, i] = m
+        rec.trace_decision[s, i] = decision
+    if t != rec.grid[row]:
         return row
-    regret_rows[row, i] = cum_regret[i]
-    reward_rows[row, i] = m
-    violation_rows[row, i] = violations[i]
-    for c in range(decisions.shape[1]):
-        decision_rows[row, i, c] = decisions[i, c]
+    rec.regret_rows[row, i] = rec.cum_regret[i]
+    rec.reward_rows[row, i] = m
+    rec.violation_rows[row, i] = rec.violations[i]
+    for c in range(rec.decisions.shape[1]):
+        rec.decision_rows[row, i, c] = rec.decisions[i, c]
     return row + 1
 
 
 @njit
-def record_stage(t, mean, decision, optimal, threshold, cum_regret, cum_reward, min_reward,
-                 window_min, window_max, row, first_violation, violations, conservative,
-                 decisions):
+def record_stage(t, mean, decision, optimal, threshold, rec, row):
     """Fold stage ``t``'s expected rewards ``mean`` (one per run) in (:func:`record_one`)."""
     for i in range(mean.shape[0]):
-        record_one(i, t, mean[i], decision[i], optimal, threshold, cum_regret, cum_reward,
-                   min_reward, window_min, window_max, row, first_violation, violations,
-                   conservative, decisions)
+        record_one(i, t, mean[i], decision[i], optimal, threshold, rec, row)
 
 
 @dataclass
@@ -149,23 +169,20 @@ class RunStatistics:
                    conservative_met=np.ones(n_runs, dtype=bool),
                    decision_counts=np.zeros((n_runs, N_DECISIONS), dtype=np.int64))
 
-    def arrays(self) -> tuple:
-        """The arrays compiled simulation loops update, in their order: the running values
-        ``(cum_regret, cum_reward, min_reward, reward_min, reward_max, first_violation,
-        total_violations, conservative_met, decision_counts)`` then the checkpoint rows
-        ``(regret, reward, violations, decisions)``."""
-        return (self.cum_regret, self.cum_reward, self.min_reward, self.reward_min,
-                self.reward_max, self.first_violation, self.total_violations,
-                self.conservative_met, self.decision_counts, self.regret, self.reward,
-                self.violations, self.decisions)
+    def recording(self, row: int, trace_reward: np.ndarray,
+                  trace_decision: np.ndarray) -> Recording:
+        """The :class:`Recording` a compiled call starting at checkpoint ``row`` updates."""
+        return Recording(self.checkpoints, row, self.cum_regret, self.cum_reward,
+                         self.min_reward, self.reward_min, self.reward_max, self.first_violation,
+                         self.total_violations, self.conservative_met, self.decision_counts,
+                         self.regret, self.reward, self.violations, self.decisions, trace_reward,
+                         trace_decision)
 
     def record(self, t: int, mean: np.ndarray, decision: np.ndarray, optimal: float,
                threshold: float, row: int) -> None:
         """Fold stage ``t`` in; ``row`` is the checkpoint window it belongs to."""
-        record_stage(t, mean, decision, optimal, threshold, self.cum_regret, self.cum_reward,
-                     self.min_reward, self.reward_min, self.reward_max, row,
-                     self.first_violation, self.total_violations, self.conservative_met,
-                     self.decision_counts)
+        record_stage(t, mean, decision, optimal, threshold, self.recording(row, _NO_TRACE,
+                                                                          _NO_DECISIONS), row)
         if t == self.checkpoints[row]:
             self.regret[row] = self.cum_regret
             self.reward[row] = mean

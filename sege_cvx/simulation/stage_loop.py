@@ -1,0 +1,195 @@
+"""The compiled stage loop, written once for every policy whose stages are compiled.
+
+:func:`run_stages` plays stages ``t0 .. t0 + n_stages - 1`` of a block of runs against the
+linear bandit.  It owns the environment (the reward ``<x, theta*> + noise_sd * noise``, as
+:meth:`~sege_cvx.simulation.LinearBandit.pull` computes it), the decision counts and the
+statistics (:func:`~sege_cvx.simulation.statistics.record_run_stage`).  The policy's part is its
+*stage record* (a ``NamedTuple`` holding its per-run state and the call's constants, with at
+least ``decision_counts`` and ``last_decision``) and four functions, its :class:`StageHooks`:
+
+* ``scratch(policy, d)``: the policy's scratch arrays (a tuple), made once per call;
+* ``run_view(policy, i)``: run ``i``'s views of the state (a tuple), taken once per run;
+* ``choose_arm(policy, run, work, i, s, t, arm) -> code``: run ``i``'s arm at stage ``t`` (the
+  call's ``s``-th) into ``arm``, and its decision code;
+* ``learn(policy, run, work, i, arm, y, code) -> ok``: run ``i``'s update with the reward ``y``
+  (False if ``V`` lost definiteness, which stops the run).
+
+A policy module registers its hooks for its record class (:func:`register_stage_hooks`: a
+registry keyed by class, as :mod:`sege_cvx.fast_paths.stage_arms` chooses a geometry's
+kernels).  :func:`stage_loop` and :func:`choose_loop` then give the loop, and the one stage of
+every run that ``select`` plays, compiled with that policy's hooks inlined (the hooks are
+``njit(inline="always")`` functions): one source, one compiled kernel per record class, each
+cached on disk like every kernel of the package.  The hooks are the very functions the policy's
+``select`` and ``observe`` run, so a run's numbers are bitwise those of the step API, whatever
+the thread that computed them.
+
+Why bound at compile time rather than dispatched inside one kernel: a stage record passed to a
+function numba does not inline is copied field by field onto the stack at every call (hundreds
+of words a stage for SEGE's), which made the stages of a dispatched loop three times slower.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+
+from .._numba import borrow, keep_alive, njit, over_runs
+from .statistics import Recording, record_run_stage
+
+
+class Environment(NamedTuple):
+    """The bandit's side of a compiled call: ``theta*``, the noise's scale and its draws
+    ``(n_runs, n_stages)`` for the call's stages, the optimal reward and the threshold ``b``."""
+
+    theta_star: np.ndarray
+    noise_sd: float
+    noise: np.ndarray
+    optimal: float
+    threshold: float
+
+
+class Progress(NamedTuple):
+    """What a compiled call reports per run: ``rows[i]``, run ``i``'s next checkpoint row;
+    ``failed[i]``, the stage at which its ``V`` lost definiteness (0 if none)."""
+
+    rows: np.ndarray
+    failed: np.ndarray
+
+
+class StageHooks(NamedTuple):
+    """A policy's part of the compiled stage loop (see the module's docstring): four
+    ``njit(inline="always")`` functions."""
+
+    scratch: Callable
+    run_view: Callable
+    choose_arm: Callable
+    learn: Callable
+
+
+_HOOKS: dict[type, StageHooks] = {}
+
+
+# The hooks' names in the templates below; each compiled loop binds them to a policy's
+# functions (:func:`_bind`).  Called outside a compiled loop, they say so.
+def scratch(policy, d: int) -> tuple:
+    """The policy's scratch arrays, made once per compiled call (a hook)."""
+    raise NotImplementedError("a stage hook: bound to a policy's function in a compiled loop")
+
+
+def run_view(policy, i: int) -> tuple:
+    """Run ``i``'s views of the policy's state, taken once per run (a hook)."""
+    raise NotImplementedError("a stage hook: bound to a policy's function in a compiled loop")
+
+
+def choose_arm(policy, run, work, i: int, s: int, t: int, arm) -> int:
+    """Run ``i``'s arm at stage ``t`` into ``arm``; returns its decision code (a hook)."""
+    raise NotImplementedError("a stage hook: bound to a policy's function in a compiled loop")
+
+
+def learn(policy, run, work, i: int, arm, y: float, code: int) -> bool:
+    """Run ``i``'s update with the reward ``y`` of ``arm``; False if ``V`` lost definiteness
+    (a hook)."""
+    raise NotImplementedError("a stage hook: bound to a policy's function in a compiled loop")
+
+
+def register_stage_hooks(record: type, hooks: StageHooks) -> None:
+    """Register the :class:`StageHooks` of the policy whose stage record class is ``record``."""
+    if not (isinstance(record, type) and issubclass(record, tuple) and hasattr(record, "_fields")):
+        raise TypeError(f"a stage record must be a NamedTuple class, got {record!r}")
+    missing = {"decision_counts", "last_decision"} - set(record._fields)
+    if missing:
+        raise TypeError(f"stage record {record.__name__} lacks the field(s) {sorted(missing)} "
+                        "the stage loop updates")
+    if not isinstance(hooks, StageHooks):
+        raise TypeError(f"hooks must be a StageHooks, got {type(hooks).__name__}")
+    _HOOKS[record] = hooks
+    stage_loop.cache_clear()
+    choose_loop.cache_clear()
+
+
+def _run_stages(first, last, t0, n_stages, policy, env, recording, progress):
+    """Stages ``t0 .. t0 + n_stages - 1`` of runs ``first .. last - 1``
+    (:func:`~sege_cvx._numba.over_runs` spreads blocks of runs over threads).
+
+    ``policy``: its stage record; ``env``: :class:`Environment`; ``recording``:
+    :class:`~sege_cvx.simulation.statistics.Recording`; ``progress``: :class:`Progress`.
+    """
+    # Every array borrowed (_numba.borrow): the caller holds the arguments, and the scratch is
+    # kept alive to the end.
+    policy, env, recording, progress = (borrow(policy), borrow(env), borrow(recording),
+                                        borrow(progress))
+    theta_star, noise, noise_sd = env.theta_star, env.noise, env.noise_sd
+    decision_counts, last_decision = policy.decision_counts, policy.last_decision
+    d = theta_star.shape[0]
+    owned = (scratch(policy, d), np.empty(d))
+    work, arm = borrow(owned)
+    for i in range(first, last):
+        run = run_view(policy, i)
+        row = recording.row
+        for s in range(n_stages):
+            t = t0 + s
+            code = choose_arm(policy, run, work, i, s, t, arm)
+            mean = 0.0
+            for k in range(d):
+                mean += arm[k] * theta_star[k]
+            y = mean + noise_sd * noise[i, s]
+            if not learn(policy, run, work, i, arm, y, code):
+                progress.failed[i] = t
+                break
+            decision_counts[i, code] += 1
+            last_decision[i] = code
+            row = record_run_stage(i, t, s, mean, code, env.optimal, env.threshold, recording,
+                                   row)
+        progress.rows[i] = row
+    keep_alive(owned)
+
+
+def _choose_all(policy, t, arms, codes):
+    """Stage ``t`` of every run (the step API's ``select`` on a compiled set): ``choose_arm``
+    per run into ``arms`` and ``codes``, from a stage record of that one stage."""
+    work = scratch(policy, arms.shape[1])
+    for i in range(arms.shape[0]):
+        codes[i] = choose_arm(policy, run_view(policy, i), work, i, 0, t, arms[i])
+
+
+def _bind(template: Callable, record: type, **options):
+    """``njit(template)`` with ``record``'s hooks for the names ``scratch``, ``run_view``,
+    ``choose_arm`` and ``learn`` (a copy of the function with its own globals; its own name, so
+    that numba caches it in its own file)."""
+    try:
+        hooks = _HOOKS[record]
+    except KeyError:
+        raise TypeError(f"no compiled stage loop for {record.__name__}: register its hooks with "
+                        "register_stage_hooks") from None
+    names = dict(template.__globals__, **hooks._asdict())
+    fn = types.FunctionType(template.__code__, names, template.__name__, template.__defaults__)
+    fn.__qualname__ = fn.__name__ = f"{template.__name__.lstrip('_')}_{record.__name__}"
+    fn.__module__, fn.__doc__ = template.__module__, template.__doc__
+    return njit(**options)(fn)
+
+
+@functools.cache
+def stage_loop(record: type):
+    """The compiled stage loop (:func:`_run_stages`) of the policy with stage record class
+    ``record``: ``kernel(first, last, t0, n_stages, policy, env, recording, progress)``."""
+    return _bind(_run_stages, record, nogil=True)
+
+
+@functools.cache
+def choose_loop(record: type):
+    """The compiled one stage of every run (:func:`_choose_all`) of the policy with stage
+    record class ``record``: ``kernel(policy, t, arms, codes)``."""
+    return _bind(_choose_all, record)
+
+
+def play_stages(policy, t0: int, env: Environment, recording: Recording) -> Progress:
+    """Stages ``t0 .. t0 + k - 1`` (``k``: the columns of ``env.noise``) of every run of the
+    stage record ``policy``, blocks of runs on threads (:func:`~sege_cvx._numba.over_runs`)."""
+    n_runs, n_stages = env.noise.shape
+    progress = Progress(np.empty(n_runs, dtype=np.int64), np.zeros(n_runs, dtype=np.int64))
+    over_runs(stage_loop(type(policy)), n_runs, t0, n_stages, policy, env, recording, progress)
+    return progress
