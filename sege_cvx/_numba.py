@@ -116,16 +116,19 @@ def _without_literals(dispatcher):
 
 
 def njit(fn: Callable | None = None, **options) -> Callable:
-    """``numba.njit(cache=True, error_model="numpy")``, without the cache where none is writable,
-    compiled once per argument type (not per constant value: :func:`_without_literals`).
+    """``numba.njit(cache=True, error_model="numpy")``, without the cache where none is writable
+    (or with ``cache=False``), compiled once per argument type (not per constant value:
+    :func:`_without_literals`).
 
     Usable bare (``@njit``) or with numba options (``@njit(inline="always")``).
     """
 
+    cache = options.pop("cache", True)
+
     def compile_(f: Callable) -> Callable:
         opts = {"error_model": "numpy", **options}
         try:
-            return _without_literals(numba.njit(cache=True, **opts)(f))
+            return _without_literals(numba.njit(cache=cache, **opts)(f))
         except RuntimeError as exc:
             if "no locator available" not in str(exc):
                 raise

@@ -17,7 +17,7 @@ from ._validation import as_positive_int
 from .arm_sets.base import ArmSet
 from .experiments.problem import BanditProblem, paper_problem
 from .policies.base import Policy, decision_names_problem
-from .simulation.engine import LinearBandit
+from .simulation.engine import LinearBandit, simulate
 from .simulation.statistics import N_DECISIONS
 
 __all__ = ["check_arm_set", "check_policy"]
@@ -40,7 +40,10 @@ def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int
        (``contains(x, tol=0)``), and ``last_decision`` one known code per run;
     4. ``decision_counts`` adds up to ``n_runs * stages``;
     5. each run played alone (``seed=[its SeedSequence]``) plays the same arms, bit for bit;
-    6. a policy pickled mid-run and restored plays the same next arms, bit for bit.
+    6. a policy pickled mid-run and restored plays the same next arms, bit for bit;
+    7. where :attr:`~sege_cvx.Policy.compiled_stages`, the compiled stage loop
+       (:func:`~sege_cvx.simulate`) plays the decisions and rewards of ``select``/``observe``,
+       bit for bit.
 
     It does not check safety (that the expected reward stays above the threshold): simulate
     the policy on your problems and read ``stats.total_violations``.  Only ``stages`` stages are
@@ -88,8 +91,8 @@ def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int
                              "its constraints as a module-level function") from exc
     policy_seeds, noise_seeds = run_seeds(0, n_runs)
 
-    def build(seeds) -> Policy:
-        return cls(problem.arm_set, np.asarray(problem.baseline_arm), problem.baseline_reward,
+    def build(seeds, klass: type = cls) -> Policy:
+        return klass(problem.arm_set, np.asarray(problem.baseline_arm), problem.baseline_reward,
                    problem.threshold, S=problem.S, noise_sd=problem.noise_sd, n_runs=len(seeds),
                    seed=list(seeds), **{"lam": problem.lam, **params})
 
@@ -131,6 +134,29 @@ def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int
                                  f"{n_runs} {played[stage, i].tolist()}: a run's draws must come "
                                  "from its own seed (self.rngs[i])")
     _check_pickle(build, problem, policy_seeds, noise_seeds, stages, name)
+    if build(policy_seeds).compiled_stages:
+        _check_compiled_stages(cls, build, problem, policy_seeds, noise_seeds, stages, name)
+
+
+def _check_compiled_stages(cls, build, problem, policy_seeds, noise_seeds, stages, name) -> None:
+    """The compiled stage loop plays what ``select``/``observe`` play, bit for bit (expected
+    rewards and decisions at every stage)."""
+    stepped = type(f"Stepped{cls.__name__}", (cls,), {"compiled_stages": False})
+    traces = []
+    for klass in (cls, stepped):
+        result = simulate(build(policy_seeds, klass),
+                          LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds), stages,
+                          traces=True)
+        traces.append((result.expected_reward, result.decisions))
+    (reward, decision), (reward_s, decision_s) = traces
+    for what, ours, theirs in (("decision", decision, decision_s),
+                               ("expected reward", reward, reward_s)):
+        stage = _first_difference(ours, theirs)
+        if stage is not None:
+            raise AssertionError(f"check_policy: {name}'s compiled stages gave {what}s "
+                                 f"{ours[stage].tolist()} at stage {stage + 1}, select/observe "
+                                 f"{theirs[stage].tolist()}: its stage hooks must compute what "
+                                 "select and observe compute")
 
 
 def _play(policy: Policy, problem: BanditProblem, noise_seeds, stages: int, name: str

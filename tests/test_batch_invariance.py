@@ -136,19 +136,19 @@ def test_the_engine_equals_the_step_api_bitwise(case):
 class StepByStepCLUCB(sc.CLUCB):
     """CLUCB without its fused loop: the engine then steps it through select/observe."""
 
-    _fused_stages = False
+    compiled_stages = False
 
 
 class StepByStepSEGE(sc.SEGE):
     """SEGE without its fused loop."""
 
-    _fused_stages = False
+    compiled_stages = False
 
 
 class StepByStepROFUL(sc.ROFUL):
     """ROFUL without its fused loop."""
 
-    _fused_stages = False
+    compiled_stages = False
 
 
 @pytest.mark.parametrize("fused_cls, stepped_cls, radius", [
@@ -156,7 +156,7 @@ class StepByStepROFUL(sc.ROFUL):
     (sc.CLUCB, StepByStepCLUCB, "self_normalized"), (sc.SEGE, StepByStepSEGE, "self_normalized"),
     (sc.ROFUL, StepByStepROFUL, "self_normalized"), (sc.ROFUL, StepByStepROFUL, "theorem1")])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_fused_stages_equal_select_observe_bitwise(fused_cls, stepped_cls, radius, threads):
+def test_compiled_stages_equal_select_observe_bitwise(fused_cls, stepped_cls, radius, threads):
     """The engine's compiled multi-stage loop (runs spread over ``threads`` threads) gives
     bitwise the step API's numbers: arms, statistics and the policy's whole state."""
     problem = paper_problem(noise_sd=NOISE, c=0.05)

@@ -154,7 +154,7 @@ def test_an_uncertified_arm_is_solved_on_clarabel_and_sege_never_plays_one():
     assert not closed.ok[0] and closed.status == ["NotCertified"]
     policy = sc.SEGE(hull, [0.2, 0.2, 0.2], 0.26, 0.2, S=1.0, noise_sd=0.5, c=1e-6, n_runs=3,
                      seed=1)
-    assert policy._fused_stages
+    assert policy.compiled_stages
     _, noise = sc.run_seeds(2, 3)
     result = sc.simulate(policy, sc.LinearBandit(theta, 0.5, noise), 200, traces=True)
     # No LCB arm is ever certified: every safe arm is the baseline (the greedy arm, exact, may

@@ -196,7 +196,7 @@ def test_sege_never_plays_an_uncertified_arm_and_counts_each_fallback():
     tm = _uncertifiable(problem.arm_set)
     policy = sc.SEGE(tm, problem.baseline_arm, problem.baseline_reward, problem.threshold,
                      S=1.0, noise_sd=0.5, c=1e-6, n_runs=3, seed=1)
-    assert policy._fused_stages
+    assert policy.compiled_stages
     _, noise = sc.run_seeds(2, 3)
     result = sc.simulate(policy, sc.LinearBandit(problem.theta_star, 0.5, noise), 200,
                          traces=True)
@@ -252,12 +252,12 @@ def _sege(name, n_runs, seeds, fused=True):
 class StepByStepSEGE(sc.SEGE):
     """SEGE without its fused loop: the engine steps it through select/observe."""
 
-    _fused_stages = False
+    compiled_stages = False
 
 
 @pytest.mark.parametrize("name", list(POLYHEDRA))
 @pytest.mark.parametrize("threads", [1, 2])
-def test_fused_stages_equal_select_observe_bitwise_on_polyhedra(name, threads):
+def test_compiled_stages_equal_select_observe_bitwise_on_polyhedra(name, threads):
     policy_seeds, noise_seeds = sc.run_seeds(11, 4)
     results = []
     for fused in (True, False):

@@ -154,10 +154,10 @@ class Policy:
     #: stage loop, if any): a warm-up may compile them in a helper process when numba's disk
     #: cache does not hold them (:func:`sege_cvx.experiments.paper.warm_up`).
     compiled_kernels: tuple = ()
-    #: Whether :meth:`_stage_record` gives a stage record for the compiled stage loop
-    #: (:mod:`sege_cvx.simulation.stage_loop`), which then plays many stages per call instead of
-    #: ``select``/``observe`` per stage.
-    _fused_stages: bool = False
+    #: Whether :meth:`stage_record` gives a stage record for the compiled stage loop
+    #: (:mod:`sege_cvx.simulation.stage_loop`): :func:`~sege_cvx.simulate` then plays many
+    #: stages per compiled call instead of ``select``/``observe`` stage by stage.
+    compiled_stages: bool = False
 
     def __init__(self, arm_set: ArmSet, baseline_arm: np.ndarray, baseline_reward: float,
                  threshold: float, *, S: float, noise_sd: float, lam: float = 0.1,
@@ -251,22 +251,13 @@ class Policy:
             raise ValueError(f"y must hold {self.n_runs} reward(s), got shape {ys.shape}")
         return xs, ys.reshape(self.n_runs)
 
-    def _stage_record(self, t0: int, k: int) -> tuple:
-        """The policy's stage record for stages ``t0 .. t0 + k - 1`` of the compiled stage loop
-        (its state, viewed, and the constants of those stages); only where ``_fused_stages``."""
-        raise NotImplementedError
-
-    def _stages_done(self, last: int, rows: np.ndarray, failed: np.ndarray) -> int:
-        """After a compiled call that played stages up to ``last``: raise if a run's ``V`` lost
-        definiteness (``failed[i]``: the stage), else record the stage and return the next
-        checkpoint row (the same for every run)."""
-        if failed.any():
-            i = int(np.argmax(failed > 0))
-            raise ValueError(f"run {i}, stage {failed[i]}: V = lam I + sum x x^T is not "
-                             f"numerically positive definite (lam = {self.lam:g} is too small): "
-                             "use a larger lam")
-        self.t = last
-        return int(rows[0])
+    def stage_record(self, t0: int, n_stages: int) -> tuple:
+        """The policy's stage record for stages ``t0 .. t0 + n_stages - 1`` of the compiled stage
+        loop (:mod:`sege_cvx.simulation.stage_loop`): a ``NamedTuple`` of its state (views of
+        its arrays, which the loop updates in place) and those stages' constants, whose class
+        has hooks registered (:func:`~sege_cvx.simulation.stage_loop.register_stage_hooks`).
+        Only where :attr:`compiled_stages`."""
+        raise NotImplementedError(f"{type(self).__name__} has no compiled stages")
 
     def _require_convex(self, arm_set: object) -> None:
         """Refuse a non-convex arm set (a :class:`~sege_cvx.arm_sets.FiniteArmSet`), for policies

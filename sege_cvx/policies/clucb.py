@@ -268,11 +268,11 @@ class CLUCB(Policy):
         t = self.t + 1
         arms = np.empty((self.n_runs, self.arm_set.dim))
         codes = np.empty(self.n_runs, dtype=np.int8)
-        choose_loop(CLUCBStages)(self._stage_record(t, 1), t, arms, codes)
+        choose_loop(CLUCBStages)(self.stage_record(t, 1), t, arms, codes)
         self.last_decision = codes
         return arms
 
-    _fused_stages = True
+    compiled_stages = True
 
     def summary(self, stats, stages: list[int]) -> dict:
         """The arm count, its discretization error and the mean number of baseline plays."""
@@ -286,12 +286,12 @@ class CLUCB(Policy):
         conf = self.confidence
         return radii_all(self._radius.rule, self._beta[conf.counts], conf.chol)
 
-    def _stage_record(self, t0: int, k: int) -> CLUCBStages:
-        """The record of rounds ``t0 .. t0 + k - 1`` for the compiled stage loop
+    def stage_record(self, t0: int, n_stages: int) -> CLUCBStages:
+        """The record of rounds ``t0 .. t0 + n_stages - 1`` for the compiled stage loop
         (:mod:`sege_cvx.simulation.stage_loop`): the radius's table covers every count they can
         reach."""
         conf = self.confidence
-        table = self._beta.covering(int(conf.counts.max()) + k)
+        table = self._beta.covering(int(conf.counts.max()) + n_stages)
         return CLUCBStages(conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
                            self.optimistic_sum, self.decision_counts, self.last_decision,
                            self._radius.rule, table, self.arms, self._arms_t,

@@ -331,7 +331,7 @@ class ROFUL(Policy):
         self.solver_fallbacks = np.zeros(self.n_runs, dtype=np.int64)
 
     @property
-    def _fused_stages(self) -> bool:
+    def compiled_stages(self) -> bool:
         return self._geometry is not None
 
     def summary(self, stats, stages: list[int]) -> dict:
@@ -375,12 +375,12 @@ class ROFUL(Policy):
         """Record the rewards: ``(x - x0, y - b0)`` enter the confidence set."""
         self.confidence.update_unchecked(x - self.baseline_arm, y - self.baseline_reward)
 
-    def _stage_record(self, t0: int, k: int) -> ROFULStages:
-        """The record of stages ``t0 .. t0 + k - 1`` for the compiled stage loop
+    def stage_record(self, t0: int, n_stages: int) -> ROFULStages:
+        """The record of stages ``t0 .. t0 + n_stages - 1`` for the compiled stage loop
         (:mod:`sege_cvx.simulation.stage_loop`).  Only on sets with a compiled membership test
-        (``_fused_stages``)."""
+        (:attr:`compiled_stages`)."""
         conf = self.confidence
-        table = self._beta.covering(int(conf.counts.max()) + k)
+        table = self._beta.covering(int(conf.counts.max()) + n_stages)
         return ROFULStages(conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
                            self.decision_counts, self.last_decision, self.solver_fallbacks,
                            self._radius.rule, table, self._dirs_t, self.steps, self._offsets,

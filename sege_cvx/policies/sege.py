@@ -303,7 +303,7 @@ class SEGE(Policy):
         return warm
 
     @property
-    def _fused_stages(self) -> bool:
+    def compiled_stages(self) -> bool:
         return self._compiled is not None
 
     @property
@@ -357,7 +357,7 @@ class SEGE(Policy):
         if self._compiled is not None:
             arms = np.empty((self.n_runs, self.arm_set.dim))
             decision = np.empty(self.n_runs, dtype=np.int8)
-            choose_loop(sege_rule.SEGEStages)(self._stage_record(t, 1), t, arms, decision)
+            choose_loop(sege_rule.SEGEStages)(self.stage_record(t, 1), t, arms, decision)
         else:
             arms, decision = self._select_around_arm_set(self.radii(t), self.c * math.sqrt(t))
         self.last_decision = decision
@@ -416,15 +416,15 @@ class SEGE(Policy):
             self._fallback_reasons.update(s for s, ok in zip(result.status, result.ok, strict=True)
                                           if not ok)
 
-    def _stage_record(self, t0: int, k: int) -> sege_rule.SEGEStages:
-        """The record of stages ``t0 .. t0 + k - 1`` for the compiled stage loop
+    def stage_record(self, t0: int, n_stages: int) -> sege_rule.SEGEStages:
+        """The record of stages ``t0 .. t0 + n_stages - 1`` for the compiled stage loop
         (:mod:`sege_cvx.simulation.stage_loop`): per stage, ``c sqrt(t)`` and the radius's value
-        at ``delta_t``; at least ``k`` unread normal draws per run.  Only on sets with compiled
-        arms (``_fused_stages``)."""
-        stages = range(t0, t0 + k)
+        at ``delta_t``; at least ``n_stages`` unread normal draws per run.  Only on sets with compiled
+        arms (:attr:`compiled_stages`)."""
+        stages = range(t0, t0 + n_stages)
         bounds = np.array([self.c * math.sqrt(t) for t in stages])
         values = np.array([self._radius.stage_value(t, self.risk_level(t)) for t in stages])
-        self._zeta.reserve(k)
+        self._zeta.reserve(n_stages)
         conf = self.confidence
         geometry, exploration = self._compiled
         return sege_rule.SEGEStages(

@@ -131,9 +131,10 @@ def simulate(
 ) -> SimulationResult:
     """Run ``policy`` (acting on ``n_runs`` runs) against ``bandit`` for ``horizon`` stages.
 
-    Policies whose whole stage is compiled (CLUCB, ROFUL, and SEGE on ellipsoids, balls, boxes
-    and polytopes unless its LCB arms come from the solver) play up to a few hundred stages per
-    compiled call, with the runs spread over threads (as many as numba's setting:
+    Policies whose whole stage is compiled (:attr:`~sege_cvx.Policy.compiled_stages`: CLUCB,
+    ROFUL, and SEGE on ellipsoids, balls, boxes and polytopes unless its LCB arms come from the
+    solver) play up to a thousand stages per call of the compiled stage loop
+    (:mod:`sege_cvx.simulation.stage_loop`), with the runs spread over threads (as many as numba's setting:
     ``NUMBA_NUM_THREADS``, or :func:`numba.set_num_threads`; default every core); others go
     through ``select``/``observe`` stage by stage.  Either way the numbers are bitwise those of
     the step API, whatever the number of threads.
@@ -215,7 +216,7 @@ def simulate(
     start = time.perf_counter()
     bar = tqdm(total=horizon, desc=progress if isinstance(progress, str) else None,
                disable=not progress, mininterval=0.5, unit="stage")
-    if policy._fused_stages:
+    if policy.compiled_stages:
         # Many stages per compiled call, with the same per-run functions as select/observe;
         # calls end before snapshot stages, whose state (stages 1..t-1) is recorded first.
         upcoming = sorted(snaps)
@@ -232,10 +233,16 @@ def simulate(
             recording = stats.recording(
                 row, rewards[window] if traces else np.empty((0, n)),
                 decisions[window] if traces else np.empty((0, n), dtype=np.int8))
-            progress = play_stages(policy._stage_record(t, steps), t,
+            progress = play_stages(policy.stage_record(t, steps), t,
                                    Environment(bandit.theta_star, bandit.noise_sd, noise, optimal,
                                                threshold), recording)
-            row = policy._stages_done(t + steps - 1, progress.rows, progress.failed)
+            if progress.failed.any():
+                i = int(np.argmax(progress.failed > 0))
+                raise ValueError(f"run {i}, stage {progress.failed[i]}: V = lam I + sum x x^T is "
+                                 f"not numerically positive definite (lam = {policy.lam:g} is too "
+                                 "small): use a larger lam")
+            policy.t = t + steps - 1
+            row = int(progress.rows[0])  # the same for every run
             t += steps
             bar.update(t - 1 - bar.n)
         bar.close()

@@ -169,7 +169,10 @@ def _bind(template: Callable, record: type, **options):
     fn = types.FunctionType(template.__code__, names, template.__name__, template.__defaults__)
     fn.__qualname__ = fn.__name__ = f"{template.__name__.lstrip('_')}_{record.__name__}"
     fn.__module__, fn.__doc__ = template.__module__, template.__doc__
-    return njit(**options)(fn)
+    # numba stamps the copy with this package's source only: hooks from elsewhere (a user's
+    # module) could change under an unchanged stamp, so their loops compile in each process.
+    ours = all(getattr(hook, "__module__", "").startswith("sege_cvx.") for hook in hooks)
+    return njit(cache=ours, **options)(fn)
 
 
 @functools.cache

@@ -1,0 +1,213 @@
+"""The compiled stage loop is open: a policy outside the package registers a stage record and its
+hooks, and simulate plays it through the one loop, bit for bit as its select/observe."""
+
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+import sege_cvx as sc
+from sege_cvx._numba import njit
+from sege_cvx.confidence.cholesky import lcb_one, observe_one
+from sege_cvx.experiments.problem import BanditProblem
+from sege_cvx.simulation.stage_loop import (
+    StageHooks,
+    choose_loop,
+    register_stage_hooks,
+    stage_loop,
+)
+from sege_cvx.testing import check_policy
+
+CANDIDATE, BASELINE = 0, 1
+
+
+class RoundRobinStages(NamedTuple):
+    V: np.ndarray
+    chol: np.ndarray
+    xy_sum: np.ndarray
+    theta_hat: np.ndarray
+    counts: np.ndarray
+    decision_counts: np.ndarray
+    last_decision: np.ndarray
+    candidates: np.ndarray
+    baseline: np.ndarray
+    radius: float
+    threshold: float
+
+
+@njit(inline="always")
+def _scratch(policy, d):
+    return np.empty((d, d)), np.empty((d, d)), np.empty(d)
+
+
+@njit(inline="always")
+def _run_view(policy, i):
+    return policy.V[i], policy.chol[i], policy.xy_sum[i], policy.theta_hat[i]
+
+
+@njit(inline="always")
+def _choose_arm(policy, run, work, i, s, t, arm):
+    # Candidate t mod K if its lower confidence bound clears the threshold, else the baseline.
+    candidate = policy.candidates[t % policy.candidates.shape[0]]
+    ok = lcb_one(candidate, run[3], run[1], policy.radius, work[2]) >= policy.threshold
+    for j in range(arm.shape[0]):
+        arm[j] = candidate[j] if ok else policy.baseline[j]
+    return CANDIDATE if ok else BASELINE
+
+
+@njit(inline="always")
+def _learn(policy, run, work, i, arm, y, code):
+    if not observe_one(run[0], run[1], run[2], run[3], arm, y, work[0], work[1], work[2]):
+        return False
+    policy.counts[i] += 1
+    return True
+
+
+register_stage_hooks(RoundRobinStages, StageHooks(_scratch, _run_view, _choose_arm, _learn))
+
+
+class RoundRobin(sc.Policy):
+    """Plays the finite set's arms in turn where certified safe, else the baseline."""
+
+    decision_names = ("candidate", "baseline")
+    compiled_stages = True
+
+    def __init__(self, arm_set, baseline_arm, baseline_reward, threshold, *, S, noise_sd,
+                 lam=0.1, n_runs=1, seed=None, radius: float = 1.0):
+        super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
+                         noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed)
+        self.radius = radius
+        self.candidates = np.array(arm_set.arms)
+        self.confidence = sc.ConfidenceEllipsoid(self.d, self.lam, self.n_runs)
+
+    def stage_record(self, t0, n_stages):
+        c = self.confidence
+        return RoundRobinStages(c.V, c.chol, c.xy_sum, c.theta_hat, c.counts,
+                                self.decision_counts, self.last_decision, self.candidates,
+                                self.baseline_arm, self.radius, self.threshold)
+
+    def select(self):
+        t = self.t + 1
+        arms = np.empty((self.n_runs, self.d))
+        codes = np.empty(self.n_runs, dtype=np.int8)
+        choose_loop(RoundRobinStages)(self.stage_record(t, 1), t, arms, codes)
+        self.last_decision = codes
+        return arms
+
+    def observe(self, arms, rewards):
+        self.confidence.update(arms, rewards)
+
+
+class SteppedRoundRobin(RoundRobin):
+    compiled_stages = False
+
+
+def _problem():
+    arms = sc.FiniteArmSet([[0.5, 0.5], [2.0, 0.0], [0.0, 2.0], [1.5, 1.5], [1.0, 0.2]])
+    return BanditProblem(arms, theta_star=(0.6, 0.8), baseline_arm=(0.5, 0.5))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_users_compiled_policy_plays_through_the_loop_as_through_select_observe(threads):
+    import numba
+
+    problem = _problem()
+    policy_seeds, noise_seeds = sc.run_seeds(4, 5)
+    results = []
+    for cls in (RoundRobin, SteppedRoundRobin):
+        policy = cls(problem.arm_set, problem.baseline_arm, problem.baseline_reward,
+                     problem.threshold, S=problem.S, noise_sd=problem.noise_sd, n_runs=5,
+                     seed=policy_seeds, radius=0.5)
+        previous = numba.get_num_threads()
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        try:
+            result = sc.simulate(policy, sc.LinearBandit(problem.theta_star, problem.noise_sd,
+                                                         noise_seeds), 1500, traces=True)
+        finally:
+            numba.set_num_threads(previous)
+        results.append((policy, result))
+    (fused, a), (stepped, b) = results
+    np.testing.assert_array_equal(a.expected_reward, b.expected_reward)
+    np.testing.assert_array_equal(a.decisions, b.decisions)
+    for name in vars(a.stats):
+        np.testing.assert_array_equal(getattr(a.stats, name), getattr(b.stats, name), err_msg=name)
+    for name in ("V", "chol", "xy_sum", "theta_hat", "counts"):
+        np.testing.assert_array_equal(getattr(fused.confidence, name),
+                                      getattr(stepped.confidence, name), err_msg=name)
+    np.testing.assert_array_equal(fused.decision_counts, stepped.decision_counts)
+    assert fused.t == stepped.t == 1500
+    # Both decisions occur: the rule is exercised, not one branch of it.
+    assert set(np.unique(a.decisions)) == {CANDIDATE, BASELINE}
+
+
+def test_the_compiled_path_is_the_loop_not_select(monkeypatch):
+    problem = _problem()
+    policy = RoundRobin(problem.arm_set, problem.baseline_arm, problem.baseline_reward,
+                        problem.threshold, S=problem.S, noise_sd=problem.noise_sd, n_runs=2)
+
+    def refuse(self):
+        raise AssertionError("select called")
+
+    monkeypatch.setattr(RoundRobin, "select", refuse)
+    sc.simulate(policy, sc.LinearBandit(problem.theta_star, problem.noise_sd,
+                                        sc.run_seeds(0, 2)[1]), 50)
+    assert policy.t == 50 and policy.decision_counts.sum() == 100
+
+
+def test_check_policy_passes_the_users_compiled_policy():
+    check_policy(RoundRobin, _problem(), radius=0.5)
+
+
+def test_a_loop_of_hooks_outside_the_package_is_not_cached_on_disk():
+    from sege_cvx._numba import has_disk_cache
+    from sege_cvx.policies.sege_rule import SEGEStages
+
+    assert not has_disk_cache(stage_loop(RoundRobinStages))
+    assert has_disk_cache(stage_loop(SEGEStages))
+
+
+def test_stage_records_are_refused_with_one_line():
+    class NotARecord:
+        pass
+
+    class Partial(NamedTuple):
+        V: np.ndarray
+
+    hooks = StageHooks(_scratch, _run_view, _choose_arm, _learn)
+    with pytest.raises(TypeError, match="must be a NamedTuple class"):
+        register_stage_hooks(NotARecord, hooks)
+    with pytest.raises(TypeError, match=r"lacks the field\(s\) \['decision_counts', 'last_decision'\]"):
+        register_stage_hooks(Partial, hooks)
+    with pytest.raises(TypeError, match="hooks must be a StageHooks"):
+        register_stage_hooks(RoundRobinStages, (_scratch, _run_view, _choose_arm, _learn))
+    with pytest.raises(TypeError, match="no compiled stage loop for Partial"):
+        stage_loop(Partial)
+
+
+ShiftedStages = NamedTuple("ShiftedStages", list(RoundRobinStages.__annotations__.items()))
+
+
+@njit(inline="always")
+def _choose_shifted(policy, run, work, i, s, t, arm):
+    return _choose_arm(policy, run, work, i, s, t + 1, arm)  # not what select plays
+
+
+register_stage_hooks(ShiftedStages, StageHooks(_scratch, _run_view, _choose_shifted, _learn))
+
+
+class Shifted(RoundRobin):
+    def stage_record(self, t0, n_stages):
+        return ShiftedStages(*super().stage_record(t0, n_stages))
+
+    def select(self):  # the step API of RoundRobin, on its own record
+        t = self.t + 1
+        arms = np.empty((self.n_runs, self.d))
+        codes = np.empty(self.n_runs, dtype=np.int8)
+        choose_loop(RoundRobinStages)(RoundRobin.stage_record(self, t, 1), t, arms, codes)
+        self.last_decision = codes
+        return arms
+
+
+def test_check_policy_fails_compiled_stages_that_are_not_select_observe():
+    with pytest.raises(AssertionError, match="Shifted's compiled stages gave decisions"):
+        check_policy(Shifted, _problem(), radius=0.5)
