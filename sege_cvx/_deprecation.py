@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from functools import partial
+from importlib import import_module
 
 
 def deprecated_names(module: str, names: dict[str, tuple[Callable[[], object], str]]) -> Callable:
@@ -20,3 +22,14 @@ def deprecated_names(module: str, names: dict[str, tuple[Callable[[], object], s
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+def moved(homes: dict[str, str]) -> dict[str, tuple[Callable[[], object], str]]:
+    """The entries of :func:`deprecated_names` for names that moved to another module: old name
+    -> the module that defines it now (imported when the name is first used)."""
+    return {name: (partial(_attribute, home, name), f"{home}.{name}")
+            for name, home in homes.items()}
+
+
+def _attribute(module: str, name: str) -> object:
+    return getattr(import_module(module), name)

@@ -87,7 +87,7 @@ def _study(args: argparse.Namespace, **settings):
     """:func:`~sege_cvx.experiments.run_study` with the command's seed, progress and workers; a
     study that stops is one line (nothing is written to ``--out``)."""
     from .experiments import run_study
-    from .experiments.sweep import SweepError
+    from .experiments.sweeps.errors import SweepError
 
     try:
         return run_study(seed=args.seed, progress=not args.no_progress, workers=args.workers,
@@ -156,9 +156,10 @@ def _sweep(args: argparse.Namespace) -> int:
     """Every cell of a study spec (problems x algorithms x parameter grids) over its seeded runs:
     runs.parquet, curves.parquet and manifest.json in ``--out``; rerun to resume."""
     from .experiments.outputs import OutputPathError
-    from .experiments.results import markdown_table, report_table
     from .experiments.spec import SpecError
-    from .experiments.sweep import SweepError, run_sweep
+    from .experiments.sweeps.errors import SweepError
+    from .experiments.sweeps.report import markdown_table, report_table
+    from .experiments.sweeps.run import run_sweep
 
     spec = args.spec_object
     cells = spec.cells()
@@ -196,7 +197,7 @@ def _report(args: argparse.Namespace) -> int:
 
     matplotlib.use("Agg")  # files only; no display needed
     from .experiments.outputs import OutputPathError
-    from .experiments.results import write_report
+    from .experiments.sweeps.report import write_report
 
     try:
         paths = write_report(args.results, args.out, by=args.by,
@@ -383,7 +384,7 @@ def _validate(args: argparse.Namespace) -> None:
         # The spec's shape, then --out (a sweep of this spec there resumes); run_sweep then
         # checks every cell's values, all before any simulation.
         from .experiments.spec import StudySpec
-        from .experiments.sweep import check_sweep_dir
+        from .experiments.sweeps.directory import check_sweep_dir
 
         _import_beside(args.spec)  # first: reading the spec imports its policies' modules
         args.spec_object = StudySpec.from_toml(args.spec)
@@ -401,7 +402,8 @@ def _validate(args: argparse.Namespace) -> None:
     if args.command == "report":  # the results are read here: a directory without is an error
         from pathlib import Path
 
-        from .experiments.results import check_report_dir, check_stages, load_results
+        from .experiments.sweeps.report import check_report_dir, check_stages
+        from .experiments.sweeps.store import load_results
 
         args.results = load_results(args.dir)
         args.results.panel_keys(args.by)
@@ -430,7 +432,7 @@ def _sweep_started(out: str) -> bool:
 
 def _one_line_warnings(message, category, filename, lineno, file=None, line=None) -> None:
     """``warnings.showwarning`` for the command line: sege_cvx's own warnings as one line."""
-    from .experiments.sweep import SweepWarning
+    from .experiments.sweeps.errors import SweepWarning
 
     if issubclass(category, SweepWarning):
         print(f"sege-cvx: warning: {message}", file=sys.stderr if file is None else file)
@@ -483,7 +485,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except SpecError as exc:  # a problem or cell that cannot run, found before any simulation
         parser.error(str(exc))
     except ConnectionError as exc:
-        from .experiments.sweep import SchedulerError  # loaded already if it raised this
+        from .experiments.sweeps.workers import SchedulerError  # loaded already if it raised this
 
         if not isinstance(exc, SchedulerError):
             raise

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # numba itself imports scipy, and scipy.linalg for its BLAS bindings at the first kernel call:
@@ -43,19 +45,28 @@ def test_closed_form_path_loads_no_solver_and_a_polytope_loads_cvxpy():
     assert out.stdout.split("\n")[:3] == ["[]", "True", "True True False"]
 
 
-def _package_imports(path: Path, package: str) -> set[str]:
-    """The modules of ``package`` that ``path`` imports, at the top or inside functions."""
+def _package_imports(path: Path, package: str, module: str) -> set[str]:
+    """The modules of ``package`` (dotted names relative to it) that its module ``module``, at
+    ``path``, imports, at the top or inside functions."""
     import ast
 
+    here = module.split(".")[:-1]  # the subpackage holding ``module`` ([] for the package)
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            if node.module:
-                found.add(node.module.split(".")[0])
-            else:
-                found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(package + "."):
-            found.add(node.module[len(package) + 1:].split(".")[0])
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            up = node.level - 1
+            if up > len(here):  # above the package: sege_cvx's other modules
+                continue
+            stem = here[:len(here) - up] + (node.module.split(".") if node.module else [])
+        elif (node.module or "").startswith(package + "."):
+            stem = node.module[len(package) + 1:].split(".")
+        else:
+            continue
+        # ``from .sweeps import run`` imports the module sweeps.run; ``from .x import name``, x.
+        found.update(".".join([*stem, alias.name]) for alias in node.names)
+        found.add(".".join(stem))
     return found
 
 
@@ -63,10 +74,11 @@ def test_experiments_have_no_import_circle():
     # BanditProblem lives below the study (experiments/problem.py), so that the examples, the
     # shards and the sweep build problems without importing the paper's study.
     folder = ROOT / "sege_cvx" / "experiments"
-    modules = {p.stem for p in folder.glob("*.py")} - {"__init__"}
-    graph = {m: _package_imports(folder / f"{m}.py", "sege_cvx.experiments") & modules
-             for m in modules}
-    assert "paper" not in graph["problem"] | graph["examples"] | graph["shards"]
+    paths = {".".join(p.relative_to(folder).with_suffix("").parts): p
+             for p in folder.rglob("*.py") if p.name != "__init__.py"}
+    modules = set(paths)
+    graph = {m: _package_imports(paths[m], "sege_cvx.experiments", m) & modules for m in modules}
+    assert "paper" not in graph["problem"] | graph["examples"] | graph["sweeps.shards"]
     state = dict.fromkeys(modules, 0)  # 0 new, 1 on the current path, 2 done
 
     def visit(m, path):
@@ -80,3 +92,18 @@ def test_experiments_have_no_import_circle():
     for m in sorted(modules):
         if state[m] == 0:
             visit(m, [])
+
+
+@pytest.mark.parametrize("old", ["sweep", "results", "shards"])
+def test_the_old_module_paths_are_deprecated_aliases(old):
+    """``sege_cvx.experiments.sweep``, ``.results`` and ``.shards`` moved into ``.sweeps``: each of
+    their public names still resolves, with a warning naming its new home, to the same object."""
+    import importlib
+
+    module = importlib.import_module(f"sege_cvx.experiments.{old}")
+    for name in module.__all__:
+        with pytest.warns(DeprecationWarning, match=rf"experiments\.{old}\.{name} is deprecated") as seen:
+            value = getattr(module, name)
+        new = str(seen[0].message).rsplit("use ", 1)[1]
+        assert new.startswith("sege_cvx.experiments.sweeps.") and new.endswith(f".{name}")
+        assert value is getattr(importlib.import_module(new.rsplit(".", 1)[0]), name)

@@ -425,7 +425,7 @@ def test_the_names_that_moved_are_deprecated_aliases():
 
 def test_every_results_column_is_reserved():
     """Decision names and grid parameters may not take a column the tables already have."""
-    from sege_cvx.experiments.shards import shard_schema
+    from sege_cvx.experiments.sweeps.shards import shard_schema
     from sege_cvx.policies.base import reserved_name
 
     spec = {"seed": 1, "runs": 2, "horizon": 20, "problems": [{"name": "paper"}],

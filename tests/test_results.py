@@ -18,15 +18,14 @@ import pytest
 from _cli_errors import one_line_error
 
 from sege_cvx.cli import main
-from sege_cvx.experiments.results import (
-    ResultsError,
-    load_results,
+from sege_cvx.experiments.sweeps.report import (
     markdown_table,
     mean_pm_se,
     report_table,
     write_report,
 )
-from sege_cvx.experiments.sweep import run_sweep
+from sege_cvx.experiments.sweeps.run import run_sweep
+from sege_cvx.experiments.sweeps.store import ResultsError, load_results
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -305,7 +304,7 @@ def test_results_and_report_arguments_load_no_matplotlib():
     script = ("import sys\nfrom sege_cvx.cli import build_parser\n"
               "build_parser().parse_args(['report', 'x'])\n"
               "assert 'pandas' not in sys.modules and 'matplotlib' not in sys.modules\n"
-              "import sege_cvx.experiments.results\n"
+              "import sege_cvx.experiments.sweeps.report, sege_cvx.experiments.sweeps.store\n"
               "print(sorted(m for m in sys.modules if m.startswith('matplotlib')))\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
                                                                       os.environ.get("PYTHONPATH")]))}
@@ -315,7 +314,7 @@ def test_results_and_report_arguments_load_no_matplotlib():
 
 
 def test_an_interrupted_report_says_its_files_may_be_incomplete(results, tmp_path, monkeypatch, capsys):
-    import sege_cvx.experiments.results as module
+    import sege_cvx.experiments.sweeps.report as module
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

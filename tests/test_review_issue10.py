@@ -42,8 +42,8 @@ def test_a_default_radius_is_not_reported_as_not_applying(tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from sege_cvx.experiments.results import report_table
-    from sege_cvx.experiments.sweep import run_sweep
+    from sege_cvx.experiments.sweeps.report import report_table
+    from sege_cvx.experiments.sweeps.run import run_sweep
 
     spec = {"seed": 0, "runs": 2, "horizon": 20, "problems": [{"name": "paper"}],
             "algorithms": [{"name": "ROFUL", "grid": {"radius": ["theorem1"]}}, {"name": "CLUCB"},

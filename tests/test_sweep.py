@@ -16,9 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from sege_cvx.experiments import OutputPathError, SpecError, StudySpec, load_results, run_sweep
-from sege_cvx.experiments import sweep as sweep_module
-from sege_cvx.experiments.results import ResultsError
-from sege_cvx.experiments.shards import run_seed
+from sege_cvx.experiments.sweeps import workers as workers_module
+from sege_cvx.experiments.sweeps.errors import SweepWarning
+from sege_cvx.experiments.sweeps.shards import run_seed
+from sege_cvx.experiments.sweeps.store import ResultsError
 
 # A compiled-path problem (the paper's disk) and a solver-path one (the box, Clarabel LCB arms).
 SPEC = {"seed": 5, "runs": 5, "horizon": 300,
@@ -137,9 +138,9 @@ def test_resume_skips_finished_shards_and_gives_the_same_files(tmp_path, monkeyp
     shards[4].with_suffix(".sha256").unlink()
     shards[7].write_bytes(shards[7].read_bytes()[:100])  # damaged after it was written
     calls = []
-    real = sweep_module.run_shard
-    monkeypatch.setattr(sweep_module, "run_shard", lambda task: calls.append(task.name) or real(task))
-    with pytest.warns(sweep_module.SweepWarning, match=rf"1 saved shard failed its check and is "
+    real = workers_module.run_shard
+    monkeypatch.setattr(workers_module, "run_shard", lambda task: calls.append(task.name) or real(task))
+    with pytest.warns(SweepWarning, match=rf"1 saved shard failed its check and is "
                       rf"computed again: {shards[7].stem} \(its content does not match its SHA-256\)"):
         again = run_sweep(SPEC, out, workers=1, progress=False)  # the shard size is the record's
     assert calls == [shards[4].stem, shards[7].stem]
@@ -156,7 +157,7 @@ def test_resume_skips_finished_shards_and_gives_the_same_files(tmp_path, monkeyp
 
 def test_an_interrupted_sweep_resumes(tmp_path, monkeypatch, reference):
     out = tmp_path / "out"
-    real = sweep_module.run_shard
+    real = workers_module.run_shard
     done = []
 
     def interrupted(task):
@@ -165,14 +166,14 @@ def test_an_interrupted_sweep_resumes(tmp_path, monkeypatch, reference):
         done.append(task.name)
         return real(task)
 
-    monkeypatch.setattr(sweep_module, "run_shard", interrupted)
+    monkeypatch.setattr(workers_module, "run_shard", interrupted)
     with pytest.raises(KeyboardInterrupt):
         run_sweep(SPEC, out, workers=1, shard_runs=2, progress=False)
     assert sorted(p.stem for p in (out / "shards").glob("*.parquet")) == sorted(done)
     assert not (out / "manifest.json").exists() and not (out / "runs.parquet").exists()
     with pytest.raises(ResultsError, match="rerun its command to resume"):
         load_results(out)
-    monkeypatch.setattr(sweep_module, "run_shard", real)
+    monkeypatch.setattr(workers_module, "run_shard", real)
     assert_same_results(reference, run_sweep(SPEC, out, workers=1, progress=False))
 
 

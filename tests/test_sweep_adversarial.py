@@ -12,8 +12,11 @@ from _cli_errors import one_line_error
 
 from sege_cvx.cli import main
 from sege_cvx.experiments import OutputPathError, SpecError, StudySpec, load_results, run_sweep
-from sege_cvx.experiments import sweep as sweep_module
-from sege_cvx.experiments.results import ResultsError
+from sege_cvx.experiments.sweeps import run as run_module
+from sege_cvx.experiments.sweeps import workers as workers_module
+from sege_cvx.experiments.sweeps.errors import SweepError
+from sege_cvx.experiments.sweeps.store import ResultsError
+from sege_cvx.experiments.sweeps.workers import SchedulerError
 
 SMALL = {"seed": 3, "runs": 2, "horizon": 20, "problems": [{"name": "paper"}],
          "algorithms": [{"name": "CLUCB"}]}
@@ -43,8 +46,8 @@ def no_simulation(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("work started")
 
-    monkeypatch.setattr(sweep_module, "run_shard", forbidden)
-    monkeypatch.setattr(sweep_module, "check_cells", forbidden)
+    monkeypatch.setattr(workers_module, "run_shard", forbidden)
+    monkeypatch.setattr(run_module, "check_cells", forbidden)
 
 
 # --- the command line: user errors are one line, exit status 2 ---------------------------------
@@ -91,7 +94,7 @@ def test_cli_sweep_into_another_spec_s_sweep_is_refused_before_any_work(tmp_path
     def forbidden(*args, **kwargs):
         raise AssertionError("work started")
 
-    monkeypatch.setattr(sweep_module, "check_cells", forbidden)
+    monkeypatch.setattr(run_module, "check_cells", forbidden)
     line = one_line_error(capsys, ["sweep", str(spec), "--out", str(out), "--no-progress"])
     assert "holds a sweep of another spec" in line and "--overwrite" in line
     assert "changed while the study ran" not in line
@@ -113,7 +116,7 @@ def test_unreachable_scheduler_writes_nothing(tmp_path):
     pytest.importorskip("distributed")
     out = tmp_path / "out"
     with dask.config.set({"distributed.comm.timeouts.connect": "1s"}), \
-            pytest.raises(sweep_module.SchedulerError, match="tcp://127.0.0.1:1"):
+            pytest.raises(SchedulerError, match="tcp://127.0.0.1:1"):
         run_sweep(SMALL, out, scheduler="tcp://127.0.0.1:1", progress=False)
     assert not out.exists()
 
@@ -123,7 +126,7 @@ def test_cli_sweep_interrupted_before_it_started_says_nothing_was_written(tmp_pa
     def interrupted(spec):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sweep_module, "check_cells", interrupted)
+    monkeypatch.setattr(run_module, "check_cells", interrupted)
     out = tmp_path / "out"
     assert main(["sweep", str(_toml(tmp_path, SMALL_TOML)), "--out", str(out),
                  "--no-progress"]) == 130
@@ -149,7 +152,7 @@ def test_an_unreachable_scheduler_leaves_no_client_to_finalize_later(tmp_path):
 
     gc.collect()
     before = clients()
-    with pytest.raises(sweep_module.SchedulerError):
+    with pytest.raises(SchedulerError):
         run_sweep(SMALL, tmp_path / "out", scheduler="not-an-address", progress=False)
     assert clients() == before
 
@@ -279,8 +282,8 @@ def test_a_factory_with_numpy_scalars_gets_a_manifest(tmp_path, monkeypatch):
 
 def _count_shards(monkeypatch) -> list:
     calls = []
-    real = sweep_module.run_shard
-    monkeypatch.setattr(sweep_module, "run_shard",
+    real = workers_module.run_shard
+    monkeypatch.setattr(workers_module, "run_shard",
                         lambda task: calls.append(task.name) or real(task))
     return calls
 
@@ -354,7 +357,7 @@ def test_a_sweep_started_meanwhile_in_the_same_new_dir_is_not_deleted(tmp_path, 
     start must not delete the first's files (it did: ``shutil.rmtree`` of the target)."""
     out = tmp_path / "out"
     other = {**SMALL, "seed": 4}
-    real = sweep_module.check_cells
+    real = run_module.check_cells
     started = []
 
     def meanwhile(spec):
@@ -364,7 +367,7 @@ def test_a_sweep_started_meanwhile_in_the_same_new_dir_is_not_deleted(tmp_path, 
             run_sweep(other, out, workers=1, progress=False)
         return problems
 
-    monkeypatch.setattr(sweep_module, "check_cells", meanwhile)
+    monkeypatch.setattr(run_module, "check_cells", meanwhile)
     with pytest.raises(OutputPathError, match="another sweep"):
         run_sweep(SMALL, out, workers=1, progress=False)
     assert load_results(out).manifest["spec"]["seed"] == 4
@@ -374,7 +377,7 @@ def test_a_second_sweep_into_a_running_sweep_s_dir_is_refused(tmp_path, monkeypa
     """While a sweep runs, another one into its directory (same spec: it would resume) must not
     delete its partial files or manifest: it is refused, and the first finishes."""
     out = tmp_path / "out"
-    real = sweep_module.run_shard
+    real = workers_module.run_shard
     seen = []
 
     def meanwhile(task):
@@ -384,7 +387,7 @@ def test_a_second_sweep_into_a_running_sweep_s_dir_is_refused(tmp_path, monkeypa
         seen.append(task.name)
         return real(task)
 
-    monkeypatch.setattr(sweep_module, "run_shard", meanwhile)
+    monkeypatch.setattr(workers_module, "run_shard", meanwhile)
     results = run_sweep(SMALL, out, workers=1, shard_runs=1, progress=False)
     assert len(seen) == 2 and len(results.runs) == 2
 
@@ -419,8 +422,8 @@ def test_a_failed_manifest_write_leaves_no_manifest(tmp_path, monkeypatch):
             return getattr(self.f, name)
 
     monkeypatch.setattr(os, "fdopen", lambda *args, **kwargs: HalfWritten(real(*args, **kwargs)))
-    with pytest.raises(sweep_module.SweepError, match="No space left on device; 1 of 1 shards are "
-                                                      "saved in .*: make it writable"):
+    with pytest.raises(SweepError, match="No space left on device; 1 of 1 shards are saved in .*: "
+                                           "make it writable"):
         run_sweep(SMALL, out, workers=1, progress=False)
     monkeypatch.undo()
     assert not (out / "manifest.json").exists()

@@ -29,13 +29,16 @@ import sege_cvx as sc
 from sege_cvx.cli import main
 from sege_cvx.experiments import OutputPathError, SpecError, load_results, run_sweep
 from sege_cvx.experiments import outputs as outputs_module
-from sege_cvx.experiments import sweep as sweep_module
 from sege_cvx.experiments.files import Directory
 from sege_cvx.experiments.problem import BanditProblem, paper_problem
-from sege_cvx.experiments.results import ResultsError, write_report
-from sege_cvx.experiments.shards import ShardTask, run_shard
 from sege_cvx.experiments.spec import StudySpec
-from sege_cvx.experiments.sweep import SweepError, SweepWarning
+from sege_cvx.experiments.sweeps import report as report_module
+from sege_cvx.experiments.sweeps import run as run_module
+from sege_cvx.experiments.sweeps import workers as workers_module
+from sege_cvx.experiments.sweeps.errors import SweepError, SweepWarning
+from sege_cvx.experiments.sweeps.report import write_report
+from sege_cvx.experiments.sweeps.shards import ShardTask, build_problem, run_shard
+from sege_cvx.experiments.sweeps.store import ResultsError
 
 SPEC = {"seed": 3, "runs": 6, "horizon": 200, "problems": [{"name": "paper"}],
         "algorithms": [{"name": "SEGE"}, {"name": "CLUCB"}]}
@@ -161,13 +164,13 @@ def test_the_command_line_says_in_one_line_which_shards_it_computes_again(refere
 def test_a_shard_damaged_after_it_was_checked_is_not_merged(reference, tmp_path, monkeypatch):
     out = _copy_of(reference, tmp_path)
     (out / "manifest.json").unlink()
-    real = sweep_module.merge_shards
+    real = run_module.merge_shards
 
     def damaged_meanwhile(spec, tasks, out_dir, shards):
         _flip(sorted((out / "shards").glob("*.parquet"))[0], 1000)
         return real(spec, tasks, out_dir, shards)
 
-    monkeypatch.setattr(sweep_module, "merge_shards", damaged_meanwhile)
+    monkeypatch.setattr(run_module, "merge_shards", damaged_meanwhile)
     with pytest.raises(SweepError, match="shard cell0000-runs0000000-0000002 in .* changed after "
                                          "it was checked: its content does not match"):
         run_sweep(SPEC, out, workers=1, progress=False)
@@ -251,7 +254,7 @@ def test_a_factory_whose_problem_changed_is_refused_and_overwrite_restarts(tmp_p
         shard.unlink()
     (out / "manifest.json").unlink()
     (tmp_path / "theta.json").write_text("[0.0, 0.9]")
-    sweep_module.build_problem.cache_clear()
+    build_problem.cache_clear()
     with pytest.raises(OutputPathError, match="problem 'integrity_factory:make' is not the one it "
                                               "was started with .*pass overwrite"):
         run_sweep(changing_factory, out, workers=1, progress=False)
@@ -262,7 +265,7 @@ def test_a_factory_whose_problem_changed_is_refused_and_overwrite_restarts(tmp_p
     assert restarted.manifest["problems"]["integrity_factory:make"]["baseline_reward"] == \
         pytest.approx(1.71)
     assert not restarted.runs["regret"].equals(first.runs["regret"])
-    sweep_module.build_problem.cache_clear()
+    build_problem.cache_clear()
 
 
 def test_a_sweep_resumed_under_other_versions_is_refused(tmp_path, monkeypatch):
@@ -270,7 +273,7 @@ def test_a_sweep_resumed_under_other_versions_is_refused(tmp_path, monkeypatch):
     run_sweep(SPEC, out, workers=1, shard_runs=3, progress=False)
     (out / "manifest.json").unlink()
     real = outputs_module.runtime_versions
-    monkeypatch.setattr(sweep_module, "runtime_versions", lambda: {**real(), "numpy": "0.0.1"})
+    monkeypatch.setattr(run_module, "runtime_versions", lambda: {**real(), "numpy": "0.0.1"})
     with pytest.raises(OutputPathError, match=r"started under other versions \(numpy "):
         run_sweep(SPEC, out, workers=1, progress=False)
 
@@ -629,7 +632,7 @@ def test_a_factory_module_the_dask_workers_lack_is_shipped_to_them(tmp_path, mon
             "from sege_cvx.experiments.problem import paper_problem\n\n"
             "def make():\n    return paper_problem(noise_sd=0.5)\n")
         monkeypatch.syspath_prepend(str(tmp_path))
-        assert "ModuleNotFoundError" in client.run(sweep_module._try_import,
+        assert "ModuleNotFoundError" in client.run(workers_module._try_import,
                                                    "beside_the_spec").popitem()[1]
         spec = {**SPEC, "runs": 2, "problems": [{"factory": "beside_the_spec:make"}]}
         on_dask = run_sweep(spec, tmp_path / "dask", client=client, progress=False)
@@ -669,7 +672,7 @@ def test_a_link_swapped_in_for_shards_while_the_sweep_runs_receives_nothing(tmp_
     in place of ``shards/`` mid-sweep gets no file, and the sweep stops in one line."""
     out, victim = tmp_path / "out", tmp_path / "victim"
     victim.mkdir()
-    real = sweep_module.run_shard
+    real = workers_module.run_shard
     calls = []
 
     def swapped_after_the_first(task):
@@ -679,7 +682,7 @@ def test_a_link_swapped_in_for_shards_while_the_sweep_runs_receives_nothing(tmp_
             (out / "shards").symlink_to(victim)
         return real(task)
 
-    monkeypatch.setattr(sweep_module, "run_shard", swapped_after_the_first)
+    monkeypatch.setattr(workers_module, "run_shard", swapped_after_the_first)
     with pytest.raises(SweepError, match="shards is a symbolic link"):
         run_sweep(SPEC, out, workers=1, shard_runs=2, progress=False)
     assert list(victim.iterdir()) == []
@@ -688,22 +691,20 @@ def test_a_link_swapped_in_for_shards_while_the_sweep_runs_receives_nothing(tmp_
 
 def test_a_link_swapped_in_for_the_report_directory_while_it_is_drawn_receives_nothing(
         reference, tmp_path, monkeypatch):
-    from sege_cvx.experiments import results as results_module
-
     out, victim = _copy_of(reference, tmp_path), tmp_path / "victim"
     victim.mkdir()
-    real = results_module.report_markdown
+    real = report_module.report_markdown
 
     def swapped(*args):
         (out / "report").rename(out / "report.real")
         (out / "report").symlink_to(victim)
         return real(*args)
 
-    monkeypatch.setattr(results_module, "report_markdown", swapped)
+    monkeypatch.setattr(report_module, "report_markdown", swapped)
     write_report(load_results(out), out / "report")
     assert list(victim.iterdir()) == []
     assert sorted(p.name for p in (out / "report.real").iterdir()) == sorted(
-        results_module.REPORT_FILES)
+        report_module.REPORT_FILES)
 
 
 def test_a_fifo_in_place_of_a_checksum_is_computed_again_without_waiting(reference, tmp_path):
@@ -732,7 +733,7 @@ def test_odd_files_in_a_resumed_sweep_are_refused_before_any_work(reference, tmp
      "dir": target.mkdir}[kind]()
     calls = []
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sweep_module, "run_shard", lambda task: calls.append(task) or 1 / 0)
+        patch.setattr(workers_module, "run_shard", lambda task: calls.append(task) or 1 / 0)
         with pytest.raises(OutputPathError, match=f"{place} is a "):
             run_sweep(SPEC, out, workers=1, progress=False)
     assert calls == []

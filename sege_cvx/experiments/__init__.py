@@ -1,6 +1,6 @@
 """Experiments: problems (:mod:`.problem`, the built-in :mod:`.examples`), the paper's Section 6
-study (:mod:`.paper`), sweeps (:mod:`.spec`, :mod:`.shards`, :mod:`.sweep`, :mod:`.results`),
-their figures and outputs.
+study (:mod:`.paper`), sweeps (their spec, :mod:`.spec`; running them, their results and reports,
+:mod:`.sweeps`), their figures and outputs.
 
 Names load their modules on first use (PEP 562): :mod:`.outputs` is light, :mod:`.paper` loads
 the policies' kernels; cvxpy loads only for arm sets that need a solver, matplotlib for figures.
@@ -12,8 +12,9 @@ _EXPORTS = {name: ".paper" for name in ("PAPER_HORIZON", "PAPER_RUNS", "StudyRes
                                         "run_study", "write_outputs")}
 _EXPORTS.update({"BanditProblem": ".problem", "paper_problem": ".problem"})
 _EXPORTS["OutputPathError"] = ".outputs"
-_EXPORTS.update({"run_sweep": ".sweep", "load_results": ".results", "SweepResults": ".results",
-                 "ResultsError": ".results", "write_report": ".results"})
+_EXPORTS.update({"run_sweep": ".sweeps.run", "load_results": ".sweeps.store",
+                 "SweepResults": ".sweeps.store", "ResultsError": ".sweeps.store",
+                 "write_report": ".sweeps.report"})
 _EXPORTS.update({name: ".spec" for name in ("AlgorithmSpec", "ProblemSpec", "SpecError",
                                             "StudySpec")})
 

@@ -1,6 +1,6 @@
 """The figures' shared layout: fixed margins, legends below the axes, PNG and PDF files.
 
-Used by :mod:`.figures` (the single study) and by :mod:`.results` (a sweep's panels).  It sets
+Used by :mod:`.figures` (the single study) and by :mod:`.sweeps.store` (a sweep's panels).  It sets
 no backend: :mod:`.figures` and the command line choose Agg (files only), while a sweep's
 figures drawn in a notebook or a Python session keep the user's backend.
 """

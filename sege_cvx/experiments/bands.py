@@ -1,5 +1,5 @@
 """The bands every figure draws around a mean over runs: one vocabulary for the study's figures
-(:mod:`.figures`) and a sweep's (:meth:`~.results.SweepResults.plot_regret`, the report).
+(:mod:`.figures`) and a sweep's (:meth:`~.sweeps.store.SweepResults.plot_regret`, the report).
 
 * ``"quantile"``: the 5 % to 95 % quantiles over runs at each checkpoint;
 * ``"minmax"``: the range over runs (for the expected reward, over every stage since the

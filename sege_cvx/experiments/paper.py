@@ -35,7 +35,7 @@ from .problem import BanditProblem, paper_problem
 from .spec import StudySpec
 
 if TYPE_CHECKING:
-    from .results import SweepResults
+    from .sweeps.store import SweepResults
 
 #: Quantile levels of the per-checkpoint distributions over runs (``arrays.npz``, figures).
 #: Stages of the safe-set figure (paper Figure 3), up to the horizon.
@@ -211,8 +211,8 @@ def _compile_in_helper(send, algorithm: str, problem: BanditProblem, lcb_method:
                        parent: int) -> None:
     """A helper process of :func:`warm_up`: :func:`play_a_few_stages`, then the seconds it spent
     compiling (None if it failed) on ``send``; it follows its parent (pid ``parent``) as the
-    sweep's workers do (:func:`~sege_cvx.experiments.sweep.follow_parent`)."""
-    from .sweep import follow_parent
+    sweep's workers do (:func:`~sege_cvx.experiments.sweeps.workers.follow_parent`)."""
+    from .sweeps.workers import follow_parent
 
     follow_parent(parent)
     try:
@@ -285,7 +285,7 @@ def run_study(
 ) -> StudyResult:
     """Simulate ``algorithms`` (default SEGE and CLUCB, the paper's study) on the same seeds and
     summarize each: the sweep of :func:`study_spec`, run by
-    :func:`~sege_cvx.experiments.sweep.run_sweep`.
+    :func:`~sege_cvx.experiments.sweeps.run.run_sweep`.
 
     Parameters
     ----------
@@ -293,7 +293,7 @@ def run_study(
         Independent runs and stages per run (the paper: 250 and 50,000).
     seed : int
         The study seed; run ``i`` of both algorithms uses the seed
-        :func:`~sege_cvx.experiments.shards.run_seed` derives from it, the problem and ``i``.
+        :func:`~sege_cvx.experiments.sweeps.shards.run_seed` derives from it, the problem and ``i``.
     lcb_method : {"auto", "closed_form", "solver"}
         How SEGE computes LCB arms.
     problem : str
@@ -316,13 +316,16 @@ def run_study(
     Raises
     ------
     SweepError
-        A worker process died or a shard failed (:class:`~sege_cvx.experiments.sweep.SweepError`).
+        A worker process died or a shard failed (:class:`~sege_cvx.experiments.sweeps.errors.SweepError`).
     """
     import pyarrow as pa
 
     from .files import Directory
-    from .shards import build_problem, run_seed, shard_statistics
-    from .sweep import SweepError, plan_shards, read_cell, run_sweep
+    from .sweeps.errors import SweepError
+    from .sweeps.plan import plan_shards
+    from .sweeps.run import run_sweep
+    from .sweeps.shard_files import read_cell
+    from .sweeps.shards import build_problem, run_seed, shard_statistics
 
     runs, horizon = as_positive_int("runs", runs), as_positive_int("horizon", horizon)
     names = study_algorithms(algorithms)
@@ -406,7 +409,7 @@ def write_outputs(
     command_line: Sequence[str] | None = None,
 ) -> list[Path]:
     """Write ``summary.json``, ``arrays.npz`` (no pickle), the figures, the sweep's
-    ``runs.parquet`` and ``curves.parquet`` (so that :func:`~sege_cvx.experiments.results.load_results`
+    ``runs.parquet`` and ``curves.parquet`` (so that :func:`~sege_cvx.experiments.sweeps.store.load_results`
     and ``sege-cvx report`` read the directory), and ``manifest.json``.
 
     All files are written into a hidden directory beside ``out_dir`` and published together by

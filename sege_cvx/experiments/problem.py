@@ -2,7 +2,7 @@
 
 :class:`BanditProblem` is what every layer above the policies builds its runs from: the paper's
 study (:mod:`.paper`), the built-in examples (:mod:`.examples`), a sweep's shards
-(:mod:`.shards`) and the command line.  :func:`paper_problem` is the paper's Section 6 instance.
+(:mod:`.sweeps.shards`) and the command line.  :func:`paper_problem` is the paper's Section 6 instance.
 """
 
 from __future__ import annotations

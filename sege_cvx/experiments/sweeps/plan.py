@@ -1,0 +1,98 @@
+"""What a sweep runs: every cell checked before any work (:func:`check_cells`), each algorithm
+described for the results (:func:`describe_algorithms`), and the cells' runs split into shards
+(:func:`plan_shards`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..spec import SpecError, StudySpec
+from .shards import ShardTask, build_problem
+
+#: Runs per shard unless given: small enough to spread a cell over workers and to lose little
+#: work when a sweep is killed, large enough for the compiled loops to amortize a call.
+DEFAULT_SHARD_RUNS = 50
+
+
+def check_cells(spec: StudySpec) -> dict[str, dict]:
+    """Build every problem and every cell's policy, and play two stages of one run of each.
+
+    This catches a bad factory or parameter value before any work (as a :class:`SpecError`
+    naming the cell) and compiles, or loads, every kernel the sweep will use, once, here.
+
+    Returns
+    -------
+    dict
+        Per problem label: what figures and tables need (dimension, ``b0``, ``b``, the optimal
+        reward, description), its ``fingerprint``, whether it is ``misspecified`` and the
+        paper's assumptions it breaks.
+    """
+    from ...simulation import LinearBandit, run_seeds, simulate
+
+    problems = {}
+    for index, (problem_spec, algorithm, settings) in enumerate(spec.cells()):
+        where = f"cell {index} ({problem_spec.label}, {algorithm.name}, {settings or 'defaults'})"
+        try:
+            problem = build_problem(problem_spec)
+            policy_seeds, noise_seeds = run_seeds(0, 1)
+            policy = problem.policy(algorithm.name, 1, policy_seeds, **settings)
+            simulate(policy, LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds),
+                     min(2, spec.horizon))
+            # Plain Python values: a factory's numpy scalars (a float32 threshold fraction)
+            # would make the manifest, written after every simulation, fail to serialize.
+            problems.setdefault(problem_spec.label, {
+                "dim": int(problem.arm_set.dim), "baseline_reward": float(problem.baseline_reward),
+                "threshold": float(problem.threshold),
+                "optimal_reward": float(problem.arm_set.support(np.asarray(problem.theta_star))),
+                "description": str(problem.description), "fingerprint": problem.fingerprint,
+                "misspecified": problem.misspecified,
+                "assumption_violations": problem.assumption_violations()})
+        except SpecError:
+            raise
+        except (ValueError, TypeError) as exc:
+            raise SpecError(f"{where}: {exc}") from None
+        except Exception as exc:  # e.g. a user's arm set whose own code fails: named, with its
+            # traceback kept as the cause for Python users
+            raise SpecError(f"{where}: {type(exc).__name__}: {exc}") from exc
+    return problems
+
+
+def plan_shards(spec: StudySpec, shard_runs: int, threads: int | None = None,
+                fingerprints: dict[str, str] | None = None,
+                versions: dict[str, str | None] | None = None,
+                policies: dict[str, dict] | None = None) -> list[ShardTask]:
+    """Every cell's runs in blocks of ``shard_runs``, cell by cell.  With the problems'
+    ``fingerprints`` (by label), the sweep's ``versions`` and its ``policies``
+    (:func:`describe_algorithms`: each one's class and code fingerprint, by name), each task
+    carries those of its cell, which workers and :func:`~.shard_files.read_shard` check."""
+    pinned = tuple(sorted(versions.items())) if versions is not None else None
+    policies = policies or {}
+    return [ShardTask(spec, cell, start, min(start + shard_runs, spec.runs), threads,
+                      None if fingerprints is None else fingerprints[problem.label], pinned,
+                      policies.get(algorithm.name, {}).get("class"),
+                      policies.get(algorithm.name, {}).get("code"))
+            for cell, (problem, algorithm, _) in enumerate(spec.cells())
+            for start in range(0, spec.runs, shard_runs)]
+
+
+def describe_algorithms(spec: StudySpec) -> dict[str, dict]:
+    """Per algorithm of ``spec`` (by its name in the spec): what results need of its policy
+    class without importing it: ``class`` (its import path), ``grid_parameters``,
+    ``decision_names``, ``color`` (registered, or None) and ``code``
+    (:func:`~sege_cvx.policies.registry.policy_code_fingerprint`)."""
+    from ...policies.registry import (
+        grid_parameters,
+        policy_code_fingerprint,
+        policy_color,
+        policy_entry,
+    )
+
+    described = {}
+    for algorithm in spec.algorithms:
+        cls = policy_entry(algorithm.name).cls
+        described.setdefault(algorithm.name, {
+            "class": f"{cls.__module__}:{cls.__qualname__}",
+            "grid_parameters": list(grid_parameters(cls)),
+            "decision_names": list(cls.decision_names), "color": policy_color(algorithm.name),
+            "code": policy_code_fingerprint(cls)})
+    return described

@@ -1,0 +1,176 @@
+"""Running a sweep (:func:`run_sweep`): its steps in order, each done by its own module.
+
+Check the spec's cells (:mod:`.plan`) and ``out`` (:mod:`.directory`), pick where shards run
+(:mod:`.workers`), start or resume the sweep's directory, compute the shards not saved yet and
+save each as it comes back (:mod:`.shard_files`), merge them into the sweep's tables
+(:mod:`.merge`) and write the manifest last; then read the results back (:mod:`.store`).
+A failure after the start is one line (:class:`~.errors.SweepError`) saying how to resume.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from tqdm.auto import tqdm
+
+from ..files import FileKindError
+from ..outputs import provenance, runtime_versions, write_manifest
+from ..spec import StudySpec
+from .directory import _same_sweep, _start_dir, check_sweep_dir
+from .errors import SweepError, _Progress
+from .merge import merge_shards
+from .plan import DEFAULT_SHARD_RUNS, check_cells, describe_algorithms, plan_shards
+from .shard_files import ShardError, _unfinished, write_shard
+from .workers import SchedulerError, _executor, _finished, _ship_modules, _worker_count
+
+if TYPE_CHECKING:
+    from .store import SweepResults
+
+
+def run_sweep(
+    spec: StudySpec | dict | str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    workers: int | None = None,
+    client=None,
+    scheduler: str | None = None,
+    shard_runs: int | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+    command_line: Sequence[str] | None = None,
+) -> SweepResults:
+    """Run every cell of ``spec`` (problems x algorithms x grid) over its seeded runs.
+
+    Parameters
+    ----------
+    spec : StudySpec, dict or path
+        The study (a path is read as TOML, see :class:`~sege_cvx.experiments.spec.StudySpec`).
+    out : str or path-like
+        The results directory: new, empty, or a sweep of the same spec to resume.  Not a
+        symbolic link: nothing is written or deleted through one.
+    workers : int, optional
+        Local worker processes (default: every core).  ``1`` runs the shards in this process,
+        whose compiled loops spread runs over all cores themselves.  Ignored with a Dask
+        ``client`` or ``scheduler``.  Workers exit when this process dies.
+    client : dask.distributed.Client, optional
+        Run the shards on this Dask cluster.  Its workers must be able to import sege_cvx;
+        a factory's module that they cannot import is uploaded to them if it is a single
+        file (``Client.upload_file``).  A Dask cluster runs whatever code is sent to it:
+        connect only to clusters you control.
+    scheduler : str, optional
+        A Dask scheduler's address (``"tcp://HOST:8786"``): a client is made for the sweep.
+    shard_runs : int, optional
+        Runs per shard (default 50, or the value a resumed sweep was started with).  Results
+        are the same bit for bit whatever it is.
+    overwrite : bool
+        Delete an existing ``out`` that holds something else (another spec's sweep, other
+        files, or this spec's sweep of a problem or software that has changed since).
+    progress : bool
+        One progress bar over shards on stderr.
+    command_line : sequence of str, optional
+        Recorded in the manifest; default ``sys.argv``.
+
+    Returns
+    -------
+    SweepResults
+        :func:`~sege_cvx.experiments.sweeps.store.load_results` of ``out``.
+
+    Raises
+    ------
+    SpecError
+        A spec, problem or parameter value that cannot run, or a factory the Dask workers
+        cannot import: raised before any simulation.
+    OutputPathError
+        ``out`` cannot hold the sweep, or holds this spec's sweep of another problem or under
+        other versions (without ``overwrite``): raised before any simulation.
+    SchedulerError
+        ``scheduler`` cannot be reached (raised before anything is written to ``out``).
+    SweepError
+        The sweep stopped after it started (a worker died, a shard failed, a file could not be
+        written); the finished shards are kept: rerun to resume.
+
+    Warns
+    -----
+    SweepWarning
+        Shards of a resumed sweep that failed their checks, computed again.
+
+    Notes
+    -----
+    Run ``i`` of every cell on a problem uses the seed :func:`~.shards.run_seed` derives from
+    the study seed, the problem and ``i``, so cells are compared on common random numbers and
+    any run can be replayed alone.  Local worker processes are started by ``spawn``: call
+    ``run_sweep`` from a script under ``if __name__ == "__main__":``.
+    """
+    from .store import load_results
+
+    spec = _as_spec(spec)
+    workers = _worker_count(workers)
+    out, previous = check_sweep_dir(out, spec, overwrite, shard_runs)
+    problems = check_cells(spec)
+    algorithms = describe_algorithms(spec)
+    record = {"spec": spec.to_dict(),
+              "shard_runs": int(shard_runs or (previous or {}).get("shard_runs")
+                                or DEFAULT_SHARD_RUNS),
+              "problems": {label: p["fingerprint"] for label, p in problems.items()},
+              "policies": {name: a["code"] for name, a in algorithms.items()},
+              "versions": runtime_versions()}
+    resume = previous is not None and _same_sweep(previous, record, out, overwrite)
+    # The lock on sweep.json, the open results directory and its shards/, held from the start
+    # of the sweep in out to its manifest: every file is written relative to them.
+    lock = out_dir = shards = None
+    saved = _Progress(out)
+    try:
+        with _executor(workers, client, scheduler) as (executor, threads, dask_client):
+            if dask_client is not None:
+                _ship_modules(dask_client, spec, algorithms)
+            # Once a scheduler answered and its workers can import the factories: nothing is
+            # written otherwise.
+            lock, out_dir = _start_dir(out, record, resume, overwrite)
+            shards = out_dir.subdir("shards")
+            tasks = plan_shards(spec, record["shard_runs"], threads, record["problems"],
+                                record["versions"], algorithms)
+            todo = _unfinished(shards, tasks)
+            saved.total, saved.done = len(tasks), len(tasks) - len(todo)
+            with tqdm(total=len(tasks), initial=saved.done, unit="shard", desc="sweep",
+                      disable=not progress, smoothing=0.1) as bar:
+                for task, table in _finished(executor, todo, saved):
+                    try:
+                        write_shard(shards, task, table)
+                    except ShardError as exc:
+                        raise SweepError(f"shard {task.name} came back from its worker "
+                                         f"unusable: {exc}",
+                                         f"{saved}: rerun the same command to resume") from None
+                    saved.done += 1
+                    bar.update(1)
+        status = merge_shards(spec, tasks, out_dir, shards)
+        write_manifest(out_dir, provenance(command_line, spec.seed),
+                       extra={"sweep": status, "spec": spec.to_dict(), "problems": problems,
+                              "algorithms": algorithms, "shard_runs": record["shard_runs"],
+                              "versions": record["versions"]})
+    except OSError as exc:
+        if isinstance(exc, SchedulerError):
+            raise
+        raise SweepError(f"cannot write {exc.filename or out!s}: {exc.strerror or exc}",
+                         f"{saved}: make it writable (or free space) and rerun the same command "
+                         "to resume") from exc
+    except FileKindError as exc:
+        if out_dir is None:  # found before the sweep started: nothing was computed
+            raise
+        raise SweepError(str(exc), f"{saved}: rerun the same command to resume") from None
+    finally:
+        for held in (shards, out_dir, lock):
+            if held is not None:
+                held.close()
+    return load_results(out)
+
+
+def _as_spec(spec) -> StudySpec:
+    if isinstance(spec, StudySpec):
+        return spec
+    if isinstance(spec, dict):
+        return StudySpec.from_dict(spec)
+    if isinstance(spec, str | os.PathLike):
+        return StudySpec.from_toml(spec)
+    raise TypeError(f"spec must be a StudySpec, a dict or a TOML path, got {type(spec).__name__}")
