@@ -352,3 +352,33 @@ def test_one_band_vocabulary_in_both_figure_pipelines(results):
                       rtol=1e-12)
     with pytest.raises(ValueError, match="band must be one of 'quantile', 'minmax', 'ci', None"):
         regret_figure({"CLUCB": result}, band="iqr")
+
+
+# --- per-run statistics of one cell -----------------------------------------------------------
+
+
+def test_run_statistics_of_a_cell_are_what_the_runs_table_summarizes(results):
+    stats = results.run_statistics(problem="box", algorithm="SEGE", c=0.5)
+    rows = _cell(results.runs, "box", "SEGE", 0.5).sort_values("run")
+    assert stats.cum_regret.shape == (6,)
+    np.testing.assert_array_equal(stats.cum_regret, rows["regret"].to_numpy())
+    np.testing.assert_array_equal(stats.total_violations, rows["violations"].to_numpy())
+    assert stats.checkpoints[-1] == 300
+    # The checkpoint rows agree with curves.parquet's mean regret at each stage.
+    curve = results.curves[(results.curves["problem"] == "box")
+                           & (results.curves["algorithm"] == "SEGE")
+                           & (results.curves["c"] == 0.5)].sort_values("t")
+    np.testing.assert_array_equal(curve["t"].to_numpy(), stats.checkpoints)
+    np.testing.assert_allclose(curve["regret_mean"].to_numpy(), stats.regret.mean(axis=1),
+                               rtol=0, atol=1e-12)
+    assert results.cell_index(problem="box", algorithm="SEGE", c=0.5) == 4
+    assert results.fallback_reasons(problem="box", algorithm="CLUCB") == {}
+
+
+def test_run_statistics_name_the_cells_when_the_selection_is_not_one(results):
+    with pytest.raises(ResultsError, match=r"2 cells of .* match \{'algorithm': 'CLUCB'\}: the "
+                                           r"cells are paper SEGE \{'c': 0.25\}"):
+        results.run_statistics(algorithm="CLUCB")
+    with pytest.raises(ResultsError, match=r"no cell of .* match \{'problem': 'paper', "
+                                           r"'algorithm': 'SEGE', 'c': 0.3\}"):
+        results.run_statistics(problem="paper", algorithm="SEGE", c=0.3)

@@ -8,7 +8,6 @@ import os
 import pickle
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -318,54 +317,42 @@ def run_study(
     SweepError
         A worker process died or a shard failed (:class:`~sege_cvx.experiments.sweeps.errors.SweepError`).
     """
-    import pyarrow as pa
-
-    from .files import Directory
     from .sweeps.errors import SweepError
-    from .sweeps.plan import plan_shards
     from .sweeps.run import run_sweep
-    from .sweeps.shard_files import read_cell
-    from .sweeps.shards import build_problem, run_seed, shard_statistics
+    from .sweeps.shards import build_problem, run_seed
 
     runs, horizon = as_positive_int("runs", runs), as_positive_int("horizon", horizon)
     names = study_algorithms(algorithms)
     spec = study_spec(problem, runs, horizon, seed, lcb_method, names)
     setup = build_problem(spec.problems[0])
     shard_runs = runs if workers == 1 else None
+    # The study is a client of its sweep's results: statistics, wall times and fallbacks as
+    # any reader of a sweep gets them (read before the temporary directory goes).
     with tempfile.TemporaryDirectory(prefix="sege-cvx-study-") as tmp:
         try:
             results = run_sweep(spec, Path(tmp) / "sweep", workers=workers,
                                 shard_runs=shard_runs, progress=progress)
         except SweepError as exc:  # its shards go with the temporary directory: no resume
             raise SweepError(f"the study stopped: {exc.reason}") from exc
-        manifest = results.manifest
-        tasks = plan_shards(spec, manifest["shard_runs"], None,
-                            {label: p["fingerprint"] for label, p in manifest["problems"].items()},
-                            manifest["versions"], manifest["algorithms"])
-        with Directory(results.path / "shards", "the study's shards") as shards:
-            tables = [pa.concat_tables(read_cell(shards, [t for t in tasks if t.cell == cell]))
-                      for cell in range(len(names))]
+        stats = {name: results.run_statistics(algorithm=name) for name in names}
     optimal = results.manifest["problems"][spec.problems[0].label]["optimal_reward"]
-    simulations = {name: SimulationResult(shard_statistics(table), optimal, setup.threshold,
-                                          float(table.column("wall_seconds").to_numpy().sum()))
-                   for name, table in zip(names, tables, strict=True)}
+    rows = {name: results.runs[results.runs["algorithm"] == name] for name in names}
+    simulations = {name: SimulationResult(stats[name], optimal, setup.threshold,
+                                          float(rows[name]["wall_seconds"].to_numpy().sum()))
+                   for name in names}
     # SEGE's constants (rho, L, sigma^2)
     sege = setup.policy(SEGE, 1, run_seeds(0, 1)[0], lcb_method=lcb_method)
     summary = {"setup": {**setup.describe(), "rho_bar": sege.rho_bar, "L": sege.L,
                          "sigma2": sege.sigma2, "exploration": sege.exploration.kind}}
-    for cell, (name, table) in enumerate(zip(names, tables, strict=True)):
+    for name in names:
         result = simulations[name]
         if name == "SEGE" and isinstance(setup.arm_set, Ball) and setup.arm_set.dim == 2:
             result.snapshots = _replay_snapshots(setup, run_seed(seed, spec.problems[0].label, 0),
                                                  lcb_method, horizon, result.stats)
-        reasons = Counter()
-        for shard in results.manifest["sweep"]:
-            if shard["cell"] == cell:
-                reasons.update(shard["fallback_reasons"])
         block = summarize(result, setup.threshold, seed)
         block.update(_algorithm_summary(name, result, setup, lcb_method, horizon))
-        block.update({"solver_fallbacks": int(table.column("fallbacks").to_numpy().sum()),
-                      "fallback_reasons": dict(reasons)})
+        block.update({"solver_fallbacks": int(rows[name]["fallbacks"].to_numpy().sum()),
+                      "fallback_reasons": dict(results.fallback_reasons(algorithm=name))})
         summary[name] = block
     return StudyResult(setup, simulations, summary, results)
 

@@ -13,9 +13,11 @@ import io
 import json
 import math
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -23,6 +25,9 @@ import pandas as pd
 from ..bands import BAND_NAMES, band_limits, check_band
 from ..files import ChecksumError, check_sha256, read_regular
 from ..outputs import MANIFEST
+
+if TYPE_CHECKING:
+    from ...simulation.statistics import RunStatistics
 
 #: Columns that identify a cell besides the grid parameters.
 CELL_COLUMNS = ("problem", "algorithm")
@@ -139,6 +144,72 @@ class SweepResults:
         grid = [c for c in self.runs.columns if c not in CELL_COLUMNS and c != "run"]
         grid = grid[:grid.index("seed")] if "seed" in grid else grid
         return [*CELL_COLUMNS, *grid]
+
+    def cell_index(self, problem: str | None = None, algorithm: str | None = None,
+                   **grid) -> int:
+        """The index of the one cell (in the spec's order) of ``problem`` (its label),
+        ``algorithm`` (its name in the spec) and the grid values ``grid``; ``None`` matches any.
+
+        Raises
+        ------
+        ResultsError
+            If no cell or more than one matches (the message lists the cells).
+        """
+        from ..spec import StudySpec
+
+        cells = StudySpec.from_dict(self.manifest["spec"]).cells()
+        found = [k for k, (p, a, setting) in enumerate(cells)
+                 if problem in (None, p.label) and algorithm in (None, a.name)
+                 and all(k in setting and setting[k] == v for k, v in grid.items())]
+        if len(found) != 1:
+            listed = "; ".join(f"{p.label} {a.name} {setting or ''}".strip()
+                               for p, a, setting in cells)
+            wanted = {"problem": problem, "algorithm": algorithm, **grid}
+            raise ResultsError(f"{'no cell' if not found else f'{len(found)} cells'} of "
+                               f"{str(self.path)!r} match "
+                               f"{ {k: v for k, v in wanted.items() if v is not None} }: "
+                               f"the cells are {listed}")
+        return found[0]
+
+    def run_statistics(self, problem: str | None = None, algorithm: str | None = None,
+                       **grid) -> RunStatistics:
+        """Every run's statistics at every checkpoint in the one cell :meth:`cell_index`
+        selects, read from the sweep's shards (``shards/``, each checked against the sweep's
+        record as a resume checks it): what ``runs.parquet`` and ``curves.parquet`` summarize.
+
+        Returns
+        -------
+        RunStatistics
+            :class:`~sege_cvx.simulation.statistics.RunStatistics` of the cell's runs, in run
+            order.
+        """
+        import pyarrow as pa
+
+        from ..files import Directory
+        from ..spec import StudySpec
+        from .plan import plan_shards
+        from .shard_files import read_cell
+        from .shards import shard_statistics
+
+        cell = self.cell_index(problem, algorithm, **grid)
+        m = self.manifest
+        tasks = [task for task in plan_shards(
+            StudySpec.from_dict(m["spec"]), m["shard_runs"], None,
+            {label: p["fingerprint"] for label, p in m["problems"].items()}, m["versions"],
+            m["algorithms"]) if task.cell == cell]
+        with Directory(self.path / "shards", "the sweep's shards") as shards:
+            return shard_statistics(pa.concat_tables(read_cell(shards, tasks)))
+
+    def fallback_reasons(self, problem: str | None = None, algorithm: str | None = None,
+                         **grid) -> Counter[str]:
+        """How often each failure status forced a fallback, over the runs of the one cell
+        :meth:`cell_index` selects (from the manifest's record of its shards)."""
+        cell = self.cell_index(problem, algorithm, **grid)
+        reasons: Counter[str] = Counter()
+        for shard in self.manifest["sweep"]:
+            if shard["cell"] == cell:
+                reasons.update(shard["fallback_reasons"])
+        return reasons
 
     def table(self, by: str | list[str] | None = None) -> pd.DataFrame:
         """Per group of runs: mean final regret and its standard error, safety figures.
