@@ -14,7 +14,7 @@ Part 1, per solve.  For each dimension ``d`` (default 2, 5, 10, 20) and polytope
 sequence's ``theta`` follows a random walk (``theta_t = theta_{t-1} + 0.003 N(0, I)``, from
 ``|N(0, I)| / ||.||``), its ``V`` grows by ``x x^T`` of its own LCB arms with ``lam = 0.1``, and its
 radius is ``r = 2``.  Each solve is warm started from the sequence's previous one
-(:mod:`sege_cvx.fast_paths.polytope_arms`), in one compiled loop per sequence.  Reported: the
+(:mod:`sege_cvx.arm_sets.polytope.arms`), in one compiled loop per sequence.  Reported: the
 median per solve (wall time of the loop over all sequences / solves), the fraction of solves
 whose working set did not change (``warm``: the warm start was already optimal), the solves
 whose certificate failed (``fallbacks``), and Clarabel's per-solve median on ``--clarabel``
@@ -67,9 +67,9 @@ from _machine import machine  # noqa: E402
 from bench_arm_sets import CASES, load, render  # noqa: E402
 
 import sege_cvx as sc  # noqa: E402
+from sege_cvx.arm_sets.polytope import arms as polytope_arms  # noqa: E402
 from sege_cvx.arm_sets.scaling import scale_lcb_data  # noqa: E402
 from sege_cvx.confidence.cholesky import factor  # noqa: E402
-from sege_cvx.fast_paths import polytope_arms  # noqa: E402
 from sege_cvx.fast_paths.status import VERIFIED  # noqa: E402
 
 LAM = 0.1

@@ -1,4 +1,4 @@
-"""Certified LCB arms of a convex hull over its weights (sege_cvx.fast_paths.hull_arms).
+"""Certified LCB arms of a convex hull over its weights (sege_cvx.arm_sets.hull.arms).
 
 Cross-checked against Clarabel at tight tolerances on 1,000 random instances per hull type
 (d = 2 to 20): points around the origin, away from it (0 outside), with 0 as a vertex (faces
@@ -18,7 +18,7 @@ import pytest
 
 import sege_cvx as sc
 from sege_cvx._validation import as_spd_batch
-from sege_cvx.fast_paths import hull_arms
+from sege_cvx.arm_sets.hull import arms as hull_arms
 from sege_cvx.fast_paths.status import NOT_CERTIFIED, VERIFIED
 
 #: Clarabel settings of the reference solves, far tighter than its defaults (as in

@@ -1,4 +1,4 @@
-"""Certified active-set arms of polyhedral sets (sege_cvx.fast_paths.polytope_arms; the arms of a
+"""Certified active-set arms of polyhedral sets (sege_cvx.arm_sets.polytope.arms; the arms of a
 convex hull, over its weights, are cross-checked in test_hull_arms.py).
 
 Cross-checked against Clarabel at tight tolerances on 1,000 random instances per set type
@@ -19,9 +19,9 @@ import pytest
 from _ulps import assert_close_ulps
 
 import sege_cvx as sc
+from sege_cvx.arm_sets.polytope import arms as polytope_arms
 from sege_cvx.conic.errors import SolverFailure
 from sege_cvx.experiments.examples import polytope_problem, treatment_mix_problem
-from sege_cvx.fast_paths import polytope_arms
 from sege_cvx.fast_paths.status import NOT_CERTIFIED, VERIFIED
 
 #: Clarabel settings of the reference solves: far tighter than its defaults (about 1e-8).  At

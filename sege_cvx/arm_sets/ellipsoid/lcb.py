@@ -86,7 +86,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._numba import njit
+from ..._numba import njit
 
 __all__ = ["EllipsoidLCBKernel", "ellipsoid_lcb_arms"]
 

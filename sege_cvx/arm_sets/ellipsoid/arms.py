@@ -6,12 +6,12 @@ whichever computed it:
 
 * :func:`inside_one`: exact membership, ``||H^{-1/2}(x - c)|| <= 1 + tol``;
 * :func:`pull_inside_one`: the least contraction toward ``c`` that passes it
-  (:mod:`sege_cvx._pull_in`);
+  (:mod:`sege_cvx.fast_paths.pull_in`);
 * :func:`greedy_one`: the greedy arm ``x-bar + H theta / ||theta||_H`` (paper eq. (greedy arm));
-* :func:`lcb_from_factor_one`: the LCB arm (eq. (lcb arm), :mod:`.ellipsoid_lcb`) from the
+* :func:`lcb_from_factor_one`: the LCB arm (eq. (lcb arm), :mod:`.lcb`) from the
   Cholesky factor of ``V``, verified in ``E``.
 
-Status codes: :mod:`.status`.
+Status codes: :mod:`sege_cvx.fast_paths.status`.
 """
 
 from __future__ import annotations
@@ -21,17 +21,17 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._numba import njit
-from .._pull_in import pull_in_one
-from .._validation import SYMMETRY_RTOL
-from ..confidence.cholesky import SPD_OK, checked_factor, precision_one
-from .ellipsoid_lcb import lcb_arm_one, square_roots
-from .status import NOT_FINITE, NOT_MEMBER, VERIFIED
+from ..._numba import njit
+from ..._validation import SYMMETRY_RTOL
+from ...confidence.cholesky import SPD_OK, checked_factor, precision_one
+from ...fast_paths.pull_in import pull_in_one
+from ...fast_paths.status import NOT_FINITE, NOT_MEMBER, VERIFIED
+from .lcb import lcb_arm_one, square_roots
 
 
 class EllipsoidGeometry(NamedTuple):
-    """An ellipsoid as compiled code reads it (:mod:`.stage_arms` dispatches on this class):
-    ``c``, ``H``, ``H^{1/2}``, ``H^{-1/2}``, ``H^{-1/2} c`` and ``1 - ||H^{-1/2} c||^2``."""
+    """An ellipsoid as compiled code reads it (:mod:`~sege_cvx.fast_paths.stage_arms` dispatches on this
+    class): ``c``, ``H``, ``H^{1/2}``, ``H^{-1/2}``, ``H^{-1/2} c`` and ``1 - ||H^{-1/2} c||^2``."""
 
     center: np.ndarray
     shape: np.ndarray
@@ -76,7 +76,7 @@ def _inside_exactly(x, data) -> bool:
 @njit(inline="always")
 def pull_inside_one(x, center, h_inv_sqrt, offset, trial) -> bool:
     """Move ``x`` exactly into ``E`` by the least contraction toward ``c`` that passes
-    :func:`inside_one` with ``tol = 0`` (:func:`sege_cvx._pull_in.pull_in_one`); False (``x``
+    :func:`inside_one` with ``tol = 0`` (:func:`sege_cvx.fast_paths.pull_in.pull_in_one`); False (``x``
     unchanged) if none up to the limit does.  ``offset``, ``trial``: scratch of length d."""
     return pull_in_one(x, center, _inside_exactly, (center, h_inv_sqrt), offset, trial)
 
@@ -218,7 +218,7 @@ class EllipsoidArms:
                 self.kappa)
 
     def geometry(self, lam: float | None = None) -> EllipsoidGeometry:
-        """What compiled stages receive (:mod:`.stage_arms`): :meth:`lcb_data` as a record
+        """What compiled stages receive (:mod:`~sege_cvx.fast_paths.stage_arms`): :meth:`lcb_data` as a record
         (``lam`` is not needed)."""
         return EllipsoidGeometry(*self.lcb_data())
 

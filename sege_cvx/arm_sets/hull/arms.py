@@ -7,7 +7,7 @@ just outside the hull.  The weights define an exact point ``y = P^T w / sum(w)``
 :func:`anchored` proves ``x`` in the hull in exact arithmetic as ``x = beta y + (1 - beta) z``
 with ``z`` in a cross-polytope certified inside the hull: at ``beta = 1`` for an arm that is a
 point itself (the greedy arm), else after the least contraction ``c + beta (x - c)`` of
-:func:`sege_cvx._pull_in.pull_in_one`'s schedule that the proof accepts
+:func:`sege_cvx.fast_paths.pull_in.pull_in_one`'s schedule that the proof accepts
 (:func:`pull_into_hull`; ``1 - beta`` about 1e-14 for well-scaled hulls).
 
 * The greedy arm, ``max theta^T x`` (paper eq. (greedy arm)), is the best point, the first of
@@ -26,7 +26,7 @@ point itself (the greedy arm), else after the least contraction ``c + beta (x - 
      the maximizer if ``||delta|| <= r``; otherwise ``f`` grows along ``delta`` and the method
      restarts from the convex combination of its generators, where ``f > 0``.
 
-**The face maximizer** is the closed form of :mod:`.polytope_arms` in whitened coordinates
+**The face maximizer** is the closed form of :mod:`sege_cvx.arm_sets.polytope.arms` in whitened coordinates
 ``y = L^{-1} x`` (``V = L L^T``, ``theta^T x = g^T y`` with ``g = L^T theta``): the face is ``c +
 span(Q)`` with ``c`` the first point of ``S`` and ``Q`` (rows) an orthonormal basis of the other
 points' offsets from it (classical Gram-Schmidt twice, ``M = Q^T R``).  With ``c = c_perp + Q^T
@@ -70,24 +70,24 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._numba import njit
-from .._pull_in import FIRST_CONTRACTION, MAX_CONTRACTION, spacing
-from ..arm_sets.lifted import EQUALITY_ROUNDING
-from .ellipsoid_arms import order_one_exponent
-from .polytope_arms import (
+from ..._numba import njit
+from ...fast_paths.pull_in import FIRST_CONTRACTION, MAX_CONTRACTION, spacing
+from ...fast_paths.status import NOT_CERTIFIED, NOT_FINITE, NOT_MEMBER, VERIFIED
+from ..ellipsoid.arms import order_one_exponent
+from ..lifted import EQUALITY_ROUNDING
+from ..polytope.arms import (
     GAP_RTOL,
     inverse_frobenius,
     orthonormalize_row,
     project_out,
 )
-from .status import NOT_CERTIFIED, NOT_FINITE, NOT_MEMBER, VERIFIED
 
 
 class HullGeometry(NamedTuple):
-    """A convex hull as compiled code reads it (:mod:`.stage_arms` dispatches on this class):
-    the points ``P`` (rows), ``max ||x||``, the bound ``z_bound`` on ``||x||_{V^{-1}}`` (0:
-    computed per instance), the accepted duality gap, SEGE's baseline weights and exploration
-    table (:meth:`HullArms.geometry`), and the certified body ``(center, half)``."""
+    """A convex hull as compiled code reads it (:mod:`~sege_cvx.fast_paths.stage_arms` dispatches on this
+    class): the points ``P`` (rows), ``max ||x||``, the bound ``z_bound`` on ``||x||_{V^{-1}}`` (0:
+    computed per instance), the accepted duality gap, SEGE's baseline weights and exploration table
+    (:meth:`HullArms.geometry`), and the certified body ``(center, half)``."""
 
     points: np.ndarray
     norm_bound: float
@@ -115,7 +115,7 @@ _U = _EPS / 2.0
 _SUBNORMAL = 5e-324
 
 # Rows of the scratch ``vecs`` (at least 14 rows of length d) and ``mats`` (2, d, d), indexed by
-# row rather than viewed (a view costs atomic reference-count updates; see polytope_arms).
+# row rather than viewed (a view costs atomic reference-count updates; see polytope.arms).
 _G, _C, _H, _T, _Z, _Y, _GRAD, _PHAT, _SCALED, _X, _W1, _DIFF, _CPERP, _DELTA = range(14)
 _Q, _R = 0, 1
 
@@ -249,7 +249,7 @@ def _gauge(x, P, idx, w, m, sparse, beta, center, half, n) -> float:
 @njit(inline="always")
 def in_hull(x, P, idx, w, m, sparse, center, half) -> bool:
     """:func:`anchored` for ``beta = 1`` (a vertex) or any contraction of
-    :func:`sege_cvx._pull_in.pull_in_one`'s schedule: whether a point that a pull-in may already
+    :func:`sege_cvx.fast_paths.pull_in.pull_in_one`'s schedule: whether a point that a pull-in may already
     have moved is certified from the weights it came with."""
     if anchored(x, P, idx, w, m, sparse, 1.0, center, half):
         return True
@@ -266,7 +266,7 @@ def in_hull(x, P, idx, w, m, sparse, center, half) -> bool:
 
 @njit(inline="always")
 def _limit(x, center) -> float:
-    """:func:`sege_cvx._pull_in.contraction_limit` of ``x`` toward ``center`` (at most 1/2)."""
+    """:func:`sege_cvx.fast_paths.pull_in.contraction_limit` of ``x`` toward ``center`` (at most 1/2)."""
     d = x.shape[0]
     biggest = 0.0
     norm2 = 0.0
@@ -280,7 +280,7 @@ def _limit(x, center) -> float:
 def pull_into_hull(x, P, idx, w, m, sparse, center, half, trial) -> float:
     """Move ``x``, computed from the weights ``w`` of points ``P[idx]`` (or ``P``), exactly into
     the hull: unchanged if it is a weighted point itself, else the least contraction ``c + beta
-    (x - c)`` of :func:`sege_cvx._pull_in.pull_in_one`'s schedule that :func:`anchored`
+    (x - c)`` of :func:`sege_cvx.fast_paths.pull_in.pull_in_one`'s schedule that :func:`anchored`
     certifies with that ``beta``, searched from the first at or above ``x``'s own distance from
     ``y`` in the gauge of ``C`` (the proof needs ``1 - beta`` about that large).  Returns ``beta``
     (1: unchanged), or -1 (``x`` unchanged) if no contraction is certified.  ``trial``:
@@ -994,7 +994,7 @@ class HullArms:
                  witnesses: tuple[np.ndarray, np.ndarray] | None = None) -> HullGeometry:
         """The record the compiled arms receive (:class:`HullGeometry`).
 
-        ``z_bound`` as :meth:`~sege_cvx.fast_paths.polytope_arms.PolytopeArms.geometry`.
+        ``z_bound`` as :meth:`~sege_cvx.arm_sets.polytope.arms.PolytopeArms.geometry`.
         ``witnesses``: SEGE's ``(baseline weights (K,), exploration table (2d + 1, K))``, the
         rows of :meth:`~sege_cvx.arm_sets.exploration.Exploration.witness_points`' table;
         empty without them (the arms alone do not need them).

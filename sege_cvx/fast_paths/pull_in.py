@@ -5,7 +5,7 @@ A point ``x`` failing the set's exact membership test is replaced by the least c
 1e-15, 1e-14, ... up to a limit: :data:`MAX_CONTRACTION` (solver tolerance), or 16 ulps of the
 coordinates relative to ``||x - c||`` where the floats themselves are coarser than that.  This
 module holds the schedule's constants and its compiled per-point form (for ellipsoids in
-:mod:`sege_cvx.fast_paths.ellipsoid_arms`, for polytopes and boxes here); other arm sets apply
+:mod:`sege_cvx.arm_sets.ellipsoid.arms`, for polytopes and boxes here); other arm sets apply
 the same arithmetic row by row, searching the schedule from a start
 (:func:`least_contraction`).  A box's or polytope's test is exact: a passing point satisfies
 the user's own inequalities in exact arithmetic (:mod:`sege_cvx.fast_paths.exact`).
@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._numba import njit
-from .fast_paths.exact import in_polytope
+from .._numba import njit
+from .exact import in_polytope
 
 #: Largest relative contraction toward the set's certified interior point.
 MAX_CONTRACTION = 1e-5

@@ -13,14 +13,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import _pull_in
-from .._rowwise import row_matvec
-from .._validation import as_finite_array, as_vector, format_value, scaled_norm
-from ..fast_paths import exact, polytope_arms
-from . import rational
-from .base import ArmSet, BatchArms, check_resolvable
-from .exploration import Exploration, max_volume_inscribed_ellipsoid
-from .scaling import check_box_holds, scale_directions, solver_frame
+from ..._rowwise import row_matvec
+from ..._validation import as_finite_array, as_vector, format_value, scaled_norm
+from ...fast_paths import exact
+from ...fast_paths.pull_in import pull_into_polytope
+from .. import rational
+from ..base import ArmSet, BatchArms, check_resolvable
+from ..exploration import Exploration, max_volume_inscribed_ellipsoid
+from ..scaling import check_box_holds, scale_directions, solver_frame
+from . import arms as polytope_arms
 
 if TYPE_CHECKING:
     import cvxpy as cp
@@ -124,7 +125,7 @@ def checked_vertices(polytope: Polytope, interior: np.ndarray) -> tuple[np.ndarr
 
 class _CertifiedPolyhedron(ArmSet):
     """Greedy and LCB arms of a set ``{x : A x <= b}`` by the certified active-set solves of
-    :mod:`sege_cvx.fast_paths.polytope_arms`, with Clarabel behind them.
+    :mod:`sege_cvx.arm_sets.polytope.arms`, with Clarabel behind them.
 
     ``lcb_arm(method="closed_form")`` (and ``"auto"``) solves each instance from a cold start;
     an instance whose certificate fails is reported as ``"NotCertified"`` with
@@ -156,7 +157,7 @@ class _CertifiedPolyhedron(ArmSet):
                                           ArmSet.distance_bound(self, center), self._member_rows)
 
     def _pull_in(self, points: np.ndarray) -> np.ndarray:
-        return _pull_in.pull_into_polytope(points, self._halfspaces()[0], self._member_rows)
+        return pull_into_polytope(points, self._halfspaces()[0], self._member_rows)
 
     @property
     def has_closed_form_lcb(self) -> bool:
@@ -374,7 +375,7 @@ class Polytope(_CertifiedPolyhedron):
     def _chebyshev_ball(self) -> tuple[np.ndarray, float]:
         import cvxpy as cp
 
-        from ..conic.programs import solve_once
+        from ...conic.programs import solve_once
 
         frame = solver_frame(*self.bounding_box())
         mid, s = (np.zeros(self.dim), 1.0) if frame is None else frame
@@ -469,7 +470,7 @@ class Polytope(_CertifiedPolyhedron):
 
     def greedy_arm_batch(self, thetas: np.ndarray) -> BatchArms:
         """Certified greedy arms (the simplex method of
-        :mod:`~sege_cvx.fast_paths.polytope_arms`, from a cold start per instance); an
+        :mod:`~sege_cvx.arm_sets.polytope.arms`, from a cold start per instance); an
         uncertified instance is solved on Clarabel."""
         thetas = scale_directions(thetas)
         arms, codes = polytope_arms.greedy_all(self.compiled_arms.geometry(), thetas)
