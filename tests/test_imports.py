@@ -1,11 +1,14 @@
 """The closed-form path (the paper's disk, SEGE and CLUCB, simulate) loads no solver, plotting or
 table library; they load, transparently, the moment something needs them (Dask only for a
-cluster)."""
+cluster).  Modules moved into the geometry folders still import from their old paths."""
 
+import importlib
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -80,3 +83,40 @@ def test_experiments_have_no_import_circle():
     for m in sorted(modules):
         if state[m] == 0:
             visit(m, [])
+
+
+#: Module paths moved to one folder per geometry (arm_sets/ellipsoid, polytope, hull) and the
+#: shared fast_paths: each old path re-exports its public names for one release, with a warning.
+MOVED = {
+    "sege_cvx.fast_paths.ellipsoid_arms": "sege_cvx.arm_sets.ellipsoid.arms",
+    "sege_cvx.fast_paths.ellipsoid_lcb": "sege_cvx.arm_sets.ellipsoid.lcb",
+    "sege_cvx.fast_paths.polytope_arms": "sege_cvx.arm_sets.polytope.arms",
+    "sege_cvx.fast_paths.hull_arms": "sege_cvx.arm_sets.hull.arms",
+    "sege_cvx.arm_sets.polyhedral": "sege_cvx.arm_sets.polytope.sets",
+    "sege_cvx._pull_in": "sege_cvx.fast_paths.pull_in",
+}
+
+
+@pytest.mark.parametrize("old", sorted(MOVED))
+def test_a_moved_module_still_imports_from_its_old_path_with_a_warning(old):
+    new = importlib.import_module(MOVED[old])
+    sys.modules.pop(old, None)  # imported before (the doctests): run the module again
+    with pytest.warns(DeprecationWarning, match=MOVED[old]):
+        module = importlib.import_module(old)
+    assert module.__all__
+    for name in module.__all__:
+        assert getattr(module, name) is getattr(new, name), name
+
+
+def test_the_geometry_folders_keep_the_names_of_the_modules_they_replace():
+    # arm_sets/ellipsoid.py and arm_sets/hull.py became the packages of the same name.
+    from sege_cvx.arm_sets import ellipsoid, hull
+    from sege_cvx.arm_sets.ellipsoid.sets import Ball, Ellipsoid
+    from sege_cvx.arm_sets.hull.sets import EXPLORATION_SHRINK, ConvexHull
+
+    assert (ellipsoid.Ellipsoid, ellipsoid.Ball) == (Ellipsoid, Ball)
+    assert (hull.ConvexHull, hull.EXPLORATION_SHRINK) == (ConvexHull, EXPLORATION_SHRINK)
+    from sege_cvx.arm_sets.ellipsoid import lcb
+    from sege_cvx.fast_paths import EllipsoidLCBKernel, ellipsoid_lcb_arms
+
+    assert (EllipsoidLCBKernel, ellipsoid_lcb_arms) == (lcb.EllipsoidLCBKernel, lcb.ellipsoid_lcb_arms)

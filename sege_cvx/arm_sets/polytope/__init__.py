@@ -7,7 +7,7 @@
   (:mod:`sege_cvx.fast_paths.stage_arms`).
 
 Formerly ``sege_cvx.arm_sets.polyhedral`` (the classes) and ``sege_cvx.fast_paths.polytope_arms``
-(the arms).
+(the arms): both paths still import, deprecated, for one release.
 """
 
 from .sets import Box, Polytope
