@@ -8,7 +8,7 @@ Part 1, SEGE per run-stage.  For each dimension ``d`` (default 2, 5, 10, 20) and
   compiled SOCP on Clarabel, the greedy arm stays closed form;
 * ``ball``: the unit ball around ``(1, ..., 1)`` (closed forms);
 * ``box``: the unit cube ``[0, 1]^d`` (greedy and LCB arms by certified active-set solves,
-  :mod:`sege_cvx.fast_paths.polytope_arms`, in SEGE's compiled stages);
+  :mod:`sege_cvx.arm_sets.polytope.arms`, in SEGE's compiled stages);
 * ``polytope``: ``[0, 1]^d`` cut by ``sum(x) <= 0.75 d`` and ``x_1 - x_2 <= 0.5`` (certified
   active-set arms; part 2 times its Clarabel programs);
 * ``lp-ball``: ``ConvexArmSet(d, lambda x: [cp.pnorm(x - 1, 1.5) <= 1])`` (Clarabel);
@@ -16,7 +16,7 @@ Part 1, SEGE per run-stage.  For each dimension ``d`` (default 2, 5, 10, 20) and
   ``sum(x) <= 0.6 sum(u)``, as a ``Polytope`` (certified active-set arms);
 * ``convex-hull``: ``ConvexHull`` of ``max(20, 2d)`` points around ``(1, ..., 1)`` at distances
   uniform in [0.5, 1] (the best point; certified active-set LCB arms over the weights,
-  :mod:`sege_cvx.fast_paths.hull_arms`),
+  :mod:`sege_cvx.arm_sets.hull.arms`),
 
 the script builds one problem: ``theta* = 0.9 |g| / ||g||`` (``g`` standard normal, the same for
 every type at a given ``d``; ``S = 1``), the baseline arm halfway between the set's exploration
@@ -160,8 +160,8 @@ CASES = (
     Case("treatment-mix", treatment_mix),
     Case("convex-hull", convex_hull),
 )
-#: Arm-set types whose compiled arms are certified active-set solves (sege_cvx.fast_paths:
-#: polytope_arms, hull_arms).
+#: Arm-set types whose compiled arms are certified active-set solves (sege_cvx.arm_sets:
+#: polytope.arms, hull.arms).
 CERTIFIED_CASES = ("box", "polytope", "treatment-mix", "convex-hull")
 #: Part 2's arm-set types (both programs on Clarabel).
 SOLVER_CASES = ("polytope", "lp-ball")

@@ -14,7 +14,7 @@ Part 1, per solve.  For each dimension ``d`` (default 2, 5, 10, 20) and polytope
 sequence's ``theta`` follows a random walk (``theta_t = theta_{t-1} + 0.003 N(0, I)``, from
 ``|N(0, I)| / ||.||``), its ``V`` grows by ``x x^T`` of its own LCB arms with ``lam = 0.1``, and its
 radius is ``r = 2``.  Each solve is warm started from the sequence's previous one
-(:mod:`sege_cvx.fast_paths.polytope_arms`), in one compiled loop per sequence.  Reported: the
+(:mod:`sege_cvx.arm_sets.polytope.arms`), in one compiled loop per sequence.  Reported: the
 median per solve (wall time of the loop over all sequences / solves), the fraction of solves
 whose working set did not change (``warm``: the warm start was already optimal), the solves
 whose certificate failed (``fallbacks``), and Clarabel's per-solve median on ``--clarabel``
@@ -67,9 +67,9 @@ from _machine import machine  # noqa: E402
 from bench_arm_sets import CASES, load, render  # noqa: E402
 
 import sege_cvx as sc  # noqa: E402
+from sege_cvx.arm_sets.polytope import arms as polytope_arms  # noqa: E402
 from sege_cvx.arm_sets.scaling import scale_lcb_data  # noqa: E402
 from sege_cvx.confidence.cholesky import factor  # noqa: E402
-from sege_cvx.fast_paths import polytope_arms  # noqa: E402
 from sege_cvx.fast_paths.status import VERIFIED  # noqa: E402
 
 LAM = 0.1
@@ -121,11 +121,11 @@ def _sequence(geometry, thetas, radius, lam, greedy):
         before_k = counts[slot]
         before = W[slot].copy()
         if greedy:
-            status[t] = polytope_arms.greedy_one(geometry, thetas[t], W, counts, points, inverse,
+            status[t] = polytope_arms.greedy_one(geometry, thetas[t], (W, counts, points, inverse),
                                                  out, mats, vecs)
         else:
-            status[t] = polytope_arms.lcb_one(geometry, thetas[t], chol, radius, W, counts, points,
-                                              inverse, out, mats, vecs)
+            status[t] = polytope_arms.lcb_one(geometry, thetas[t], chol, radius,
+                                              (W, counts, points, inverse), out, mats, vecs)
             for a in range(d):
                 for c in range(d):
                     V[a, c] += out[a] * out[c]
@@ -159,11 +159,11 @@ def _sequences_timed(geometry, thetas, radius, lam, greedy):
         chol[:] = np.sqrt(lam) * np.eye(d)
         for t in range(n):
             if greedy:
-                s = polytope_arms.greedy_one(geometry, thetas[i, t], W, counts, points, inverse,
+                s = polytope_arms.greedy_one(geometry, thetas[i, t], (W, counts, points, inverse),
                                              out, mats, vecs)
             else:
-                s = polytope_arms.lcb_one(geometry, thetas[i, t], chol, radius, W, counts,
-                                          points, inverse, out, mats, vecs)
+                s = polytope_arms.lcb_one(geometry, thetas[i, t], chol, radius,
+                                          (W, counts, points, inverse), out, mats, vecs)
                 for a in range(d):
                     for c in range(d):
                         V[a, c] += out[a] * out[c]

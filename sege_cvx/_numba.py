@@ -10,7 +10,7 @@ instead of raising) and no ``fastmath``: IEEE arithmetic, so that a kernel compu
 with the same operations in the same order whatever else is in the batch.
 
 A cached kernel holds the compiled code of every kernel it calls, but numba checks only the
-source file of the kernel itself: after an edit of ``polytope_arms.py`` alone, a cached SEGE
+source file of the kernel itself: after an edit of ``arm_sets/polytope/arms.py`` alone, a cached SEGE
 stage loop would still run the old arms, while ``select`` might run the new ones.  The kernels
 of this package are therefore cached under a stamp of the whole package's source
 (:func:`source_digest`, through :class:`PackageSourceLocator`): any change of any file

@@ -1,5 +1,5 @@
 """The compiled evaluation of cvxpy constraints (arm_sets.evaluation) and the pull-in's search
-from a start (_pull_in.least_contraction): the same numbers and the same decisions as cvxpy's
+from a start (pull_in.least_contraction): the same numbers and the same decisions as cvxpy's
 own evaluation and as the schedule tried from its first contraction."""
 
 import cvxpy as cp
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import sege_cvx as sc
-from sege_cvx import _pull_in
 from sege_cvx.arm_sets.evaluation import ConstraintEvaluator, compile_expression
+from sege_cvx.fast_paths import pull_in
 
 
 def _expressions(x, u):
@@ -74,9 +74,9 @@ def test_contraction_start_is_conservative_and_nan_safe():
 
 @pytest.mark.parametrize("start", [0.0, 1e-12, 3e-9, 1e-3])
 def test_search_from_a_start_finds_the_schedules_contraction(start):
-    limit = _pull_in.MAX_CONTRACTION
-    schedule = _pull_in.contractions(limit)
-    assert schedule[0] == _pull_in.FIRST_CONTRACTION and schedule[-1] == limit
+    limit = pull_in.MAX_CONTRACTION
+    schedule = pull_in.contractions(limit)
+    assert schedule[0] == pull_in.FIRST_CONTRACTION and schedule[-1] == limit
     for threshold in [*schedule, 0.0, 2e-10, 1.0]:  # passes from `threshold` on (monotone)
         tried = []
 
@@ -85,7 +85,7 @@ def test_search_from_a_start_finds_the_schedules_contraction(start):
             return eps if eps >= threshold else None
 
         linear = next((eps for eps in schedule if eps >= threshold), None)
-        assert _pull_in.least_contraction(trial, limit, start) == linear
+        assert pull_in.least_contraction(trial, limit, start) == linear
         assert len(tried) == len(set(tried))  # each contraction tried at most once
         if start == 0.0:
             assert tried == schedule[:len(tried)]  # the schedule itself, in order

@@ -14,7 +14,7 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
-from sege_cvx.fast_paths.ellipsoid_lcb import EllipsoidLCBKernel, ellipsoid_lcb_arms
+from sege_cvx.arm_sets.ellipsoid.lcb import EllipsoidLCBKernel, ellipsoid_lcb_arms
 
 SQRT2 = math.sqrt(2.0)
 

@@ -19,7 +19,7 @@ from _exact import hull_facets, in_hull, nudged, outside_hull, outside_polytope,
 
 import sege_cvx as sc
 from sege_cvx.arm_sets import rational
-from sege_cvx.arm_sets.polyhedral import VERTEX_BUDGET, max_vertex_count
+from sege_cvx.arm_sets.polytope.sets import VERTEX_BUDGET, max_vertex_count
 from sege_cvx.experiments.spec import SpecError, StudySpec
 from sege_cvx.fast_paths import exact
 from sege_cvx.policies.base import margin_floor

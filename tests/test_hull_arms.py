@@ -1,4 +1,4 @@
-"""Certified LCB arms of a convex hull over its weights (sege_cvx.fast_paths.hull_arms).
+"""Certified LCB arms of a convex hull over its weights (sege_cvx.arm_sets.hull.arms).
 
 Cross-checked against Clarabel at tight tolerances on 1,000 random instances per hull type
 (d = 2 to 20): points around the origin, away from it (0 outside), with 0 as a vertex (faces
@@ -18,7 +18,7 @@ import pytest
 
 import sege_cvx as sc
 from sege_cvx._validation import as_spd_batch
-from sege_cvx.fast_paths import hull_arms
+from sege_cvx.arm_sets.hull import arms as hull_arms
 from sege_cvx.fast_paths.status import NOT_CERTIFIED, VERIFIED
 
 #: Clarabel settings of the reference solves, far tighter than its defaults (as in
@@ -179,7 +179,7 @@ def test_a_corrupted_warm_start_is_not_trusted():
         S[1, :3], counts[1] = rows, 3
         w = np.zeros((3, 4))
         w[1, :3] = weights
-        code = hull_arms.lcb_one(geometry, theta, chol, r, S, counts, w, np.zeros((0, 0)), out,
+        code = hull_arms.lcb_one(geometry, theta, chol, r, (S, counts, w, np.zeros((0, 0))), out,
                                  np.empty((2, 3, 3)), np.empty((14, 3)))
         assert code == VERIFIED
         assert np.all(w[1, :counts[1]] >= 0.0)

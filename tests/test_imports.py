@@ -1,7 +1,8 @@
 """The closed-form path (the paper's disk, SEGE and CLUCB, simulate) loads no solver, plotting or
 table library; they load, transparently, the moment something needs them (Dask only for a
-cluster)."""
+cluster).  Modules moved into the geometry folders still import from their old paths."""
 
+import importlib
 import os
 import subprocess
 import sys
@@ -107,3 +108,40 @@ def test_the_old_module_paths_are_deprecated_aliases(old):
         new = str(seen[0].message).rsplit("use ", 1)[1]
         assert new.startswith("sege_cvx.experiments.sweeps.") and new.endswith(f".{name}")
         assert value is getattr(importlib.import_module(new.rsplit(".", 1)[0]), name)
+
+
+#: Module paths moved to one folder per geometry (arm_sets/ellipsoid, polytope, hull) and the
+#: shared fast_paths: each old path re-exports its public names for one release, with a warning.
+MOVED = {
+    "sege_cvx.fast_paths.ellipsoid_arms": "sege_cvx.arm_sets.ellipsoid.arms",
+    "sege_cvx.fast_paths.ellipsoid_lcb": "sege_cvx.arm_sets.ellipsoid.lcb",
+    "sege_cvx.fast_paths.polytope_arms": "sege_cvx.arm_sets.polytope.arms",
+    "sege_cvx.fast_paths.hull_arms": "sege_cvx.arm_sets.hull.arms",
+    "sege_cvx.arm_sets.polyhedral": "sege_cvx.arm_sets.polytope.sets",
+    "sege_cvx._pull_in": "sege_cvx.fast_paths.pull_in",
+}
+
+
+@pytest.mark.parametrize("old", sorted(MOVED))
+def test_a_moved_module_still_imports_from_its_old_path_with_a_warning(old):
+    new = importlib.import_module(MOVED[old])
+    sys.modules.pop(old, None)  # imported before (the doctests): run the module again
+    with pytest.warns(DeprecationWarning, match=MOVED[old]):
+        module = importlib.import_module(old)
+    assert module.__all__
+    for name in module.__all__:
+        assert getattr(module, name) is getattr(new, name), name
+
+
+def test_the_geometry_folders_keep_the_names_of_the_modules_they_replace():
+    # arm_sets/ellipsoid.py and arm_sets/hull.py became the packages of the same name.
+    from sege_cvx.arm_sets import ellipsoid, hull
+    from sege_cvx.arm_sets.ellipsoid.sets import Ball, Ellipsoid
+    from sege_cvx.arm_sets.hull.sets import EXPLORATION_SHRINK, ConvexHull
+
+    assert (ellipsoid.Ellipsoid, ellipsoid.Ball) == (Ellipsoid, Ball)
+    assert (hull.ConvexHull, hull.EXPLORATION_SHRINK) == (ConvexHull, EXPLORATION_SHRINK)
+    from sege_cvx.arm_sets.ellipsoid import lcb
+    from sege_cvx.fast_paths import EllipsoidLCBKernel, ellipsoid_lcb_arms
+
+    assert (EllipsoidLCBKernel, ellipsoid_lcb_arms) == (lcb.EllipsoidLCBKernel, lcb.ellipsoid_lcb_arms)

@@ -136,7 +136,7 @@ ONCE_SILENT = [
     # confidence/ellipsoid.py lcb: x^T V^{-1} x overflows -> -inf (NaN when radius = 0).
     pytest.param(lambda: sc.lcb([0.0, 1e155], [0.6, 0.8], V, 1.0), ("x",), id="lcb-overflow"),
     pytest.param(lambda: sc.lcb([0.0, 1e200], [0.6, 0.8], V, 0.0), ("x",), id="lcb-nan"),
-    # fast_paths/ellipsoid_lcb.py: the closed-form LCB arm of a ball is NotFinite for a huge
+    # arm_sets/ellipsoid/lcb.py: the closed-form LCB arm of a ball is NotFinite for a huge
     # theta_hat (the solver sets rescale their data, see WellScaledSolves).
     pytest.param(lambda: DISK.lcb_arm([0.0, 1e120], V, 0.5), ("theta_hat",),
                  id="disk-lcb-arm-theta-huge"),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import sege_cvx as sc
-import sege_cvx.arm_sets.polyhedral as polyhedral
+import sege_cvx.arm_sets.polytope.sets as polyhedral
 import sege_cvx.conic.programs as programs
 from sege_cvx.policies.sege import EXPLOIT, EXPLORE_LCB
 

@@ -1,4 +1,4 @@
-"""Certified active-set arms of polyhedral sets (sege_cvx.fast_paths.polytope_arms; the arms of a
+"""Certified active-set arms of polyhedral sets (sege_cvx.arm_sets.polytope.arms; the arms of a
 convex hull, over its weights, are cross-checked in test_hull_arms.py).
 
 Cross-checked against Clarabel at tight tolerances on 1,000 random instances per set type
@@ -19,9 +19,9 @@ import pytest
 from _ulps import assert_close_ulps
 
 import sege_cvx as sc
+from sege_cvx.arm_sets.polytope import arms as polytope_arms
 from sege_cvx.conic.errors import SolverFailure
 from sege_cvx.experiments.examples import polytope_problem, treatment_mix_problem
-from sege_cvx.fast_paths import polytope_arms
 from sege_cvx.fast_paths.status import NOT_CERTIFIED, VERIFIED
 
 #: Clarabel settings of the reference solves: far tighter than its defaults (about 1e-8).  At
@@ -221,8 +221,8 @@ def test_a_corrupted_warm_start_still_gives_the_optimal_vertex():
                           ([0, 0, 1], np.eye(d))]:  # dependent rows
         W[0], counts[0], points[0] = rows, d, 0.0
         out = np.empty(d)
-        code = polytope_arms.greedy_one(geometry, theta, W, counts, points, inverse.copy(), out,
-                                        np.empty((2, d, d)), np.empty((14, d)))
+        code = polytope_arms.greedy_one(geometry, theta, (W, counts, points, inverse.copy()),
+                                        out, np.empty((2, d, d)), np.empty((14, d)))
         assert code == VERIFIED
         # The same vertex through another working-set order and pull-in: the rows' Gram-Schmidt
         # rounds differently (a few ulps times the rows' conditioning, here below 4) and the

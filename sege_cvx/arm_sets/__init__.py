@@ -5,7 +5,7 @@ from .ellipsoid import Ball, Ellipsoid
 from .finite import FiniteArmSet
 from .generic import ConvexArmSet
 from .hull import ConvexHull
-from .polyhedral import Box, Polytope
+from .polytope import Box, Polytope
 
 __all__ = ["ArmSet", "Ball", "Box", "ConvexArmSet", "ConvexHull", "CrossCheckError", "Ellipsoid",
            "FiniteArmSet", "Polytope"]

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from .. import _pull_in
 from .._rowwise import row_dots
 from .._validation import (
     as_batch_of_vectors,
@@ -35,6 +34,7 @@ from .._validation import (
 )
 from ..confidence import cholesky
 from ..conic.errors import SolverFailure
+from ..fast_paths import pull_in as _pull_in
 from .exploration import MIN_SOLVER_SCALE, Exploration, inscribed_cross_polytope
 from .scaling import scale_directions, scale_lcb_data
 
@@ -107,9 +107,9 @@ class ArmSet(ABC):
     witness_dim: int = 0
 
     #: The data of compiled per-point greedy and LCB arms, for sets that have them (ellipsoids:
-    #: :class:`~sege_cvx.fast_paths.ellipsoid_arms.EllipsoidArms`; boxes and polytopes:
-    #: :class:`~sege_cvx.fast_paths.polytope_arms.PolytopeArms`; convex hulls:
-    #: :class:`~sege_cvx.fast_paths.hull_arms.HullArms`); SEGE then runs whole stages as
+    #: :class:`~sege_cvx.arm_sets.ellipsoid.arms.EllipsoidArms`; boxes and polytopes:
+    #: :class:`~sege_cvx.arm_sets.polytope.arms.PolytopeArms`; convex hulls:
+    #: :class:`~sege_cvx.arm_sets.hull.arms.HullArms`); SEGE then runs whole stages as
     #: compiled code.  ``None``: SEGE calls the set's methods.
     compiled_arms = None
 
@@ -121,8 +121,8 @@ class ArmSet(ABC):
         warnings.warn("ArmSet.compiled_membership is deprecated and will be removed in the next "
                       "release; use ArmSet.compiled_arms.geometry()", DeprecationWarning,
                       stacklevel=2)
-        from ..fast_paths.ellipsoid_arms import EllipsoidGeometry
-        from ..fast_paths.polytope_arms import PolytopeGeometry
+        from .ellipsoid.arms import EllipsoidGeometry
+        from .polytope.arms import PolytopeGeometry
 
         g = None if self.compiled_arms is None else self.compiled_arms.geometry()
         if isinstance(g, EllipsoidGeometry):
@@ -361,7 +361,7 @@ class ArmSet(ABC):
         tolerance; by convexity the contraction moves them inside by a distance of order
         ``eps ||x - c||``.  Sets given by cvxpy inequalities start the search at the contraction
         convexity guarantees from the constraints' values at ``x`` and ``c``, and step down from
-        there (:func:`sege_cvx._pull_in.least_contraction`): about two tests instead of up to
+        there (:func:`sege_cvx.fast_paths.pull_in.least_contraction`): about two tests instead of up to
         eleven, and the same contraction wherever passing is monotone in ``eps``.  Far from the
         origin the floats themselves are coarser than that (spacing 1.2e-4 at 1e12): the limit
         is then raised to 16 ulps of the coordinates.
@@ -373,7 +373,7 @@ class ArmSet(ABC):
         (:func:`~sege_cvx.conic.programs.witness_program`); a convex combination of certified
         arms should pass the same combination of their witnesses.  A
         :class:`~sege_cvx.arm_sets.ConvexHull` proves each point exactly from its weights instead
-        (:func:`~sege_cvx.fast_paths.hull_arms.pull_into_hull`).  Other sets ignore
+        (:func:`~sege_cvx.arm_sets.hull.arms.pull_into_hull`).  Other sets ignore
         ``witnesses``.  Rows already in the set exactly (``contains(tol=0)``) are returned
         unchanged.
 
@@ -457,8 +457,8 @@ class ArmSet(ABC):
         """:meth:`pull_inside` in place on ``points`` (C-ordered float64); returns ``ok``.
 
         Row by row, searching the schedule from :meth:`_contraction_start`
-        (:func:`sege_cvx._pull_in.least_contraction`); sets with a cheap compiled membership test
-        override it with the schedule compiled per row (:mod:`sege_cvx._pull_in`).
+        (:func:`sege_cvx.fast_paths.pull_in.least_contraction`); sets with a cheap compiled membership test
+        override it with the schedule compiled per row (:mod:`sege_cvx.fast_paths.pull_in`).
         """
         ok = self._inside(points, 0.0)
         if ok.all():

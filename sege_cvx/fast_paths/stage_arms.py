@@ -3,16 +3,17 @@
 Compiled stages are written once and call :func:`greedy_arm`, :func:`lcb_arm`,
 :func:`pull_inside` and :func:`pull_in`; numba resolves each, when it compiles a stage, by the
 class of the geometry record it is given (a registry keyed by class, as cvxpy's canonicalizers
-are): :class:`~.ellipsoid_arms.EllipsoidGeometry` to the ellipsoid's closed forms
-(:mod:`.ellipsoid_arms`), :class:`~.polytope_arms.PolytopeGeometry` to the polytope's
-certified active-set solves (:mod:`.polytope_arms`) and :class:`~.hull_arms.HullGeometry` to
-the convex hull's certified solves over its weights (:mod:`.hull_arms`).  Each arm returns a
-status code of :mod:`.status`; only :data:`~.status.VERIFIED` arms are played.
+are): :class:`~sege_cvx.arm_sets.ellipsoid.arms.EllipsoidGeometry` to the ellipsoid's closed
+forms (:mod:`sege_cvx.arm_sets.ellipsoid.arms`),
+:class:`~sege_cvx.arm_sets.polytope.arms.PolytopeGeometry` to the polytope's certified
+active-set solves (:mod:`sege_cvx.arm_sets.polytope.arms`) and
+:class:`~sege_cvx.arm_sets.hull.arms.HullGeometry` to the convex hull's certified solves over
+its weights (:mod:`sege_cvx.arm_sets.hull.arms`).  Each arm returns a status code of
+:mod:`.status`; only :data:`~.status.VERIFIED` arms are played.
 
-``warm`` is the run's warm-start state (:mod:`.polytope_arms`: ``(rows, counts, points,
-inverse)``; :mod:`.hull_arms`: ``(rows, counts, weights, mix)``); ellipsoids ignore it.
-``mats`` (6, d, d) and ``vecs`` (18, d) are the stage's scratch: the arms use ``mats[:5]`` and
-``vecs[:16]``.
+``warm`` is the run's warm-start state (a polytope's: ``(rows, counts, points, inverse)``; a
+hull's: ``(rows, counts, weights, mix)``); ellipsoids ignore it.  ``mats`` (6, d, d) and
+``vecs`` (18, d) are the stage's scratch: the arms use ``mats[:5]`` and ``vecs[:16]``.
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from __future__ import annotations
 from numba.core.errors import TypingError
 from numba.extending import overload
 
-from . import ellipsoid_arms, hull_arms, polytope_arms
-from .ellipsoid_arms import EllipsoidGeometry
-from .hull_arms import HullGeometry
-from .polytope_arms import PolytopeGeometry
+from ..arm_sets.ellipsoid import arms as ellipsoid_arms
+from ..arm_sets.ellipsoid.arms import EllipsoidGeometry
+from ..arm_sets.hull import arms as hull_arms
+from ..arm_sets.hull.arms import HullGeometry
+from ..arm_sets.polytope import arms as polytope_arms
+from ..arm_sets.polytope.arms import PolytopeGeometry
 
 
 def greedy_arm(geometry, theta, warm, out, mats, vecs) -> int:
@@ -42,13 +45,13 @@ def pull_inside(geometry, x, warm, use_lcb, rho, g, safe, offset, trial) -> bool
     """Move SEGE's mix ``x = (1 - rho) safe + rho U`` exactly into the set; False if it cannot
     be.  A hull proves it from the safe arm (the run's ``warm`` LCB weights if ``use_lcb``, else
     the baseline arm ``safe``), ``rho`` and the exploration draw ``g``
-    (:func:`.hull_arms.pull_inside_one`); the other sets by :func:`pull_in`."""
+    (:func:`sege_cvx.arm_sets.hull.arms.pull_inside_one`); the other sets by :func:`pull_in`."""
     raise NotImplementedError("compiled only")
 
 
 def pull_in(geometry, x, offset, trial) -> bool:
     """Move any point ``x`` exactly into the set by the least contraction toward its certified
-    interior point that passes its exact membership test (:func:`sege_cvx._pull_in.pull_in_one`);
+    interior point that passes its exact membership test (:func:`.pull_in.pull_in_one`);
     False, ``x`` unchanged, if none does.  For the records of :data:`PULL_IN` (sets whose
     membership is decided from ``x`` alone; a hull's needs the weights of a mix)."""
     raise NotImplementedError("compiled only")
@@ -74,14 +77,11 @@ def _ellipsoid_greedy(geometry, theta, warm, out, mats, vecs):
 
 
 def _polytope_greedy(geometry, theta, warm, out, mats, vecs):
-    rows, counts, points, inverse = warm
-    return polytope_arms.greedy_one(geometry, theta, rows, counts, points, inverse, out, mats,
-                                    vecs)
+    return polytope_arms.greedy_one(geometry, theta, warm, out, mats, vecs)
 
 
 def _hull_greedy(geometry, theta, warm, out, mats, vecs):
-    rows, counts, weights, mix = warm
-    return hull_arms.greedy_one(geometry, theta, rows, counts, weights, mix, out, mats, vecs)
+    return hull_arms.greedy_one(geometry, theta, warm, out, mats, vecs)
 
 
 GREEDY = {EllipsoidGeometry: _ellipsoid_greedy, PolytopeGeometry: _polytope_greedy,
@@ -96,22 +96,16 @@ def _greedy_arm(geometry, theta, warm, out, mats, vecs):
 # --- LCB arm -------------------------------------------------------------------------------------
 
 def _ellipsoid_lcb(geometry, theta, chol, r, warm, out, mats, vecs):
-    return ellipsoid_arms.lcb_from_factor_one(
-        geometry.center, geometry.shape, geometry.h_sqrt, geometry.h_inv_sqrt,
-        geometry.white_center, geometry.kappa, theta, chol, r, out, mats, vecs)
+    return ellipsoid_arms.lcb_from_factor_one(geometry, theta, chol, r, out, mats, vecs)
 
 
 def _polytope_lcb(geometry, theta, chol, r, warm, out, mats, vecs):
-    rows, counts, points, inverse = warm
-    return polytope_arms.lcb_one(geometry, theta, chol, r, rows, counts, points, inverse, out,
-                                 mats, vecs)
+    return polytope_arms.lcb_one(geometry, theta, chol, r, warm, out, mats, vecs)
 
 
 def _hull_lcb(geometry, theta, chol, r, warm, out, mats, vecs):
-    rows, counts, weights, mix = warm
     # SEGE plays the LCB arm only inside its mix, which pull_inside proves.
-    return hull_arms.lcb_weights_one(geometry, theta, chol, r, rows, counts, weights, mix, out,
-                                     mats, vecs)
+    return hull_arms.lcb_weights_one(geometry, theta, chol, r, warm, out, mats, vecs)
 
 
 LCB = {EllipsoidGeometry: _ellipsoid_lcb, PolytopeGeometry: _polytope_lcb,

@@ -355,7 +355,7 @@ class Policy:
 
 #: The smallest safety margin ``b0 - b`` accepted, in units of ``d eps max(S L, |b0|)``: the
 #: rounding of an arm's coordinates, of its reward ``<x, theta*>`` and of a pull-in toward the
-#: interior (a relative contraction of 1e-15 to 1e-14, :mod:`sege_cvx._pull_in`) each moves a
+#: interior (a relative contraction of 1e-15 to 1e-14, :mod:`sege_cvx.fast_paths.pull_in`) each moves a
 #: reward by a few ``eps S L``; a margin below their sum is not one the arithmetic can keep
 #: (with ``b = b0 - 4 ulp`` on the paper's disk, SEGE and ROFUL played arms below ``b``).
 MARGIN_ROUNDING = 64.0

@@ -169,7 +169,7 @@ class SEGE(Policy):
         ``"error: RuntimeError"``) forced a fallback, over all runs.
     warm_start : tuple of ndarray, or None
         On sets with compiled arms, each run's warm start: its working sets
-        (:mod:`sege_cvx.fast_paths.polytope_arms`, :mod:`sege_cvx.fast_paths.hull_arms`; empty
+        (:mod:`sege_cvx.arm_sets.polytope.arms`, :mod:`sege_cvx.arm_sets.hull.arms`; empty
         for ellipsoids), part of the run's state, kept by a pickle.
 
     Examples
@@ -274,14 +274,14 @@ class SEGE(Policy):
         self._compiled = None
         if compiled is not None and lcb_method != "solver":
             # A lifted set's stage mixes arms in weight space: it needs the baseline's weights
-            # and the exploration vertices' (fast_paths.hull_arms).
+            # and the exploration vertices' (arm_sets.hull.arms).
             geometry = (compiled.geometry(self.lam, (self.baseline_witness,
                                                      self.exploration.witness_table()))
                         if arm_set.witness_dim else compiled.geometry(self.lam))
             self._compiled = (geometry, (self.exploration.center, self.exploration.B,
                                          self.exploration.kind == "cross"))
         #: Per run, the compiled arms' warm start (the working sets of the greedy and LCB
-        #: solves; :mod:`sege_cvx.fast_paths.polytope_arms`, :mod:`~sege_cvx.fast_paths.hull_arms`):
+        #: solves; :mod:`sege_cvx.arm_sets.polytope.arms`, :mod:`~sege_cvx.arm_sets.hull.arms`):
         #: part of the run's state, so that a run computes the same arms alone, in any batch,
         #: and after a pickle.
         self.warm_start = None if self._compiled is None else compiled.warm_state(self.n_runs)

@@ -44,15 +44,16 @@ def exploits(greedy, theta_hat, chol, r, threshold, w) -> bool:
 
 
 @njit(inline="always")
-def safe_exploration_arm(lcb_arm, lcb_ok, theta_hat, chol, r, b0, baseline, U, rho, w, safe,
-                         out) -> bool:
+def safe_exploration_arm(lcb_arm, lcb_ok, estimate, b0, baseline, U, rho, w, safe, out) -> bool:
     """Lines 7-8: the safe arm and the safe exploratory arm of one run.
 
     ``X^S_t = X^LCB_t`` if that arm was verified in the set and ``LCB_t(X^LCB_t) >= b0``, else
     the baseline ``X_0`` (eq. (safe arm t)); ``out = (1 - rho) X^S_t + rho U_t`` (eq. (safe exp
     arm)), a convex combination of points of the set, still to be verified in it (rounding).
-    ``safe`` receives ``X^S_t``.  Returns whether ``X^S_t`` is the LCB arm.
+    ``estimate``: the run's ``(theta_hat, chol, r)`` (``LCB_t``'s estimate, Cholesky factor of
+    ``V`` and radius).  ``safe`` receives ``X^S_t``.  Returns whether ``X^S_t`` is the LCB arm.
     """
+    theta_hat, chol, r = estimate
     use_lcb = lcb_ok and lcb_one(lcb_arm, theta_hat, chol, r, w) >= b0
     for k in range(out.shape[0]):
         safe[k] = lcb_arm[k] if use_lcb else baseline[k]
@@ -82,7 +83,7 @@ def explore_all(lcb_arms, lcb_ok, theta_hat, chol, radii, b0, baseline, U, rho, 
     w = np.empty(d)
     for j in range(n):
         i = rows[j]
-        use[j] = safe_exploration_arm(lcb_arms[j], lcb_ok[j], theta_hat[i], chol[i], radii[i],
+        use[j] = safe_exploration_arm(lcb_arms[j], lcb_ok[j], (theta_hat[i], chol[i], radii[i]),
                                       b0, baseline, U[j], rho, w, safe[j], mixed[j])
     return use, safe, mixed
 
@@ -164,8 +165,8 @@ def stage_one(policy, run, work, i, s, out) -> int:
     center, B, cross = policy.exploration
     exploration_point(g, center, B, cross, U, vecs[17])
     policy.cursor[i] += 1
-    use_lcb = safe_exploration_arm(lcb_point, status == VERIFIED, theta_hat, chol, r, policy.b0,
-                                   baseline, U, rho, vecs[14], safe, out)
+    use_lcb = safe_exploration_arm(lcb_point, status == VERIFIED, (theta_hat, chol, r),
+                                   policy.b0, baseline, U, rho, vecs[14], safe, out)
     if not pull_inside(geometry, out, warm, use_lcb, rho, g, safe, vecs[14], vecs[15]):
         fallbacks[0] += 1
         fallbacks[NOT_MEMBER] += 1

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._validation import as_scalar, as_spd_matrix, as_vector, scaled_norm
-from ..fast_paths import ellipsoid_arms as fast
-from .base import ArmSet
-from .exploration import Exploration
+from ..._validation import as_scalar, as_spd_matrix, as_vector, scaled_norm
+from ..base import ArmSet
+from ..exploration import Exploration
+from . import arms as fast
 
 if TYPE_CHECKING:
     import cvxpy as cp
@@ -52,7 +52,7 @@ class Ellipsoid(ArmSet):
         self.dim = self.center.shape[0]
         self.shape = as_spd_matrix("shape", shape, self.dim).copy()
         self._eig = np.linalg.eigvalsh(self.shape)
-        #: The data of the compiled per-point arms (:mod:`sege_cvx.fast_paths.ellipsoid_arms`),
+        #: The data of the compiled per-point arms (:mod:`sege_cvx.arm_sets.ellipsoid.arms`),
         #: which the batched methods below and SEGE's compiled stages share.
         self.compiled_arms = fast.EllipsoidArms(self.center, self.shape)
         self.shape_sqrt = self.compiled_arms.h_sqrt

@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._rowwise import row_matvec
-from .._validation import as_batch_of_vectors, as_finite_array, format_value, scaled_norm
-from ..fast_paths import hull_arms
-from . import rational
-from .base import BatchArms
-from .exploration import Exploration
-from .generic import MAX_DIM, ConvexArmSet
-from .scaling import scale_directions
+from ..._rowwise import row_matvec
+from ..._validation import as_batch_of_vectors, as_finite_array, format_value, scaled_norm
+from .. import rational
+from ..base import BatchArms
+from ..exploration import Exploration
+from ..generic import MAX_DIM, ConvexArmSet
+from ..scaling import scale_directions
+from . import arms as hull_arms
 
 if TYPE_CHECKING:
     import cvxpy as cp
@@ -30,7 +30,7 @@ class ConvexHull(ConvexArmSet):
     are closed form and exact: the best point itself (the first of ties), with the unit weight
     vector as witness, so CLUCB plays exact vertices; :meth:`support` is the exact best value
     among the points.  LCB arms come from a certified active-set method over the weights
-    (:mod:`sege_cvx.fast_paths.hull_arms`; Clarabel where a certificate fails), which SEGE's
+    (:mod:`sege_cvx.arm_sets.hull.arms`; Clarabel where a certificate fails), which SEGE's
     compiled stages call warm started per run.
 
     Membership is exact: ``contains(x, tol=0)`` is whether ``x`` is a convex combination of the
@@ -38,7 +38,7 @@ class ConvexHull(ConvexArmSet):
     decided on rational weights, :func:`~sege_cvx.arm_sets.rational.convex_weights`, from the
     weights of a small linear program), so the hull contains its own points.  Every arm a policy
     plays or a method returns is proven inside from the weights it was computed with
-    (:func:`~sege_cvx.fast_paths.hull_arms.anchored`), after the least contraction toward the
+    (:func:`~sege_cvx.arm_sets.hull.arms.anchored`), after the least contraction toward the
     interior that the proof accepts; its witness is those weights, a certificate's anchor, not
     an exact convex combination.  :meth:`bounding_box` is the points' coordinate-wise range,
     :meth:`norm_bound` the largest point norm and :meth:`diameter_bound` the largest pairwise
@@ -154,7 +154,7 @@ class ConvexHull(ConvexArmSet):
     @cached_property
     def _body(self) -> tuple[np.ndarray, np.ndarray]:
         """``(c, h)``: the cross-polytope ``{c + t : sum_i |t_i| / h_i <= 1}`` inside the hull, from
-        which arms are certified (:func:`~sege_cvx.fast_paths.hull_arms.anchored`).
+        which arms are certified (:func:`~sege_cvx.arm_sets.hull.arms.anchored`).
 
         ``c`` is the centre of the inscribed cross-polytope of :class:`ConvexArmSet` and ``h_i``
         the smaller offset of its two vertices on axis ``i``, rounded down: the centre and the
@@ -173,7 +173,7 @@ class ConvexHull(ConvexArmSet):
     def exploration(self) -> Exploration:
         """SEGE's exploration: the certified cross-polytope of :meth:`_body` shrunk about its
         centre by :data:`EXPLORATION_SHRINK`, so that a mix with a drawn vertex is proven in the
-        hull directly (:func:`~sege_cvx.fast_paths.hull_arms.pull_inside_one`); each vertex's
+        hull directly (:func:`~sege_cvx.arm_sets.hull.arms.pull_inside_one`); each vertex's
         weights are the same mix of the body's vertex's and the centre's."""
         return self._exploration
 
@@ -191,7 +191,7 @@ class ConvexHull(ConvexArmSet):
 
     def lcb_arm_batch(self, thetas: np.ndarray, chols: np.ndarray, radii: np.ndarray,
                       method: str = "auto") -> BatchArms:
-        """Certified active-set LCB arms over the weights (:mod:`sege_cvx.fast_paths.hull_arms`),
+        """Certified active-set LCB arms over the weights (:mod:`sege_cvx.arm_sets.hull.arms`),
         each from a cold start, with their weights as witnesses.
 
         An instance whose certificate fails is reported as ``"NotCertified"`` with
@@ -216,7 +216,7 @@ class ConvexHull(ConvexArmSet):
         ``tol = 0``: exactly (:meth:`_exact_weights`); the weights returned are then the exact
         ones, rounded to float.  ``tol > 0``: :meth:`LiftedMembership.certify
         <sege_cvx.arm_sets.lifted.LiftedMembership.certify>` of the hull's own constraints with
-        that tolerance, compiled (:func:`~sege_cvx.fast_paths.hull_arms.certify_pair`): the
+        that tolerance, compiled (:func:`~sege_cvx.arm_sets.hull.arms.certify_pair`): the
         same repair, equalities, rounding bound and inequality as cvxpy's evaluation.
         """
         if tol == 0.0:
@@ -257,7 +257,7 @@ class ConvexHull(ConvexArmSet):
         """Weights proving ``x`` in the hull in exact arithmetic (rounded to float), or ``None``
         if it is not in it: a point itself, or outside the points' range, by comparison; an arm
         certified from the weights ``hint`` it came with
-        (:func:`~sege_cvx.fast_paths.hull_arms.in_hull`, once the certified body is known); else
+        (:func:`~sege_cvx.arm_sets.hull.arms.in_hull`, once the certified body is known); else
         :func:`~sege_cvx.arm_sets.rational.convex_weights` (a verified solve, or rationals)."""
         if not np.all(np.isfinite(x)):
             return None
@@ -292,7 +292,7 @@ class ConvexHull(ConvexArmSet):
 
     def _pull_in_with(self, points: np.ndarray, witnesses: np.ndarray) -> np.ndarray:
         """Each row certified from its weights, or moved in by the least contraction the
-        certificate accepts (:func:`~sege_cvx.fast_paths.hull_arms.pull_into_hull_all`), in
+        certificate accepts (:func:`~sege_cvx.arm_sets.hull.arms.pull_into_hull_all`), in
         place on both arrays: a moved row's weights become ``beta w + (1 - beta) w_c``."""
         center, half = self._body
         weights = np.where(np.isfinite(witnesses), np.maximum(witnesses, 0.0), np.nan)
