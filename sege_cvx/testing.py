@@ -98,9 +98,10 @@ def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int
 
     policy = build(policy_seeds)
     d = problem.arm_set.dim
-    reference = Policy.__new__(Policy)  # the problem as the base validates and certifies it
-    reference._set_problem(problem.arm_set, problem.baseline_arm, problem.baseline_reward,
-                           problem.threshold, problem.S, problem.noise_sd, problem.lam, n_runs)
+    # The problem as the base validates and certifies it (a baseline arm moved into the set).
+    reference = _Reference(problem.arm_set, problem.baseline_arm, problem.baseline_reward,
+                           problem.threshold, S=problem.S, noise_sd=problem.noise_sd,
+                           lam=problem.lam, n_runs=n_runs)
     if (np.asarray(getattr(policy, "baseline_arm", None)).tobytes()
             != reference.baseline_arm.tobytes()
             or getattr(policy, "baseline_reward", None) != reference.baseline_reward):
@@ -136,6 +137,12 @@ def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int
     _check_pickle(build, problem, policy_seeds, noise_seeds, stages, name)
     if build(policy_seeds).compiled_stages:
         _check_compiled_stages(cls, build, problem, policy_seeds, noise_seeds, stages, name)
+
+
+class _Reference(Policy):
+    """The base alone: what it stores of a problem."""
+
+    decision_names = ("reference",)
 
 
 def _check_compiled_stages(cls, build, problem, policy_seeds, noise_seeds, stages, name) -> None:

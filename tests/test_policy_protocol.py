@@ -236,12 +236,13 @@ class FailsOnce(RandomMix):
 
 def test_an_observe_that_raises_leaves_the_arms_pending():
     policy = FailsOnce(DISK, X0, B0, 0.8 * B0, S=1.0, noise_sd=0.1)
+    assert not policy.awaiting_observe
     x = policy.select()
     with pytest.raises(RuntimeError, match="data store"):
         policy.observe(x, 0.5)
-    assert policy.t == 0
+    assert policy.t == 0 and policy.awaiting_observe
     policy.observe(x, 0.5)  # the same stage, again
-    assert policy.t == 1 and policy.confidence.counts[0] == 1
+    assert policy.t == 1 and policy.confidence.counts[0] == 1 and not policy.awaiting_observe
 
 
 class Mixin:

@@ -175,6 +175,11 @@ class Policy:
         self.last_decision = np.full(self.n_runs, -1, dtype=np.int8)
         self.decision_counts = np.zeros((self.n_runs, len(names)), dtype=np.int64)
 
+    @property
+    def awaiting_observe(self) -> bool:
+        """Whether the last :meth:`select`'s arms still wait for :meth:`observe`."""
+        return self._pending is not None
+
     @functools.cached_property
     def rngs(self) -> list[np.random.Generator]:
         """One ``numpy.random.Generator`` per run, from that run's seed alone (made on first

@@ -178,8 +178,8 @@ def simulate(
     if bandit.dim != policy.arm_set.dim:
         raise ValueError(f"bandit has dimension {bandit.dim} but the policy's arm set has "
                          f"dimension {policy.arm_set.dim}")
-    if policy.t != 0 or policy._pending is not None:
-        pending = " and has a pending select()" if policy._pending is not None else ""
+    if policy.t != 0 or policy.awaiting_observe:
+        pending = " and has a pending select()" if policy.awaiting_observe else ""
         raise ValueError(f"simulate starts at stage 1, but the policy has already played "
                          f"{policy.t} stage(s){pending}: give it a fresh policy (or continue "
                          "this one with select/observe)")
