@@ -151,11 +151,14 @@ def _check_compiled_stages(cls, build, problem, policy_seeds, noise_seeds, stage
     stepped = type(f"Stepped{cls.__name__}", (cls,), {"compiled_stages": False})
     traces = []
     for klass in (cls, stepped):
-        result = simulate(build(policy_seeds, klass),
-                          LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds), stages,
-                          traces=True)
-        traces.append((result.expected_reward, result.decisions))
-    (reward, decision), (reward_s, decision_s) = traces
+        policy = build(policy_seeds, klass)
+        if klass is stepped and policy.compiled_stages:
+            raise AssertionError(f"check_policy: {name} sets compiled_stages on its instances; "
+                                 "make it a class attribute or a property")
+        result = simulate(policy, LinearBandit(problem.theta_star, problem.noise_sd,
+                                               noise_seeds), stages, traces=True)
+        traces.append((result.expected_reward, result.decisions, policy.decision_counts))
+    (reward, decision, counts), (reward_s, decision_s, counts_s) = traces
     for what, ours, theirs in (("decision", decision, decision_s),
                                ("expected reward", reward, reward_s)):
         stage = _first_difference(ours, theirs)
@@ -164,6 +167,9 @@ def _check_compiled_stages(cls, build, problem, policy_seeds, noise_seeds, stage
                                  f"{ours[stage].tolist()} at stage {stage + 1}, select/observe "
                                  f"{theirs[stage].tolist()}: its stage hooks must compute what "
                                  "select and observe compute")
+    if counts.tobytes() != counts_s.tobytes():
+        raise AssertionError(f"check_policy: {name}'s decision_counts after its compiled stages "
+                             f"are {counts.tolist()}, after select/observe {counts_s.tolist()}")
 
 
 def _play(policy: Policy, problem: BanditProblem, noise_seeds, stages: int, name: str

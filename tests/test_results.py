@@ -382,3 +382,19 @@ def test_run_statistics_name_the_cells_when_the_selection_is_not_one(results):
     with pytest.raises(ResultsError, match=r"no cell of .* match \{'problem': 'paper', "
                                            r"'algorithm': 'SEGE', 'c': 0.3\}"):
         results.run_statistics(problem="paper", algorithm="SEGE", c=0.3)
+
+
+def test_run_statistics_need_the_sweep_directory_and_say_so(results, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(results.path, copy)
+    shutil.rmtree(copy / "shards")
+    with pytest.raises(ResultsError, match="holds no shards/ directory"):
+        load_results(copy).run_statistics(problem="box", algorithm="CLUCB")
+    manifest = json.loads((copy / "manifest.json").read_text())
+    del manifest["sweep"]
+    moved = load_results(copy, verify=False)
+    moved.manifest = manifest
+    with pytest.raises(ResultsError, match="fallback_reasons needs a sweep's directory; .* no sweep"):
+        moved.fallback_reasons(problem="box", algorithm="CLUCB")

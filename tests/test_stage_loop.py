@@ -211,3 +211,44 @@ class Shifted(RoundRobin):
 def test_check_policy_fails_compiled_stages_that_are_not_select_observe():
     with pytest.raises(AssertionError, match="Shifted's compiled stages gave decisions"):
         check_policy(Shifted, _problem(), radius=0.5)
+
+
+BadCodeStages = NamedTuple("BadCodeStages", list(RoundRobinStages.__annotations__.items()))
+
+
+@njit(inline="always")
+def _choose_bad_code(policy, run, work, i, s, t, arm):
+    code = _choose_arm(policy, run, work, i, s, t, arm)
+    return 7 if t == 30 else code  # no such column in decision_counts
+
+
+register_stage_hooks(BadCodeStages, StageHooks(_scratch, _run_view, _choose_bad_code, _learn))
+
+
+class BadCode(RoundRobin):
+    def stage_record(self, t0, n_stages):
+        return BadCodeStages(*super().stage_record(t0, n_stages))
+
+
+def test_a_compiled_code_outside_the_decisions_stops_simulate_with_its_run_and_stage():
+    problem = _problem()
+    policy = BadCode(problem.arm_set, problem.baseline_arm, problem.baseline_reward,
+                     problem.threshold, S=problem.S, noise_sd=problem.noise_sd, n_runs=2)
+    with pytest.raises(ValueError, match=r"BadCode's compiled stages gave run 0 a non-finite arm "
+                                         r"or a decision code outside 0..1 at stage 30"):
+        sc.simulate(policy, sc.LinearBandit(problem.theta_star, problem.noise_sd,
+                                            sc.run_seeds(0, 2)[1]), 50)
+
+
+def test_a_record_class_has_one_set_of_hooks_and_its_loops_are_made_once():
+    from sege_cvx.policies.clucb import CLUCBStages
+    from sege_cvx.policies.roful import ROFULStages
+    from sege_cvx.policies.sege_rule import SEGEStages
+
+    hooks = StageHooks(_scratch, _run_view, _choose_arm, _learn)
+    register_stage_hooks(RoundRobinStages, hooks)  # the same hooks again: nothing changes
+    with pytest.raises(TypeError, match="RoundRobinStages already has stage hooks"):
+        register_stage_hooks(RoundRobinStages, hooks._replace(choose_arm=_choose_shifted))
+    # The built-in policies' kernels (warm_up compiles them) are the loops simulate runs.
+    for cls, record in ((sc.SEGE, SEGEStages), (sc.CLUCB, CLUCBStages), (sc.ROFUL, ROFULStages)):
+        assert cls.compiled_kernels == (stage_loop(record),)

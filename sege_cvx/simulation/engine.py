@@ -233,16 +233,22 @@ def simulate(
             recording = stats.recording(
                 row, rewards[window] if traces else np.empty((0, n)),
                 decisions[window] if traces else np.empty((0, n), dtype=np.int8))
-            progress = play_stages(policy.stage_record(t, steps), t,
-                                   Environment(bandit.theta_star, bandit.noise_sd, noise, optimal,
-                                               threshold), recording)
-            if progress.failed.any():
-                i = int(np.argmax(progress.failed > 0))
-                raise ValueError(f"run {i}, stage {progress.failed[i]}: V = lam I + sum x x^T is "
+            done = play_stages(policy.stage_record(t, steps), t,
+                               Environment(bandit.theta_star, bandit.noise_sd, noise, optimal,
+                                           threshold), recording)
+            if done.invalid.any():
+                i = int(np.argmax(done.invalid > 0))
+                raise ValueError(f"{type(policy).__name__}'s compiled stages gave run {i} a "
+                                 f"non-finite arm or a decision code outside 0.."
+                                 f"{policy.decision_counts.shape[1] - 1} at stage "
+                                 f"{done.invalid[i]}")
+            if done.failed.any():
+                i = int(np.argmax(done.failed > 0))
+                raise ValueError(f"run {i}, stage {done.failed[i]}: V = lam I + sum x x^T is "
                                  f"not numerically positive definite (lam = {policy.lam:g} is too "
                                  "small): use a larger lam")
             policy.t = t + steps - 1
-            row = int(progress.rows[0])  # the same for every run
+            row = int(done.rows[0])  # the same for every run
             t += steps
             bar.update(t - 1 - bar.n)
         bar.close()

@@ -1,7 +1,8 @@
 """The compiled stage loop, written once for every policy whose stages are compiled.
 
-:func:`run_stages` plays stages ``t0 .. t0 + n_stages - 1`` of a block of runs against the
-linear bandit.  It owns the environment (the reward ``<x, theta*> + noise_sd * noise``, as
+The loop (:func:`stage_loop`, run by :func:`play_stages`) plays stages
+``t0 .. t0 + n_stages - 1`` of a block of runs against the linear bandit.  It owns the
+environment (the reward ``<x, theta*> + noise_sd * noise``, as
 :meth:`~sege_cvx.simulation.LinearBandit.pull` computes it), the decision counts and the
 statistics (:func:`~sege_cvx.simulation.statistics.record_run_stage`).  The policy's part is its
 *stage record* (a ``NamedTuple`` holding its per-run state and the call's constants, with at
@@ -14,14 +15,19 @@ least ``decision_counts`` and ``last_decision``) and four functions, its :class:
 * ``learn(policy, run, work, i, arm, y, code) -> ok``: run ``i``'s update with the reward ``y``
   (False if ``V`` lost definiteness, which stops the run).
 
+The loop checks what ``choose_arm`` returns: an arm that is not finite or a code outside the
+record's ``decision_counts`` columns stops the run (:class:`Progress`), and
+:func:`~sege_cvx.simulate` raises.
+
 A policy module registers its hooks for its record class (:func:`register_stage_hooks`: a
 registry keyed by class, as :mod:`sege_cvx.fast_paths.stage_arms` chooses a geometry's
 kernels).  :func:`stage_loop` and :func:`choose_loop` then give the loop, and the one stage of
-every run that ``select`` plays, compiled with that policy's hooks inlined (the hooks are
-``njit(inline="always")`` functions): one source, one compiled kernel per record class, each
-cached on disk like every kernel of the package.  The hooks are the very functions the policy's
-``select`` and ``observe`` run, so a run's numbers are bitwise those of the step API, whatever
-the thread that computed them.
+every run that ``select`` may play, compiled with that policy's hooks inlined (the hooks are
+``njit(inline="always")`` functions): one source, one compiled kernel per record class, cached
+on disk where the hooks are the package's.  The hooks compute what the policy's ``select`` and
+``observe`` compute (SEGE's and CLUCB's ``select`` call :func:`choose_loop`; every ``observe``
+the same per-run update), so a run's numbers are bitwise those of the step API, whatever the
+thread that computed them (:func:`sege_cvx.testing.check_policy` compares the two).
 
 Why bound at compile time rather than dispatched inside one kernel: a stage record passed to a
 function numba does not inline is copied field by field onto the stack at every call (hundreds
@@ -30,7 +36,6 @@ of words a stage for SEGE's), which made the stages of a dispatched loop three t
 
 from __future__ import annotations
 
-import functools
 import types
 from collections.abc import Callable
 from typing import NamedTuple
@@ -54,10 +59,13 @@ class Environment(NamedTuple):
 
 class Progress(NamedTuple):
     """What a compiled call reports per run: ``rows[i]``, run ``i``'s next checkpoint row;
-    ``failed[i]``, the stage at which its ``V`` lost definiteness (0 if none)."""
+    ``failed[i]``, the stage at which its ``V`` lost definiteness; ``invalid[i]``, the stage at
+    which ``choose_arm`` gave a non-finite arm or a code outside ``decision_counts``' columns
+    (0 if none)."""
 
     rows: np.ndarray
     failed: np.ndarray
+    invalid: np.ndarray
 
 
 class StageHooks(NamedTuple):
@@ -71,6 +79,7 @@ class StageHooks(NamedTuple):
 
 
 _HOOKS: dict[type, StageHooks] = {}
+_LOOPS: dict[tuple[type, str], Callable] = {}
 
 
 # The hooks' names in the templates below; each compiled loop binds them to a policy's
@@ -106,9 +115,12 @@ def register_stage_hooks(record: type, hooks: StageHooks) -> None:
                         "the stage loop updates")
     if not isinstance(hooks, StageHooks):
         raise TypeError(f"hooks must be a StageHooks, got {type(hooks).__name__}")
+    # One set of hooks per record class: its compiled loops (and their disk cache, named after
+    # the class) belong to those hooks.
+    if _HOOKS.get(record, hooks) != hooks:
+        raise TypeError(f"stage record {record.__name__} already has stage hooks; define another "
+                        "record class for other hooks")
     _HOOKS[record] = hooks
-    stage_loop.cache_clear()
-    choose_loop.cache_clear()
 
 
 def _run_stages(first, last, t0, n_stages, policy, env, recording, progress):
@@ -124,6 +136,7 @@ def _run_stages(first, last, t0, n_stages, policy, env, recording, progress):
                                         borrow(progress))
     theta_star, noise, noise_sd = env.theta_star, env.noise, env.noise_sd
     decision_counts, last_decision = policy.decision_counts, policy.last_decision
+    n_codes = decision_counts.shape[1]
     d = theta_star.shape[0]
     owned = (scratch(policy, d), np.empty(d))
     work, arm = borrow(owned)
@@ -136,6 +149,9 @@ def _run_stages(first, last, t0, n_stages, policy, env, recording, progress):
             mean = 0.0
             for k in range(d):
                 mean += arm[k] * theta_star[k]
+            if not (0 <= code < n_codes and np.isfinite(mean)):
+                progress.invalid[i] = t
+                break
             y = mean + noise_sd * noise[i, s]
             if not learn(policy, run, work, i, arm, y, code):
                 progress.failed[i] = t
@@ -175,24 +191,31 @@ def _bind(template: Callable, record: type, **options):
     return njit(cache=ours, **options)(fn)
 
 
-@functools.cache
+def _loop(template: Callable, record: type, **options):
+    """The compiled ``template`` of ``record``'s hooks, made once."""
+    key = (record, template.__name__)
+    if key not in _LOOPS:
+        _LOOPS[key] = _bind(template, record, **options)
+    return _LOOPS[key]
+
+
 def stage_loop(record: type):
     """The compiled stage loop (:func:`_run_stages`) of the policy with stage record class
     ``record``: ``kernel(first, last, t0, n_stages, policy, env, recording, progress)``."""
-    return _bind(_run_stages, record, nogil=True)
+    return _loop(_run_stages, record, nogil=True)
 
 
-@functools.cache
 def choose_loop(record: type):
     """The compiled one stage of every run (:func:`_choose_all`) of the policy with stage
     record class ``record``: ``kernel(policy, t, arms, codes)``."""
-    return _bind(_choose_all, record)
+    return _loop(_choose_all, record)
 
 
 def play_stages(policy, t0: int, env: Environment, recording: Recording) -> Progress:
     """Stages ``t0 .. t0 + k - 1`` (``k``: the columns of ``env.noise``) of every run of the
     stage record ``policy``, blocks of runs on threads (:func:`~sege_cvx._numba.over_runs`)."""
     n_runs, n_stages = env.noise.shape
-    progress = Progress(np.empty(n_runs, dtype=np.int64), np.zeros(n_runs, dtype=np.int64))
+    progress = Progress(np.empty(n_runs, dtype=np.int64), np.zeros(n_runs, dtype=np.int64),
+                        np.zeros(n_runs, dtype=np.int64))
     over_runs(stage_loop(type(policy)), n_runs, t0, n_stages, policy, env, recording, progress)
     return progress

@@ -171,6 +171,15 @@ class SweepResults:
                                f"the cells are {listed}")
         return found[0]
 
+    def _sweep_record(self, method: str, keys: tuple[str, ...]) -> dict:
+        """The manifest, checked to hold what ``method`` reads of a sweep's record."""
+        missing = [key for key in keys if key not in self.manifest]
+        if missing:
+            raise ResultsError(f"{method} needs a sweep's directory; the manifest of "
+                               f"{str(self.path)!r} has no {', '.join(missing)} (a study's "
+                               "--out directory keeps its tables, not its shards)")
+        return self.manifest
+
     def run_statistics(self, problem: str | None = None, algorithm: str | None = None,
                        **grid) -> RunStatistics:
         """Every run's statistics at every checkpoint in the one cell :meth:`cell_index`
@@ -192,7 +201,10 @@ class SweepResults:
         from .shards import shard_statistics
 
         cell = self.cell_index(problem, algorithm, **grid)
-        m = self.manifest
+        m = self._sweep_record("run_statistics", ("shard_runs", "versions", "algorithms"))
+        if not (self.path / "shards").is_dir():
+            raise ResultsError(f"{str(self.path)!r} holds no shards/ directory: run_statistics "
+                               "reads a sweep's shards (sege-cvx sweep --out DIR keeps them)")
         tasks = [task for task in plan_shards(
             StudySpec.from_dict(m["spec"]), m["shard_runs"], None,
             {label: p["fingerprint"] for label, p in m["problems"].items()}, m["versions"],
@@ -206,7 +218,7 @@ class SweepResults:
         :meth:`cell_index` selects (from the manifest's record of its shards)."""
         cell = self.cell_index(problem, algorithm, **grid)
         reasons: Counter[str] = Counter()
-        for shard in self.manifest["sweep"]:
+        for shard in self._sweep_record("fallback_reasons", ("sweep",))["sweep"]:
             if shard["cell"] == cell:
                 reasons.update(shard["fallback_reasons"])
         return reasons
