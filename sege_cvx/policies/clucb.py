@@ -79,9 +79,9 @@ class CLUCBStages(NamedTuple):
 
 
 @njit(inline="always")
-def choose(policy, run, work, i, t, out) -> int:
-    """CLUCB's rule for run ``i`` at round ``t``: the optimistic arm or the baseline into
-    ``out``; returns the decision code.
+def choose(policy, run, work, i, s, t, out) -> int:
+    """CLUCB's rule for run ``i`` at round ``t`` (the stage loop's ``choose_arm`` hook; ``s``
+    unused): the optimistic arm or the baseline into ``out``; returns the decision code.
 
     ``beta`` is the run's :func:`~sege_cvx.confidence.radius.radius_one` of ``rule`` and the
     table's value at its count of optimistic rounds (:meth:`CLUCB.beta`).  The optimistic arm
@@ -125,12 +125,6 @@ def run_view(policy, i):
 
 
 @njit(inline="always")
-def choose_arm(policy, run, work, i, s, t, arm) -> int:
-    """:func:`choose`."""
-    return choose(policy, run, work, i, t, arm)
-
-
-@njit(inline="always")
 def learn(policy, run, work, i, arm, y, code) -> bool:
     """Only optimistic rounds enter the confidence set (:func:`observe_one`) and ``z``."""
     if code != OPTIMISTIC:
@@ -144,7 +138,7 @@ def learn(policy, run, work, i, arm, y, code) -> bool:
     return True
 
 
-register_stage_hooks(CLUCBStages, StageHooks(scratch, run_view, choose_arm, learn))
+register_stage_hooks(CLUCBStages, StageHooks(scratch, run_view, choose, learn))
 
 
 class CLUCB(Policy):

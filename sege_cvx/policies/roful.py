@@ -93,10 +93,9 @@ def step_one(chol, theta_hat, rule, beta_value, dirs_t, steps, margin, S, work, 
 
 
 @njit
-def step_all(chol, theta_hat, rule, beta_values, dirs_t, steps, margin, S, out) -> None:
-    """:func:`step_one` for every run (the step API's ``select``), into ``out = (j, tau,
-    code)``."""
-    out_j, out_tau, out_code = out
+def step_all(chol, theta_hat, rule, beta_values, dirs_t, steps, margin, S, out_j, out_tau,
+             out_code) -> None:
+    """:func:`step_one` for every run (the step API's ``select``)."""
     n, d = theta_hat.shape
     work = np.empty((d + 2, d))
     dir_work = np.empty((3, dirs_t.shape[1]))
@@ -358,7 +357,7 @@ class ROFUL(Policy):
         tau = np.empty(self.n_runs)
         code = np.empty(self.n_runs, dtype=np.int8)
         step_all(conf.chol, conf.theta_hat, self._radius.rule, self._beta[conf.counts],
-                 self._dirs_t, self.steps, self.margin, self.S, (j, tau, code))
+                 self._dirs_t, self.steps, self.margin, self.S, j, tau, code)
         arms = _segment_points(self.baseline_arm, self._offsets, j, tau)
         witnesses = None
         if self.arm_set.witness_dim:  # the same convex combination of the witnesses

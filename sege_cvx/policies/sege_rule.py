@@ -10,7 +10,7 @@ Every engine calls these, so the rule exists once:
   compiled (:mod:`sege_cvx.fast_paths.stage_arms`: ellipsoids, boxes and polytopes): the
   information test, the greedy arm and its test, the LCB arm, the exploration point, the mix
   and its verification.
-  :class:`SEGEStages` and its hooks (:func:`scratch`, :func:`run_view`, :func:`choose_arm`,
+  :class:`SEGEStages` and its hooks (:func:`scratch`, :func:`run_view`, :func:`stage_one`,
   :func:`learn`) put it in the compiled stage loop (:mod:`sege_cvx.simulation.stage_loop`):
   many stages of a block of runs against a linear bandit, or one stage of every run
   (``SEGE.select``).
@@ -44,16 +44,15 @@ def exploits(greedy, theta_hat, chol, r, threshold, w) -> bool:
 
 
 @njit(inline="always")
-def safe_exploration_arm(lcb_arm, lcb_ok, estimate, b0, baseline, U, rho, w, safe, out) -> bool:
+def safe_exploration_arm(lcb_arm, lcb_ok, theta_hat, chol, r, b0, baseline, U, rho, w, safe,
+                         out) -> bool:
     """Lines 7-8: the safe arm and the safe exploratory arm of one run.
 
     ``X^S_t = X^LCB_t`` if that arm was verified in the set and ``LCB_t(X^LCB_t) >= b0``, else
     the baseline ``X_0`` (eq. (safe arm t)); ``out = (1 - rho) X^S_t + rho U_t`` (eq. (safe exp
     arm)), a convex combination of points of the set, still to be verified in it (rounding).
-    ``estimate``: the run's ``(theta_hat, chol, r)`` (``LCB_t``'s estimate, Cholesky factor of
-    ``V`` and radius).  ``safe`` receives ``X^S_t``.  Returns whether ``X^S_t`` is the LCB arm.
+    ``safe`` receives ``X^S_t``.  Returns whether ``X^S_t`` is the LCB arm.
     """
-    theta_hat, chol, r = estimate
     use_lcb = lcb_ok and lcb_one(lcb_arm, theta_hat, chol, r, w) >= b0
     for k in range(out.shape[0]):
         safe[k] = lcb_arm[k] if use_lcb else baseline[k]
@@ -83,7 +82,7 @@ def explore_all(lcb_arms, lcb_ok, theta_hat, chol, radii, b0, baseline, U, rho, 
     w = np.empty(d)
     for j in range(n):
         i = rows[j]
-        use[j] = safe_exploration_arm(lcb_arms[j], lcb_ok[j], (theta_hat[i], chol[i], radii[i]),
+        use[j] = safe_exploration_arm(lcb_arms[j], lcb_ok[j], theta_hat[i], chol[i], radii[i],
                                       b0, baseline, U[j], rho, w, safe[j], mixed[j])
     return use, safe, mixed
 
@@ -124,9 +123,10 @@ class SEGEStages(NamedTuple):
 
 
 @njit(inline="always")
-def stage_one(policy, run, work, i, s, out) -> int:
-    """One stage of run ``i`` on a set with compiled arms: the arm into ``out``; returns the
-    decision code.  ``policy``: :class:`SEGEStages` (``s``: the stage's index in it); ``run``:
+def stage_one(policy, run, work, i, s, t, out) -> int:
+    """One stage ``t`` of run ``i`` on a set with compiled arms (the stage loop's ``choose_arm``
+    hook): the arm into ``out``; returns the decision code.  ``policy``: :class:`SEGEStages`
+    (``s``: the stage's index in it); ``run``:
     run ``i``'s views (:func:`run_view`); ``work``: the scratch (:func:`scratch`).
 
     The arms are the geometry's (:mod:`sege_cvx.fast_paths.stage_arms`: an ellipsoid's closed
@@ -165,8 +165,8 @@ def stage_one(policy, run, work, i, s, out) -> int:
     center, B, cross = policy.exploration
     exploration_point(g, center, B, cross, U, vecs[17])
     policy.cursor[i] += 1
-    use_lcb = safe_exploration_arm(lcb_point, status == VERIFIED, (theta_hat, chol, r),
-                                   policy.b0, baseline, U, rho, vecs[14], safe, out)
+    use_lcb = safe_exploration_arm(lcb_point, status == VERIFIED, theta_hat, chol, r, policy.b0,
+                                   baseline, U, rho, vecs[14], safe, out)
     if not pull_inside(geometry, out, warm, use_lcb, rho, g, safe, vecs[14], vecs[15]):
         fallbacks[0] += 1
         fallbacks[NOT_MEMBER] += 1
@@ -194,12 +194,6 @@ def run_view(policy, i):
 
 
 @njit(inline="always")
-def choose_arm(policy, run, work, i, s, t, arm) -> int:
-    """:func:`stage_one`."""
-    return stage_one(policy, run, work, i, s, arm)
-
-
-@njit(inline="always")
 def learn(policy, run, work, i, arm, y, code) -> bool:
     """Line 11: the confidence set's update with ``(arm, y)`` (:func:`observe_one`)."""
     if not observe_one(run[0], run[1], run[2], run[3], arm, y, work[2], work[3], work[4]):
@@ -208,4 +202,5 @@ def learn(policy, run, work, i, arm, y, code) -> bool:
     return True
 
 
-register_stage_hooks(SEGEStages, StageHooks(scratch, run_view, choose_arm, learn))
+# stage_one is the choose_arm hook itself: one level of inlining less to compile.
+register_stage_hooks(SEGEStages, StageHooks(scratch, run_view, stage_one, learn))

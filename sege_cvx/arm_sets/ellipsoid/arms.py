@@ -11,14 +11,13 @@ whichever computed it:
 * :func:`lcb_from_factor_one`: the LCB arm (eq. (lcb arm), :mod:`.lcb`) from the
   Cholesky factor of ``V``, verified in ``E``.
 
-The LCB arms take the ellipsoid whole, as the record :class:`EllipsoidGeometry` (defined in
-:mod:`.lcb`, whose kernel reads it; :meth:`EllipsoidArms.geometry`).  Status codes:
-:mod:`sege_cvx.fast_paths.status`.
+Status codes: :mod:`sege_cvx.fast_paths.status`.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -27,7 +26,20 @@ from ..._validation import SYMMETRY_RTOL
 from ...confidence.cholesky import SPD_OK, checked_factor, precision_one
 from ...fast_paths.pull_in import pull_in_one
 from ...fast_paths.status import NOT_FINITE, NOT_MEMBER, VERIFIED
-from .lcb import EllipsoidGeometry, lcb_arm_one, square_roots
+from .lcb import lcb_arm_one, square_roots
+
+
+class EllipsoidGeometry(NamedTuple):
+    """An ellipsoid as compiled code reads it (:mod:`~sege_cvx.fast_paths.stage_arms` dispatches on this
+    class): ``c``, ``H``, ``H^{1/2}``, ``H^{-1/2}``, ``H^{-1/2} c`` and ``1 - ||H^{-1/2} c||^2``."""
+
+    center: np.ndarray
+    shape: np.ndarray
+    h_sqrt: np.ndarray
+    h_inv_sqrt: np.ndarray
+    white_center: np.ndarray
+    kappa: float
+
 
 _EPS = float(np.finfo(np.float64).eps)
 _TINY = float(np.finfo(np.float64).tiny)
@@ -128,9 +140,9 @@ def greedy_one(theta, center, shape, h_inv_sqrt, out, work) -> None:
 
 
 @njit
-def lcb_from_factor_one(geometry, theta, chol, r, out, mats, vecs) -> int:
-    """The verified LCB arm of one instance over the ellipsoid ``geometry``
-    (:class:`EllipsoidGeometry`) into ``out``; returns its status.
+def lcb_from_factor_one(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa, theta, chol,
+                        r, out, mats, vecs) -> int:
+    """The verified LCB arm of one instance into ``out``; returns its status.
 
     ``V^{-1} = L^{-T} L^{-1}`` from the Cholesky factor ``chol``; ``(theta, r)`` are scaled by
     a power of two near ``max(|theta|, r)`` (exact; the arm is unchanged) so that the closed
@@ -146,21 +158,18 @@ def lcb_from_factor_one(geometry, theta, chol, r, out, mats, vecs) -> int:
     scaled = vecs[12]
     for k in range(d):
         scaled[k] = math.ldexp(theta[k], -e) if e != 0 else theta[k]
-    lcb_arm_one(geometry, scaled, v_inv, math.ldexp(r, -e) if e != 0 else r, False, out,
-                mats[:3], vecs[:10])
-    return verify_one(out, geometry.center, geometry.h_inv_sqrt, vecs[12], vecs[13])
+    lcb_arm_one(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa, scaled, v_inv,
+                math.ldexp(r, -e) if e != 0 else r, False, out, mats[:3], vecs[:10])
+    return verify_one(out, center, h_inv_sqrt, vecs[12], vecs[13])
 
 
 @njit
-def lcb_arm_checked(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa, theta, V, r,
+def lcb_arm_checked(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa, theta, V, r, rtol,
                     out) -> int:
     """A single public LCB-arm call, validated and computed in one compiled call.
 
-    The ellipsoid comes as the fields of :class:`EllipsoidGeometry`
-    (:meth:`EllipsoidArms.lcb_data`: plain arguments are the cheapest to pass from Python).
     Checks what :meth:`ArmSet.lcb_arm` checks (finite ``theta``; ``r`` finite, nonnegative and
-    not subnormal; ``V`` through :func:`~sege_cvx.confidence.cholesky.checked_factor` at the
-    relative symmetry tolerance :data:`~sege_cvx._validation.SYMMETRY_RTOL`) and then
+    not subnormal; ``V`` through :func:`~sege_cvx.confidence.cholesky.checked_factor`) and then
     computes the verified arm from the factor, exactly as the batched path does.  Returns
     :data:`VERIFIED` with the arm in ``out``, or a nonzero code: the caller then takes the
     batched path, which raises the precise error.
@@ -173,11 +182,10 @@ def lcb_arm_checked(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa, thet
         return NOT_FINITE
     sym = np.empty((d, d))
     chol = np.zeros((d, d))
-    if checked_factor(V, SYMMETRY_RTOL, sym, chol, np.empty((d + 2, d))) != SPD_OK:
+    if checked_factor(V, rtol, sym, chol, np.empty((d + 2, d))) != SPD_OK:
         return NOT_FINITE
-    geometry = EllipsoidGeometry(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa)
-    return lcb_from_factor_one(geometry, theta, chol, r, out, np.empty((5, d, d)),
-                               np.empty((14, d)))
+    return lcb_from_factor_one(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa, theta,
+                               chol, r, out, np.empty((5, d, d)), np.empty((14, d)))
 
 
 class EllipsoidArms:
@@ -205,16 +213,13 @@ class EllipsoidArms:
         self.kappa = float(1.0 - self.white_center @ self.white_center)
 
     def lcb_data(self) -> tuple:
-        """The fields of :meth:`geometry` as a plain tuple: the first arguments of the kernels
-        called from Python (:func:`lcb_arm_checked`, :func:`lcb_from_factor_all`), which form
-        the record themselves (a record costs numba's dispatcher about a microsecond more to
-        type than plain arguments)."""
+        """The arguments :func:`lcb_from_factor_one` takes before ``theta``."""
         return (self.center, self.shape, self.h_sqrt, self.h_inv_sqrt, self.white_center,
                 self.kappa)
 
     def geometry(self, lam: float | None = None) -> EllipsoidGeometry:
-        """The record the compiled arms and stages receive (:class:`EllipsoidGeometry`;
-        :mod:`~sege_cvx.fast_paths.stage_arms`); ``lam`` is not needed."""
+        """What compiled stages receive (:mod:`~sege_cvx.fast_paths.stage_arms`): :meth:`lcb_data` as a record
+        (``lam`` is not needed)."""
         return EllipsoidGeometry(*self.lcb_data())
 
     def warm_state(self, n: int) -> tuple[np.ndarray, ...]:
@@ -236,7 +241,8 @@ class EllipsoidArms:
         out = np.empty(d)
         try:
             code = lcb_arm_checked(self.center, self.shape, self.h_sqrt, self.h_inv_sqrt,
-                                   self.white_center, self.kappa, theta_hat, V, radius, out)
+                                   self.white_center, self.kappa, theta_hat, V, radius,
+                                   SYMMETRY_RTOL, out)
         except Exception:  # e.g. LAPACK's eigh (d > 2) on data that overflow inside
             return None  # the general path reports it, as a failed instance
         return out if code == VERIFIED else None
@@ -285,16 +291,14 @@ def greedy_all(thetas, center, shape, h_inv_sqrt) -> np.ndarray:
 @njit
 def lcb_from_factor_all(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa, thetas, chols,
                         radii):
-    """:func:`lcb_from_factor_one` per row over the ellipsoid given by the fields of
-    :class:`EllipsoidGeometry` (:meth:`EllipsoidArms.lcb_data`): arms and status codes (the arm
-    is as computed where the status is not :data:`VERIFIED`)."""
-    geometry = EllipsoidGeometry(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa)
+    """:func:`lcb_from_factor_one` per row: arms and status codes (the arm is as computed where
+    the status is not :data:`VERIFIED`)."""
     n, d = thetas.shape
     arms = np.empty((n, d))
     status = np.empty(n, dtype=np.int64)
     mats = np.empty((5, d, d))
     vecs = np.empty((14, d))
     for i in range(n):
-        status[i] = lcb_from_factor_one(geometry, thetas[i], chols[i], radii[i], arms[i], mats,
-                                        vecs)
+        status[i] = lcb_from_factor_one(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa,
+                                        thetas[i], chols[i], radii[i], arms[i], mats, vecs)
     return arms, status

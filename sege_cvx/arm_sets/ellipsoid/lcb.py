@@ -83,29 +83,12 @@ it is inside; the returned value is ``f`` recomputed from the returned arm.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..._numba import njit
 
-__all__ = ["EllipsoidGeometry", "EllipsoidLCBKernel", "ellipsoid_lcb_arms"]
-
-
-class EllipsoidGeometry(NamedTuple):
-    """An ellipsoid as compiled code reads it: ``c``, ``H``, ``H^{1/2}``, ``H^{-1/2}``,
-    ``H^{-1/2} c`` and ``kappa = 1 - ||H^{-1/2} c||^2``.  :func:`lcb_arm_one` and the per-point
-    arms of :mod:`.arms` take it whole; :mod:`sege_cvx.fast_paths.stage_arms` dispatches on this
-    class."""
-
-    center: np.ndarray
-    shape: np.ndarray
-    h_sqrt: np.ndarray
-    h_inv_sqrt: np.ndarray
-    white_center: np.ndarray
-    kappa: float
-
+__all__ = ["EllipsoidLCBKernel", "ellipsoid_lcb_arms"]
 
 _EPS = float(np.finfo(np.float64).eps)
 _MAX_INNER = 100  # safety caps on Newton steps per secular solve (typically ~4) and on outer
@@ -346,14 +329,13 @@ def _solve_whitened(g, chat, kappa, dvec, r, a, b, u, y):
 
 
 @njit
-def lcb_arm_one(geometry, theta, m, r, want_gap, x, mats, vecs):
+def lcb_arm_one(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa, theta, m, r, want_gap,
+                x, mats, vecs):
     """One instance: write the LCB arm into ``x``; return ``(f(x), gap)`` (gap 0 unless wanted).
 
-    ``geometry``: the ellipsoid (:class:`EllipsoidGeometry`; its ``kappa = 1 - ||H^{-1/2} c||^2``
-    is >= 0 iff 0 is in E and keeps (2) accurate near the sphere), ``m = V^{-1}``; ``mats``
-    (3, d, d) and ``vecs`` (10, d) are scratch.
+    ``kappa = 1 - ||H^{-1/2} c||^2`` (>= 0 iff 0 is in E; it keeps (2) accurate near the
+    sphere), ``m = V^{-1}``; ``mats`` (3, d, d) and ``vecs`` (10, d) are scratch.
     """
-    center, shape, h_sqrt, h_inv_sqrt, white_center, kappa = geometry
     d = theta.shape[0]
     tmp, bmat, q = mats[0], mats[1], mats[2]
     dvec, g, chat, a, b = vecs[0], vecs[1], vecs[2], vecs[3], vecs[4]
@@ -437,12 +419,12 @@ def _lcb_batch(center, shape, h_sqrt, h_inv_sqrt, white_center, theta_hat, v_inv
     values = np.empty(n)
     gaps = np.empty(n if want_gap else 0)
     kappa = 1.0 - _dot(white_center, white_center)
-    geometry = EllipsoidGeometry(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa)
     mats = np.empty((3, d, d))  # one allocation for all work arrays: matters at small n and d
     vecs = np.empty((10, d))
     for k in range(n):
-        values[k], gap = lcb_arm_one(geometry, theta_hat[k], v_inv[k], radius[k], want_gap,
-                                     arms[k], mats, vecs)
+        values[k], gap = lcb_arm_one(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa,
+                                     theta_hat[k], v_inv[k], radius[k], want_gap, arms[k],
+                                     mats, vecs)
         if want_gap:
             gaps[k] = gap
     return arms, values, gaps

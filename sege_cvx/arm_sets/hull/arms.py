@@ -484,15 +484,13 @@ def _remove(S, weights, slot, m, j) -> int:
 
 
 @njit
-def solve_weights(P, chol, r, S, weights, slot, m, mats, vecs, scale) -> int:
+def solve_weights(P, chol, r, S, weights, slot, m, mats, vecs, max_iter, scale) -> int:
     """The active-set method (module docstring) from the working set ``S[slot, :m]`` with
     weights ``weights[slot, :m]`` (positive, summing to 1) for ``theta = vecs[_SCALED]``;
     returns the final working-set size (``S`` and the weights updated, ``vecs[_GRAD]`` the last
-    (super)gradient), or -1 if it did not end within ``4 (K + d) + 20`` iterations (``K``
-    points; as many for each :func:`cone_projection`).  ``scale``: the certificate's, for the
-    Frank-Wolfe test."""
+    (super)gradient), or -1 if it did not end.  ``scale``: the
+    certificate's, for the Frank-Wolfe test."""
     K, d = P.shape
-    max_iter = 4 * (K + d) + 20
     for a in range(d):  # g = L^T theta
         s = 0.0
         for c in range(a, d):
@@ -625,13 +623,10 @@ def solve_weights(P, chol, r, S, weights, slot, m, mats, vecs, scale) -> int:
 
 
 @njit
-def certified(geometry, chol, r, S, weights, slot, m, vecs) -> bool:
+def certified(P, chol, r, S, weights, slot, m, norm_bound, z_bound, gap_rtol, vecs) -> bool:
     """Whether the arm ``vecs[_X]`` with whitened ``vecs[_Y]`` and the method's last
-    (super)gradient ``vecs[_GRAD]`` is within the hull ``geometry``'s ``gap_rtol`` of optimal
-    for ``theta = vecs[_SCALED]`` (module docstring), its weights on the simplex.  ``Z``: the
-    record's ``z_bound``, or 0 to compute ``||L^{-1}||_F norm_bound`` where needed."""
-    P, norm_bound = geometry.points, geometry.norm_bound
-    z_bound, gap_rtol = geometry.z_bound, geometry.gap_rtol
+    (super)gradient ``vecs[_GRAD]`` is within ``gap_rtol`` of optimal for ``theta =
+    vecs[_SCALED]`` (module docstring), its weights on the simplex."""
     K, d = P.shape
     if not _on_simplex(weights, slot, m, K):
         return False
@@ -714,10 +709,9 @@ def _valid_warm_start(S, weights, m, K, d) -> bool:
 
 
 @njit
-def greedy_one(geometry, theta, warm, out, mats, vecs) -> int:
+def greedy_one(geometry, theta, S, counts, weights, mix, out, mats, vecs) -> int:
     """The greedy arm (paper eq. (greedy arm)): the best point, its unit weights in slot
-    :data:`GREEDY` of ``warm = (S, counts, weights, mix)``."""
-    S, counts, weights = warm[0], warm[1], warm[2]
+    :data:`GREEDY`."""
     P = geometry.points
     d = P.shape[1]
     if not math.isfinite(_scaled_theta(theta, 0.0, vecs)):
@@ -736,26 +730,26 @@ def greedy_one(geometry, theta, warm, out, mats, vecs) -> int:
 
 
 @njit(inline="always")
-def lcb_one(geometry, theta, chol, r, warm, out, mats, vecs) -> int:
+def lcb_one(geometry, theta, chol, r, S, counts, weights, mix, out, mats, vecs) -> int:
     """The certified LCB arm (paper eq. (lcb arm)) from the Cholesky factor ``chol`` of ``V``,
-    warm started from slot :data:`LCB` of ``warm = (S, counts, weights, mix)`` (its working set
-    and weights, updated), proven in the hull (:func:`pull_into_hull`)."""
-    return _lcb(geometry, theta, chol, r, warm, out, mats, vecs, True)
+    warm started from slot :data:`LCB` (its working set and weights, updated), proven in the
+    hull (:func:`pull_into_hull`)."""
+    return _lcb(geometry, theta, chol, r, S, counts, weights, out, mats, vecs, True)
 
 
 @njit(inline="always")
-def lcb_weights_one(geometry, theta, chol, r, warm, out, mats, vecs) -> int:
+def lcb_weights_one(geometry, theta, chol, r, S, counts, weights, mix, out, mats, vecs) -> int:
     """:func:`lcb_one` for SEGE's stages, which play the LCB arm only inside the mix
     ``(1 - rho) X^S + rho U``: the arm as computed from its weights, not yet proven in the hull;
     :func:`pull_inside_one` proves the mix from those weights."""
-    return _lcb(geometry, theta, chol, r, warm, out, mats, vecs, False)
+    return _lcb(geometry, theta, chol, r, S, counts, weights, out, mats, vecs, False)
 
 
 @njit
-def _lcb(geometry, theta, chol, r, warm, out, mats, vecs, pull) -> int:
+def _lcb(geometry, theta, chol, r, S, counts, weights, out, mats, vecs, pull) -> int:
     """:func:`lcb_one` (``pull``: proven in the hull) or :func:`lcb_weights_one`."""
-    S, counts, weights = warm[0], warm[1], warm[2]
     P, norm_bound = geometry.points, geometry.norm_bound
+    z_bound, gap_rtol = geometry.z_bound, geometry.gap_rtol
     K, d = P.shape
     rs = _scaled_theta(theta, r, vecs)
     if not math.isfinite(rs):
@@ -765,9 +759,10 @@ def _lcb(geometry, theta, chol, r, warm, out, mats, vecs, pull) -> int:
     for c in range(d):
         theta_norm += vecs[_SCALED, c] * vecs[_SCALED, c]
     scale = math.sqrt(theta_norm) * norm_bound
-    valid = _valid_warm_start(S, weights, counts[LCB], K, d)
-    for attempt in range(2 if valid else 1):  # warm start, then cold from the greedy point
-        if attempt == 0 and valid:
+    max_iter = 4 * (K + d) + 20
+    warm = _valid_warm_start(S, weights, counts[LCB], K, d)
+    for attempt in range(2 if warm else 1):  # warm start, then cold from the greedy point
+        if attempt == 0 and warm:
             m = counts[LCB]
         else:
             S[LCB, 0] = _best_point(P, vecs, _SCALED)[0]
@@ -775,11 +770,11 @@ def _lcb(geometry, theta, chol, r, warm, out, mats, vecs, pull) -> int:
                 break
             weights[LCB, 0] = 1.0
             m = 1
-        m = solve_weights(P, chol, rs, S, weights, LCB, m, mats, vecs, scale)
+        m = solve_weights(P, chol, rs, S, weights, LCB, m, mats, vecs, max_iter, scale)
         if m > 0:
             _arm_from_weights(P, S, weights, LCB, m, vecs, _X)
             _forward(chol, vecs, _X, _Y)
-            if certified(geometry, chol, rs, S, weights, LCB, m, vecs):
+            if certified(P, chol, rs, S, weights, LCB, m, norm_bound, z_bound, gap_rtol, vecs):
                 counts[LCB] = m
                 for c in range(d):
                     out[c] = vecs[_X, c]
@@ -939,17 +934,17 @@ def _cold_all(geometry, thetas, chols, radii, lcb) -> tuple:
     arms = np.full((n, d), np.nan)
     dense = np.full((n, K), np.nan)
     status = np.empty(n, dtype=np.int64)
-    warm = (S, counts, weights, unused)
     mats = np.empty((2, d, d))
     vecs = np.empty((14, d))
     slot = LCB if lcb else GREEDY
     for i in range(n):
         counts[:] = 0
         if lcb:
-            status[i] = lcb_one(geometry, thetas[i], chols[i], radii[i], warm, arms[i], mats,
-                                vecs)
+            status[i] = lcb_one(geometry, thetas[i], chols[i], radii[i], S, counts, weights,
+                                unused, arms[i], mats, vecs)
         else:
-            status[i] = greedy_one(geometry, thetas[i], warm, arms[i], mats, vecs)
+            status[i] = greedy_one(geometry, thetas[i], S, counts, weights, unused, arms[i],
+                                   mats, vecs)
         if status[i] == VERIFIED:
             dense[i] = 0.0
             for j in range(counts[slot]):

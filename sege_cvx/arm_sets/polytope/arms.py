@@ -50,16 +50,16 @@ the check is one ``d x d`` mat-vec.  Should a warm solve not certify, the solve 
 the interior point with an empty working set; only if that fails too is
 :data:`NOT_CERTIFIED` returned.
 
-The kernels take the polytope whole, as the record :class:`PolytopeGeometry` that compiled
-stages receive, ``(A, b, center, norm_bound, radius, z_bound, gap_rtol, member_A, member_b,
-member_l1)`` (:meth:`PolytopeArms.geometry`): rows of unit norm, the certified interior point
-``c`` (the pull-in's centre and the cold start), certified bounds on ``max ||x||`` and on
-``max ||x - c||`` over ``P``, a bound on ``||L^{-1}|| max ||x - c||`` (0: computed where
-needed), the accepted gap (:data:`GAP_RTOL`), and the inequalities as the user gave them, which
-membership is decided against (:func:`~sege_cvx.fast_paths.exact.membership_rows`,
-:func:`~sege_cvx.fast_paths.exact.in_polytope`).  A run's warm state ``warm = (rows, counts,
-points, inverse)`` has shapes ``(2, d)``, ``(2,)``, ``(2, d)`` and ``(d, d)``: slots
-:data:`GREEDY` and :data:`LCB`.
+The geometry a compiled stage receives is the record :class:`PolytopeGeometry`, ``(A, b,
+center, norm_bound, radius, z_bound, gap_rtol, member_A, member_b, member_l1)``
+(:meth:`PolytopeArms.geometry`): rows of unit norm,
+the certified interior point ``c`` (the pull-in's centre and the cold start), certified bounds
+on ``max ||x||`` and on ``max ||x - c||`` over ``P``, a bound on ``||L^{-1}|| max ||x - c||`` (0:
+computed where needed), the accepted gap (:data:`GAP_RTOL`), and the inequalities as the user
+gave them, which membership is decided against (:func:`~sege_cvx.fast_paths.exact.membership_rows`,
+:func:`~sege_cvx.fast_paths.exact.in_polytope`).  A run's warm
+state is ``(rows, counts, points, inverse)`` of shapes ``(2, d)``, ``(2,)``, ``(2, d)`` and
+``(d, d)``: slots :data:`GREEDY` and :data:`LCB`.
 """
 
 from __future__ import annotations
@@ -249,19 +249,18 @@ def _refine_onto_face(A, b, chol, W, slot, k, mats, vecs) -> None:
 
 
 @njit
-def solve_active_set(A, b, chol, whiten, r, W, slot, k, mats, vecs) -> int:
+def solve_active_set(A, b, chol, whiten, r, W, slot, k, mats, vecs, max_iter) -> int:
     """Maximize ``theta^T x - r ||L^{-1} x||`` over ``A x <= b`` from the feasible point ``x`` with
     the ``k`` rows ``W[slot, :k]`` active there (the module docstring's method).
 
     ``theta`` is ``vecs[_SCALED]`` and ``x`` is ``vecs[_X]``.  On success returns the final
     working set's size ``k`` (rows in ``W[slot, :k]``, multipliers in ``vecs[_MU, :k]``, the
     maximizer in ``vecs[_X]``); -1 if the rows became dependent, a ray met no row (the polytope
-    is bounded: only rounding can cause it) or ``4 (m + d) + 20`` iterations passed (``m``
-    rows).  ``whiten=False`` takes ``L = I`` (the linear program, with ``r = 0``).
+    is bounded: only rounding can cause it) or ``max_iter`` iterations passed.
+    ``whiten=False`` takes ``L = I`` (the linear program, with ``r = 0``).
     ``mats``: scratch (2, d, d); ``vecs``: scratch (13, d).
     """
     m, d = A.shape
-    max_iter = 4 * (m + d) + 20
     g_norm = 0.0
     for a in range(d):  # g = L^T theta
         if whiten:
@@ -410,16 +409,13 @@ def inverse_frobenius(chol, vecs, row) -> float:
 
 
 @njit
-def certified(geometry, chol, whiten, r, W, slot, k, vecs) -> bool:
-    """Whether the arm ``vecs[_X]`` (in ``P``, the polytope ``geometry``) is within its
-    ``gap_rtol`` of optimal for ``theta = vecs[_SCALED]`` (module docstring), with ``y`` the
-    multipliers ``vecs[_MU, :k]`` of rows ``W[slot, :k]`` clipped at 0.  ``Z = ||L^{-1} center||
-    + z_bound``, ``z_bound`` the record's bound on ``||L^{-1} (x - center)||`` over ``P``, or 0 to
-    compute ``||L^{-1}||_F radius`` where needed (``radius`` itself without whitening).  Uses
-    ``vecs[_W1]``, ``vecs[_W2]``."""
-    A, b, center = geometry.A, geometry.b, geometry.center
-    norm_bound, radius, gap_rtol = geometry.norm_bound, geometry.radius, geometry.gap_rtol
-    z_bound = geometry.z_bound
+def certified(A, b, chol, whiten, r, W, slot, k, center, norm_bound, radius, z_bound, gap_rtol,
+              vecs) -> bool:
+    """Whether the arm ``vecs[_X]`` (in ``P``) is within ``gap_rtol`` of optimal for ``theta =
+    vecs[_SCALED]`` (module docstring), with ``y`` the multipliers ``vecs[_MU, :k]`` of rows
+    ``W[slot, :k]`` clipped at 0.  ``Z = ||L^{-1} center|| + z_bound``, ``z_bound`` a bound on
+    ``||L^{-1} (x - center)||`` over ``P``, or 0 to compute ``||L^{-1}||_F radius`` where
+    needed.  Uses ``vecs[_W1]``, ``vecs[_W2]``."""
     d = A.shape[1]
     dual = 0.0
     dual_scale = 0.0
@@ -498,15 +494,15 @@ def _valid_working_set(W, slot, k, m, d) -> bool:
 
 
 @njit(inline="always")
-def _vertex_still_optimal(geometry, member, warm, slot, vecs) -> bool:
-    """The linear program's warm check: at the stored vertex ``A_W x = b_W`` (``W, _, points,
-    inverse = warm``: its verified arm ``points[slot]``, the inverse of ``A_W`` in ``inverse``),
-    whether ``mu = A_W^{-T} theta`` is certified (:func:`certified` with ``L = I``, ``r = 0``),
-    leaving ``mu`` and the arm in ``vecs[_MU]`` and ``vecs[_X]``.  The stored point is checked
-    to lie in ``P`` again, exactly (``member``, the user's rows): the warm state is the run's
-    public state, and a point from elsewhere must not pass as the vertex."""
-    W, _, points, inverse = warm
-    d = geometry.A.shape[1]
+def _vertex_still_optimal(A, b, member, W, inverse, points, slot, center, norm_bound, radius,
+                          gap_rtol, vecs) -> bool:
+    """The linear program's warm check: at the stored vertex ``A_W x = b_W`` (its verified arm
+    ``points[slot]``, the inverse of ``A_W`` in ``inverse``), whether ``mu = A_W^{-T} theta`` is
+    certified (:func:`certified` with ``L = I``, ``r = 0``), leaving ``mu`` and the arm in
+    ``vecs[_MU]`` and ``vecs[_X]``.  The stored point is checked to lie in ``P`` again, exactly
+    (``member``, the user's rows): the warm state is the run's public state, and a point from
+    elsewhere must not pass as the vertex."""
+    d = A.shape[1]
     for j in range(d):
         s = 0.0
         for c in range(d):
@@ -515,7 +511,8 @@ def _vertex_still_optimal(geometry, member, warm, slot, vecs) -> bool:
         vecs[_X, j] = points[slot, j]
     if not in_polytope(vecs[_X], member):
         return False
-    return certified(geometry, inverse, False, 0.0, W, slot, d, vecs)
+    return certified(A, b, inverse, False, 0.0, W, slot, d, center, norm_bound, radius, 0.0,
+                     gap_rtol, vecs)
 
 
 @njit
@@ -532,22 +529,18 @@ def _store_inverse(mats, inverse) -> None:
 
 
 @njit
-def arm_one(geometry, theta, chol, whiten, r, warm, slot, out, mats, vecs) -> int:
-    """The certified arm of one instance over the polytope ``geometry``
-    (:class:`PolytopeGeometry`) into ``out``, warm started from slot ``slot`` of the run's state
-    ``warm = (W, counts, points, inverse)`` (``W[slot]``, ``counts[slot]``, ``points[slot]``: the
-    working set and the arm of the previous solve; for the linear program, ``inverse``:
-    ``A_W^{-1}`` at a vertex), which it updates; returns its status
-    (:mod:`sege_cvx.fast_paths.status`).
+def arm_one(A, b, center, norm_bound, radius, z_bound, gap_rtol, member, theta, chol, whiten, r,
+            W, counts, points, inverse, slot, out, mats, vecs) -> int:
+    """The certified arm of one instance into ``out``, warm started from slot ``slot`` of the
+    run's state (``W[slot]``, ``counts[slot]``, ``points[slot]``: the working set and the arm of
+    the previous solve; for the linear program, ``inverse``: ``A_W^{-1}`` at a vertex), which it
+    updates; returns its status (:mod:`sege_cvx.fast_paths.status`).
 
     ``(theta, r)`` are first scaled by a power of two near ``max(|theta_i|, r)`` (exact; the arm
-    is unchanged).  The arm is verified exactly against the user's rows ``(member_A, member_b,
-    member_l1)`` of the record (:func:`~sege_cvx.fast_paths.exact.membership_rows`).  ``mats``:
-    scratch (2, d, d); ``vecs``: scratch (13, d).
+    is unchanged).  ``member``: the user's rows ``(A, b)``, against which the arm is verified
+    exactly (:func:`~sege_cvx.fast_paths.exact.membership_rows`).  ``mats``: scratch (2, d, d);
+    ``vecs``: scratch (13, d).
     """
-    A, center = geometry.A, geometry.center
-    member = (geometry.member_A, geometry.member_b, geometry.member_l1)
-    W, counts, points, inverse = warm
     m, d = A.shape
     biggest = r
     for c in range(d):
@@ -562,22 +555,23 @@ def arm_one(geometry, theta, chol, whiten, r, warm, slot, out, mats, vecs) -> in
     # The linear program at a vertex: the previous arm stays optimal unless a multiplier changed
     # sign (one d x d mat-vec), the common case.
     # The warm state is the run's public state: checked, not trusted (rows index A).
-    valid = _valid_working_set(W, slot, counts[slot], m, d)
-    if not valid:
+    warm = _valid_working_set(W, slot, counts[slot], m, d)
+    if not warm:
         counts[slot] = 0
         for c in range(d):
             points[slot, c] = center[c]
-    if not whiten and valid and counts[slot] == d and _vertex_still_optimal(
-            geometry, member, warm, slot, vecs):
+    if not whiten and warm and counts[slot] == d and _vertex_still_optimal(
+            A, b, member, W, inverse, points, slot, center, norm_bound, radius, gap_rtol, vecs):
         for c in range(d):
             out[c] = vecs[_X, c]
         return VERIFIED
+    max_iter = 4 * (m + d) + 20
     status = NOT_CERTIFIED
     for attempt in range(2):  # warm start, then cold from the interior point
         k = counts[slot] if attempt == 0 else 0
         for c in range(d):
             vecs[_X, c] = points[slot, c] if attempt == 0 else center[c]
-        k = solve_active_set(A, geometry.b, chol, whiten, rs, W, slot, k, mats, vecs)
+        k = solve_active_set(A, b, chol, whiten, rs, W, slot, k, mats, vecs, max_iter)
         if k < 0:
             status = NOT_CERTIFIED
             continue
@@ -593,7 +587,8 @@ def arm_one(geometry, theta, chol, whiten, r, warm, slot, out, mats, vecs) -> in
             continue
         for c in range(d):
             vecs[_X, c] = out[c]
-        if not certified(geometry, chol, whiten, rs, W, slot, k, vecs):
+        if not certified(A, b, chol, whiten, rs, W, slot, k, center, norm_bound, radius, z_bound,
+                         gap_rtol, vecs):
             status = NOT_CERTIFIED
             continue
         counts[slot] = k
@@ -609,17 +604,23 @@ def arm_one(geometry, theta, chol, whiten, r, warm, slot, out, mats, vecs) -> in
 
 
 @njit(inline="always")
-def greedy_one(geometry, theta, warm, out, mats, vecs) -> int:
+def greedy_one(geometry, theta, W, counts, points, inverse, out, mats, vecs) -> int:
     """The certified greedy arm (paper eq. (greedy arm): ``max theta^T x``), warm slot
-    :data:`GREEDY` of ``warm = (W, counts, points, inverse)``."""
-    return arm_one(geometry, theta, warm[3], False, 0.0, warm, GREEDY, out, mats, vecs)
+    :data:`GREEDY`."""
+    A, b, center, norm_bound, radius, z_bound, gap_rtol, member_A, member_b, member_l1 = geometry
+    return arm_one(A, b, center, norm_bound, radius, z_bound, gap_rtol,
+                   (member_A, member_b, member_l1), theta, inverse, False, 0.0, W, counts, points,
+                   inverse, GREEDY, out, mats, vecs)
 
 
 @njit(inline="always")
-def lcb_one(geometry, theta, chol, r, warm, out, mats, vecs) -> int:
+def lcb_one(geometry, theta, chol, r, W, counts, points, inverse, out, mats, vecs) -> int:
     """The certified LCB arm (paper eq. (lcb arm)) from the Cholesky factor ``chol`` of ``V``,
-    warm slot :data:`LCB` of ``warm = (W, counts, points, inverse)``."""
-    return arm_one(geometry, theta, chol, True, r, warm, LCB, out, mats, vecs)
+    warm slot :data:`LCB`."""
+    A, b, center, norm_bound, radius, z_bound, gap_rtol, member_A, member_b, member_l1 = geometry
+    return arm_one(A, b, center, norm_bound, radius, z_bound, gap_rtol,
+                   (member_A, member_b, member_l1), theta, chol, True, r, W, counts, points,
+                   inverse, LCB, out, mats, vecs)
 
 
 @njit(inline="always")
@@ -644,7 +645,7 @@ def empty_warm_state(n: int, center: np.ndarray) -> tuple[np.ndarray, ...]:
 def _cold_all(geometry, thetas, chols, radii, slot) -> tuple:
     """:func:`arm_one` per row from a cold start (slot :data:`GREEDY`: the greedy arm, ``chols``
     and ``radii`` unused; slot :data:`LCB`: the LCB arm): arms and status codes."""
-    center = geometry.center
+    A, b, center, norm_bound, radius, z_bound, gap_rtol, member_A, member_b, member_l1 = geometry
     n, d = thetas.shape
     lcb = slot == LCB
     W = np.zeros((2, d), dtype=np.int64)
@@ -653,15 +654,17 @@ def _cold_all(geometry, thetas, chols, radii, slot) -> tuple:
     inverse = np.empty((d, d))
     arms = np.empty((n, d))
     status = np.empty(n, dtype=np.int64)
-    warm = (W, counts, points, inverse)
     mats = np.empty((2, d, d))
     vecs = np.empty((13, d))
     for i in range(n):
         counts[:] = 0
         for c in range(d):  # not points[slot] = center: numba would compile its shape error
             points[slot, c] = center[c]
-        status[i] = arm_one(geometry, thetas[i], chols[i] if lcb else inverse, lcb,
-                            radii[i] if lcb else 0.0, warm, slot, arms[i], mats, vecs)
+        status[i] = arm_one(A, b, center, norm_bound, radius, z_bound, gap_rtol,
+                            (member_A, member_b, member_l1),
+                            thetas[i], chols[i] if lcb else inverse, lcb,
+                            radii[i] if lcb else 0.0, W, counts, points, inverse, slot, arms[i],
+                            mats, vecs)
         if status[i] != VERIFIED:
             arms[i] = np.nan  # not the scratch a failed solve left
     return arms, status
