@@ -25,7 +25,7 @@ _EXPORTS = {
     "registered_policies": ".policies", "grid_parameters": ".policies",
     "LinearBandit": ".simulation", "run_seeds": ".simulation", "simulate": ".simulation",
     "BanditProblem": ".experiments", "StudySpec": ".experiments", "run_sweep": ".experiments",
-    "load_results": ".experiments", "testing": ".testing",
+    "load_results": ".experiments", "simulation": ".simulation", "testing": ".testing",
 }
 
 __all__ = sorted(_EXPORTS)
