@@ -257,7 +257,7 @@ class Policy:
         return xs, ys.reshape(self.n_runs)
 
     def stage_record(self, t0: int, n_stages: int) -> tuple:
-        """The policy's stage record for stages ``t0 .. t0 + n_stages - 1`` of the compiled stage
+        """The policy's stage record for the ``n_stages`` stages from ``t0`` on, of the compiled stage
         loop (:mod:`sege_cvx.simulation.stage_loop`): a ``NamedTuple`` of its state (views of
         its arrays, which the loop updates in place) and those stages' constants, whose class
         has hooks registered (:func:`~sege_cvx.simulation.stage_loop.register_stage_hooks`).

@@ -281,7 +281,7 @@ class CLUCB(Policy):
         return radii_all(self._radius.rule, self._beta[conf.counts], conf.chol)
 
     def stage_record(self, t0: int, n_stages: int) -> CLUCBStages:
-        """The record of rounds ``t0 .. t0 + n_stages - 1`` for the compiled stage loop
+        """The record of the ``n_stages`` rounds from ``t0`` on, for the compiled stage loop
         (:mod:`sege_cvx.simulation.stage_loop`): the radius's table covers every count they can
         reach."""
         conf = self.confidence

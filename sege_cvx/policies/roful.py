@@ -376,7 +376,7 @@ class ROFUL(Policy):
         self.confidence.update_unchecked(x - self.baseline_arm, y - self.baseline_reward)
 
     def stage_record(self, t0: int, n_stages: int) -> ROFULStages:
-        """The record of stages ``t0 .. t0 + n_stages - 1`` for the compiled stage loop
+        """The record of the ``n_stages`` stages from ``t0`` on, for the compiled stage loop
         (:mod:`sege_cvx.simulation.stage_loop`).  Only on sets with a compiled membership test
         (:attr:`compiled_stages`)."""
         conf = self.confidence

@@ -417,7 +417,7 @@ class SEGE(Policy):
                                           if not ok)
 
     def stage_record(self, t0: int, n_stages: int) -> sege_rule.SEGEStages:
-        """The record of stages ``t0 .. t0 + n_stages - 1`` for the compiled stage loop
+        """The record of the ``n_stages`` stages from ``t0`` on, for the compiled stage loop
         (:mod:`sege_cvx.simulation.stage_loop`): per stage, ``c sqrt(t)`` and the radius's value
         at ``delta_t``; at least ``n_stages`` unread normal draws per run.  Only on sets with compiled
         arms (:attr:`compiled_stages`)."""
