@@ -6,9 +6,9 @@ one ulp is a bug, on any machine.
 """
 
 import cvxpy as cp
-import numba
 import numpy as np
 import pytest
+from _same_runs import assert_same_confidence, assert_same_simulations, simulate_on_threads
 
 import sege_cvx as sc
 from sege_cvx.experiments import paper_problem
@@ -170,27 +170,17 @@ def test_compiled_stages_equal_select_observe_bitwise(fused_cls, stepped_cls, ra
     for cls in (fused_cls, stepped_cls):
         policy = cls(problem.arm_set, problem.baseline_arm, problem.baseline_reward,
                      problem.threshold, **kwargs)
-        previous = numba.get_num_threads()
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-        try:
-            result = sc.simulate(policy, sc.LinearBandit(THETA, NOISE, noise_seeds), 1300,
-                                 traces=True, snapshot_stages=snapshots)
-        finally:
-            numba.set_num_threads(previous)
+        result = simulate_on_threads(policy, sc.LinearBandit(THETA, NOISE, noise_seeds), 1300,
+                                     threads, traces=True, snapshot_stages=snapshots)
         results.append((policy, result))
     (fused, a), (stepped, b) = results
-    np.testing.assert_array_equal(a.expected_reward, b.expected_reward)
-    np.testing.assert_array_equal(a.decisions, b.decisions)
-    for name in vars(a.stats):
-        np.testing.assert_array_equal(getattr(a.stats, name), getattr(b.stats, name), err_msg=name)
+    assert_same_simulations(a, b)
     names = ["decision_counts", "last_decision", "t"]
     names += {sc.CLUCB: ["optimistic_sum"], sc.ROFUL: ["solver_fallbacks"],
               sc.SEGE: ["last_safe_arm", "last_exploration_arm", "solver_fallbacks"]}[fused_cls]
     for name in names:
         np.testing.assert_array_equal(getattr(fused, name), getattr(stepped, name), err_msg=name)
-    for name in ("V", "chol", "xy_sum", "theta_hat", "counts"):
-        np.testing.assert_array_equal(getattr(fused.confidence, name),
-                                      getattr(stepped.confidence, name), err_msg=name)
+    assert_same_confidence(fused, stepped)
     if fused_cls is sc.SEGE:
         assert fused.fallback_reasons == stepped.fallback_reasons
         assert sorted(a.snapshots) == snapshots

@@ -13,9 +13,9 @@ import pickle
 import warnings
 
 import cvxpy as cp
-import numba
 import numpy as np
 import pytest
+from _same_runs import assert_same_simulations, simulate_on_threads
 from _ulps import assert_close_ulps
 
 import sege_cvx as sc
@@ -262,19 +262,10 @@ def test_compiled_stages_equal_select_observe_bitwise_on_polyhedra(name, threads
     results = []
     for fused in (True, False):
         policy = _sege(name, 4, policy_seeds, fused)
-        previous = numba.get_num_threads()
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-        try:
-            result = sc.simulate(policy, sc.LinearBandit(THETA, 0.3, noise_seeds), 1500,
-                                 traces=True)
-        finally:
-            numba.set_num_threads(previous)
-        results.append((policy, result))
+        results.append((policy, simulate_on_threads(
+            policy, sc.LinearBandit(THETA, 0.3, noise_seeds), 1500, threads, traces=True)))
     (fused, a), (stepped, b) = results
-    np.testing.assert_array_equal(a.expected_reward, b.expected_reward)
-    np.testing.assert_array_equal(a.decisions, b.decisions)
-    for name_ in vars(a.stats):
-        np.testing.assert_array_equal(getattr(a.stats, name_), getattr(b.stats, name_))
+    assert_same_simulations(a, b)
     for mine, theirs in zip(fused.warm_start, stepped.warm_start, strict=True):
         np.testing.assert_array_equal(mine, theirs)
     np.testing.assert_array_equal(fused.confidence.V, stepped.confidence.V)

@@ -5,6 +5,7 @@ from typing import NamedTuple
 
 import numpy as np
 import pytest
+from _same_runs import assert_same_confidence, assert_same_simulations, simulate_on_threads
 
 import sege_cvx as sc
 from sege_cvx._numba import njit
@@ -109,7 +110,6 @@ def _problem():
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_users_compiled_policy_plays_through_the_loop_as_through_select_observe(threads):
-    import numba
 
     problem = _problem()
     policy_seeds, noise_seeds = sc.run_seeds(4, 5)
@@ -118,22 +118,11 @@ def test_a_users_compiled_policy_plays_through_the_loop_as_through_select_observ
         policy = cls(problem.arm_set, problem.baseline_arm, problem.baseline_reward,
                      problem.threshold, S=problem.S, noise_sd=problem.noise_sd, n_runs=5,
                      seed=policy_seeds, radius=0.5)
-        previous = numba.get_num_threads()
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-        try:
-            result = sc.simulate(policy, sc.LinearBandit(problem.theta_star, problem.noise_sd,
-                                                         noise_seeds), 1500, traces=True)
-        finally:
-            numba.set_num_threads(previous)
-        results.append((policy, result))
+        bandit = sc.LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds)
+        results.append((policy, simulate_on_threads(policy, bandit, 1500, threads, traces=True)))
     (fused, a), (stepped, b) = results
-    np.testing.assert_array_equal(a.expected_reward, b.expected_reward)
-    np.testing.assert_array_equal(a.decisions, b.decisions)
-    for name in vars(a.stats):
-        np.testing.assert_array_equal(getattr(a.stats, name), getattr(b.stats, name), err_msg=name)
-    for name in ("V", "chol", "xy_sum", "theta_hat", "counts"):
-        np.testing.assert_array_equal(getattr(fused.confidence, name),
-                                      getattr(stepped.confidence, name), err_msg=name)
+    assert_same_simulations(a, b)
+    assert_same_confidence(fused, stepped)
     np.testing.assert_array_equal(fused.decision_counts, stepped.decision_counts)
     assert fused.t == stepped.t == 1500
     # Both decisions occur: the rule is exercised, not one branch of it.
