@@ -89,6 +89,28 @@ if PackageSourceLocator not in caching.CacheImpl._locator_classes:
     caching.CacheImpl._locator_classes.insert(0, PackageSourceLocator)
 
 
+def _load_index_or_miss(self, _load_index=caching.IndexDataCacheFile._load_index) -> dict:
+    """numba's cache index loader, where a stale index of this package's kernels is a miss.
+
+    numba unpickles an index before it compares the stamp, and an index written by another
+    version of the package names the record classes of that version: one that has since moved
+    or gone (``EllipsoidGeometry`` moved module in this release) raised ``AttributeError`` at
+    every call of the kernel, and at every attempt to save its new compilation.  For this
+    package's kernels (stamped with :func:`source_digest`, so that a stale index is never
+    used anyway) such an index counts as empty; other packages' caches are left to numba.
+    """
+    try:
+        return _load_index(self)
+    except Exception:
+        if self._source_stamp != source_digest():
+            raise
+        return {}
+
+
+if caching.IndexDataCacheFile._load_index.__name__ != _load_index_or_miss.__name__:
+    caching.IndexDataCacheFile._load_index = _load_index_or_miss
+
+
 def _warn_no_cache(name: str, reason: str) -> None:
     global _warned
     if not _warned:

@@ -1,7 +1,12 @@
 """``import sege_cvx`` works where numba can write no cache (read-only package and home)."""
 
+import os
+import pickle
 import subprocess
 import sys
+from functools import partial
+
+import pytest
 
 # numba finds no cache locator when neither the package's __pycache__ nor the user-wide cache
 # directory is writable; as root every directory is writable, so the test removes the locators.
@@ -24,6 +29,34 @@ print(has_disk_cache(row_dot))  # warm_up then starts no helper process: it coul
 def test_import_falls_back_to_uncached_kernels_with_one_warning():
     out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[:3] == ["[3.0, 3.0]", "1", "False"]
+
+
+STALE = """
+import pickle, sys
+import numba
+import numpy as np
+from sege_cvx._rowwise import row_dot
+print(row_dot(np.ones((2, 3)), np.arange(3.0)).tolist())
+if sys.argv[1] == "spoil":
+    # An index as an older version of the package leaves it: its entries name a record class
+    # that has since moved (numba unpickles the index before it compares the stamp).
+    with open(row_dot._cache._cache_file._index_path, "wb") as f:
+        pickle.dump(numba.__version__, f)
+        f.write(b"csege_cvx.arm_sets.ellipsoid.lcb\\nNoSuchRecord\\n.")
+else:
+    print(row_dot.stats.cache_hits and "hit" or "miss")
+"""
+
+
+def test_a_stale_cache_index_is_a_miss_not_an_error(tmp_path):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    run = partial(subprocess.run, capture_output=True, text=True, check=True, env=env)
+    assert run([sys.executable, "-c", STALE, "spoil"]).stdout.split("\n")[0] == "[3.0, 3.0]"
+    with pytest.raises(AttributeError, match="NoSuchRecord"):  # what numba alone would do
+        pickle.loads(b"csege_cvx.arm_sets.ellipsoid.lcb\nNoSuchRecord\n.")
+    # Recompiled (a miss, the index rewritten), then loaded from the cache (a hit).
+    assert run([sys.executable, "-c", STALE, "load"]).stdout.split("\n")[:2] == ["[3.0, 3.0]", "miss"]
+    assert run([sys.executable, "-c", STALE, "load"]).stdout.split("\n")[:2] == ["[3.0, 3.0]", "hit"]
 
 
 def test_package_kernels_are_stamped_with_the_whole_package_source():
