@@ -121,11 +121,11 @@ def _sequence(geometry, thetas, radius, lam, greedy):
         before_k = counts[slot]
         before = W[slot].copy()
         if greedy:
-            status[t] = polytope_arms.greedy_one(geometry, thetas[t], W, counts, points, inverse,
+            status[t] = polytope_arms.greedy_one(geometry, thetas[t], (W, counts, points, inverse),
                                                  out, mats, vecs)
         else:
-            status[t] = polytope_arms.lcb_one(geometry, thetas[t], chol, radius, W, counts, points,
-                                              inverse, out, mats, vecs)
+            status[t] = polytope_arms.lcb_one(geometry, thetas[t], chol, radius,
+                                              (W, counts, points, inverse), out, mats, vecs)
             for a in range(d):
                 for c in range(d):
                     V[a, c] += out[a] * out[c]
@@ -159,11 +159,11 @@ def _sequences_timed(geometry, thetas, radius, lam, greedy):
         chol[:] = np.sqrt(lam) * np.eye(d)
         for t in range(n):
             if greedy:
-                s = polytope_arms.greedy_one(geometry, thetas[i, t], W, counts, points, inverse,
+                s = polytope_arms.greedy_one(geometry, thetas[i, t], (W, counts, points, inverse),
                                              out, mats, vecs)
             else:
-                s = polytope_arms.lcb_one(geometry, thetas[i, t], chol, radius, W, counts,
-                                          points, inverse, out, mats, vecs)
+                s = polytope_arms.lcb_one(geometry, thetas[i, t], chol, radius,
+                                          (W, counts, points, inverse), out, mats, vecs)
                 for a in range(d):
                     for c in range(d):
                         V[a, c] += out[a] * out[c]

@@ -179,7 +179,7 @@ def test_a_corrupted_warm_start_is_not_trusted():
         S[1, :3], counts[1] = rows, 3
         w = np.zeros((3, 4))
         w[1, :3] = weights
-        code = hull_arms.lcb_one(geometry, theta, chol, r, S, counts, w, np.zeros((0, 0)), out,
+        code = hull_arms.lcb_one(geometry, theta, chol, r, (S, counts, w, np.zeros((0, 0))), out,
                                  np.empty((2, 3, 3)), np.empty((14, 3)))
         assert code == VERIFIED
         assert np.all(w[1, :counts[1]] >= 0.0)

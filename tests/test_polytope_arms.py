@@ -221,7 +221,7 @@ def test_a_corrupted_warm_start_still_gives_the_optimal_vertex():
                           ([0, 0, 1], np.eye(d))]:  # dependent rows
         W[0], counts[0], points[0] = rows, d, 0.0
         out = np.empty(d)
-        code = polytope_arms.greedy_one(geometry, theta, W, counts, points, inverse.copy(), out,
+        code = polytope_arms.greedy_one(geometry, theta, (W, counts, points, inverse.copy()), out,
                                         np.empty((2, d, d)), np.empty((14, d)))
         assert code == VERIFIED
         # The same vertex through another working-set order and pull-in: the rows' Gram-Schmidt

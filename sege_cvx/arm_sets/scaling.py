@@ -4,7 +4,9 @@ Clarabel's tolerances are absolute, so data far from order one (a ``theta`` of n
 of diameter 1e-6 or 1e6) end ``MaxIterations``, ``DualInfeasible`` or inaccurate.  Scaling by
 powers of two is exact (no rounding, so the same bits whether an instance is solved alone or in
 a batch) and never overflows; data within ``2^+-ORDER_ONE`` of 1 are left as they are, so that
-well-scaled problems are solved exactly as given.
+well-scaled problems are solved exactly as given.  The compiled geometries (ellipsoid,
+polytope, hull) scale ``theta`` and ``r`` the same way, per instance
+(:func:`order_one_exponent`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,18 @@ from ..confidence.cholesky import inverse_factor_one
 
 #: Binary exponents within which data count as of order one and are solved as given.
 ORDER_ONE = 8
+_ORDER_ONE_LOW, _ORDER_ONE_HIGH = 2.0 ** (-ORDER_ONE - 1), 2.0**ORDER_ONE
 _NONE = np.iinfo(np.int32).min
+
+
+@njit(inline="always")
+def order_one_exponent(v: float) -> int:
+    """The binary exponent ``e`` of ``v > 0`` (``2^(e-1) <= v < 2^e``), or 0 where
+    ``|e| <= ORDER_ONE``: data of order one are left as given.  Also 0 for ``v = 0``."""
+    if _ORDER_ONE_LOW <= v < _ORDER_ONE_HIGH:  # the common case, without a libm call
+        return 0
+    e = math.frexp(v)[1]
+    return 0 if abs(e) <= ORDER_ONE else e
 
 
 @njit(inline="always")

@@ -77,9 +77,7 @@ def _ellipsoid_greedy(geometry, theta, warm, out, mats, vecs):
 
 
 def _polytope_greedy(geometry, theta, warm, out, mats, vecs):
-    rows, counts, points, inverse = warm
-    return polytope_arms.greedy_one(geometry, theta, rows, counts, points, inverse, out, mats,
-                                    vecs)
+    return polytope_arms.greedy_one(geometry, theta, warm, out, mats, vecs)
 
 
 def _hull_greedy(geometry, theta, warm, out, mats, vecs):
@@ -105,16 +103,12 @@ def _ellipsoid_lcb(geometry, theta, chol, r, warm, out, mats, vecs):
 
 
 def _polytope_lcb(geometry, theta, chol, r, warm, out, mats, vecs):
-    rows, counts, points, inverse = warm
-    return polytope_arms.lcb_one(geometry, theta, chol, r, rows, counts, points, inverse, out,
-                                 mats, vecs)
+    return polytope_arms.lcb_one(geometry, theta, chol, r, warm, out, mats, vecs)
 
 
 def _hull_lcb(geometry, theta, chol, r, warm, out, mats, vecs):
-    rows, counts, weights, mix = warm
     # SEGE plays the LCB arm only inside its mix, which pull_inside proves.
-    return hull_arms.lcb_weights_one(geometry, theta, chol, r, rows, counts, weights, mix, out,
-                                     mats, vecs)
+    return hull_arms.lcb_weights_one(geometry, theta, chol, r, warm, out, mats, vecs)
 
 
 LCB = {EllipsoidGeometry: _ellipsoid_lcb, PolytopeGeometry: _polytope_lcb,

@@ -93,16 +93,18 @@ def step_one(chol, theta_hat, rule, beta_value, dirs_t, steps, margin, S, work, 
 
 
 @njit
-def step_all(chol, theta_hat, rule, beta_values, dirs_t, steps, margin, S, out_j, out_tau,
-             out_code) -> None:
-    """:func:`step_one` for every run (the step API's ``select``)."""
+def step_all(chol, theta_hat, rule, beta_values, dirs_t, steps, margin, S) -> tuple:
+    """:func:`step_one` for every run (the step API's ``select``): ``(j, tau, code)`` per run."""
     n, d = theta_hat.shape
     work = np.empty((d + 2, d))
     dir_work = np.empty((3, dirs_t.shape[1]))
+    out_j = np.empty(n, dtype=np.int64)
+    out_tau = np.empty(n)
+    out_code = np.empty(n, dtype=np.int8)
     for i in range(n):
-        j, tau, code = step_one(chol[i], theta_hat[i], rule, beta_values[i], dirs_t, steps,
-                                margin, S, work, dir_work)
-        out_j[i], out_tau[i], out_code[i] = j, tau, code
+        out_j[i], out_tau[i], out_code[i] = step_one(chol[i], theta_hat[i], rule, beta_values[i],
+                                                     dirs_t, steps, margin, S, work, dir_work)
+    return out_j, out_tau, out_code
 
 
 @njit(inline="always")
@@ -353,11 +355,9 @@ class ROFUL(Policy):
         """Choose the stage's arms (:func:`step_one`, then the point moved exactly into the set;
         the baseline arm, counted in ``solver_fallbacks``, where it cannot be)."""
         conf = self.confidence
-        j = np.empty(self.n_runs, dtype=np.int64)
-        tau = np.empty(self.n_runs)
-        code = np.empty(self.n_runs, dtype=np.int8)
-        step_all(conf.chol, conf.theta_hat, self._radius.rule, self._beta[conf.counts],
-                 self._dirs_t, self.steps, self.margin, self.S, j, tau, code)
+        j, tau, code = step_all(conf.chol, conf.theta_hat, self._radius.rule,
+                                self._beta[conf.counts], self._dirs_t, self.steps, self.margin,
+                                self.S)
         arms = _segment_points(self.baseline_arm, self._offsets, j, tau)
         witnesses = None
         if self.arm_set.witness_dim:  # the same convex combination of the witnesses

@@ -26,6 +26,7 @@ from ..._validation import SYMMETRY_RTOL
 from ...confidence.cholesky import SPD_OK, checked_factor, precision_one
 from ...fast_paths.pull_in import pull_in_one
 from ...fast_paths.status import NOT_FINITE, NOT_MEMBER, VERIFIED
+from ..scaling import order_one_exponent
 from .lcb import lcb_arm_one, square_roots
 
 
@@ -43,9 +44,6 @@ class EllipsoidGeometry(NamedTuple):
 
 _EPS = float(np.finfo(np.float64).eps)
 _TINY = float(np.finfo(np.float64).tiny)
-#: Binary exponents within which data count as of order one (as :mod:`sege_cvx.arm_sets.scaling`).
-ORDER_ONE = 8
-_ORDER_ONE_LOW, _ORDER_ONE_HIGH = 2.0 ** (-ORDER_ONE - 1), 2.0**ORDER_ONE
 
 
 @njit(inline="always")
@@ -88,16 +86,6 @@ def verify_one(x, center, h_inv_sqrt, offset, trial) -> int:
         if not math.isfinite(x[k]):
             return NOT_FINITE
     return VERIFIED if pull_inside_one(x, center, h_inv_sqrt, offset, trial) else NOT_MEMBER
-
-
-@njit(inline="always")
-def order_one_exponent(v: float) -> int:
-    """The binary exponent ``e`` of ``v > 0`` (``2^(e-1) <= v < 2^e``), or 0 where
-    ``|e| <= ORDER_ONE``: data of order one are left as given.  Also 0 for ``v = 0``."""
-    if _ORDER_ONE_LOW <= v < _ORDER_ONE_HIGH:  # the common case, without a libm call
-        return 0
-    e = math.frexp(v)[1]
-    return 0 if abs(e) <= ORDER_ONE else e
 
 
 @njit(inline="always")
@@ -164,7 +152,7 @@ def lcb_from_factor_one(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa, 
 
 
 @njit
-def lcb_arm_checked(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa, theta, V, r, rtol,
+def lcb_arm_checked(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa, theta, V, r,
                     out) -> int:
     """A single public LCB-arm call, validated and computed in one compiled call.
 
@@ -182,7 +170,7 @@ def lcb_arm_checked(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa, thet
         return NOT_FINITE
     sym = np.empty((d, d))
     chol = np.zeros((d, d))
-    if checked_factor(V, rtol, sym, chol, np.empty((d + 2, d))) != SPD_OK:
+    if checked_factor(V, SYMMETRY_RTOL, sym, chol, np.empty((d + 2, d))) != SPD_OK:
         return NOT_FINITE
     return lcb_from_factor_one(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa, theta,
                                chol, r, out, np.empty((5, d, d)), np.empty((14, d)))
@@ -241,8 +229,7 @@ class EllipsoidArms:
         out = np.empty(d)
         try:
             code = lcb_arm_checked(self.center, self.shape, self.h_sqrt, self.h_inv_sqrt,
-                                   self.white_center, self.kappa, theta_hat, V, radius,
-                                   SYMMETRY_RTOL, out)
+                                   self.white_center, self.kappa, theta_hat, V, radius, out)
         except Exception:  # e.g. LAPACK's eigh (d > 2) on data that overflow inside
             return None  # the general path reports it, as a failed instance
         return out if code == VERIFIED else None

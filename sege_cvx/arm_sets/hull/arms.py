@@ -73,7 +73,6 @@ import numpy as np
 from ..._numba import njit
 from ...fast_paths.pull_in import FIRST_CONTRACTION, MAX_CONTRACTION, spacing
 from ...fast_paths.status import NOT_CERTIFIED, NOT_FINITE, NOT_MEMBER, VERIFIED
-from ..ellipsoid.arms import order_one_exponent
 from ..lifted import EQUALITY_ROUNDING
 from ..polytope.arms import (
     GAP_RTOL,
@@ -81,6 +80,7 @@ from ..polytope.arms import (
     orthonormalize_row,
     project_out,
 )
+from ..scaling import order_one_exponent
 
 
 class HullGeometry(NamedTuple):
@@ -484,13 +484,14 @@ def _remove(S, weights, slot, m, j) -> int:
 
 
 @njit
-def solve_weights(P, chol, r, S, weights, slot, m, mats, vecs, max_iter, scale) -> int:
+def solve_weights(P, chol, r, S, weights, slot, m, mats, vecs, scale) -> int:
     """The active-set method (module docstring) from the working set ``S[slot, :m]`` with
     weights ``weights[slot, :m]`` (positive, summing to 1) for ``theta = vecs[_SCALED]``;
     returns the final working-set size (``S`` and the weights updated, ``vecs[_GRAD]`` the last
-    (super)gradient), or -1 if it did not end.  ``scale``: the
-    certificate's, for the Frank-Wolfe test."""
+    (super)gradient), or -1 if it did not end (``4 (K + d) + 20`` iterations for ``K`` points in
+    ``d`` dimensions).  ``scale``: the certificate's, for the Frank-Wolfe test."""
     K, d = P.shape
+    max_iter = 4 * (K + d) + 20
     for a in range(d):  # g = L^T theta
         s = 0.0
         for c in range(a, d):
@@ -730,18 +731,20 @@ def greedy_one(geometry, theta, S, counts, weights, mix, out, mats, vecs) -> int
 
 
 @njit(inline="always")
-def lcb_one(geometry, theta, chol, r, S, counts, weights, mix, out, mats, vecs) -> int:
+def lcb_one(geometry, theta, chol, r, warm, out, mats, vecs) -> int:
     """The certified LCB arm (paper eq. (lcb arm)) from the Cholesky factor ``chol`` of ``V``,
-    warm started from slot :data:`LCB` (its working set and weights, updated), proven in the
-    hull (:func:`pull_into_hull`)."""
+    warm started from slot :data:`LCB` of the run's ``warm = (rows, counts, weights, mix)`` (its
+    working set and weights, updated), proven in the hull (:func:`pull_into_hull`)."""
+    S, counts, weights, _ = warm
     return _lcb(geometry, theta, chol, r, S, counts, weights, out, mats, vecs, True)
 
 
 @njit(inline="always")
-def lcb_weights_one(geometry, theta, chol, r, S, counts, weights, mix, out, mats, vecs) -> int:
+def lcb_weights_one(geometry, theta, chol, r, warm, out, mats, vecs) -> int:
     """:func:`lcb_one` for SEGE's stages, which play the LCB arm only inside the mix
     ``(1 - rho) X^S + rho U``: the arm as computed from its weights, not yet proven in the hull;
     :func:`pull_inside_one` proves the mix from those weights."""
+    S, counts, weights, _ = warm
     return _lcb(geometry, theta, chol, r, S, counts, weights, out, mats, vecs, False)
 
 
@@ -759,7 +762,6 @@ def _lcb(geometry, theta, chol, r, S, counts, weights, out, mats, vecs, pull) ->
     for c in range(d):
         theta_norm += vecs[_SCALED, c] * vecs[_SCALED, c]
     scale = math.sqrt(theta_norm) * norm_bound
-    max_iter = 4 * (K + d) + 20
     warm = _valid_warm_start(S, weights, counts[LCB], K, d)
     for attempt in range(2 if warm else 1):  # warm start, then cold from the greedy point
         if attempt == 0 and warm:
@@ -770,7 +772,7 @@ def _lcb(geometry, theta, chol, r, S, counts, weights, out, mats, vecs, pull) ->
                 break
             weights[LCB, 0] = 1.0
             m = 1
-        m = solve_weights(P, chol, rs, S, weights, LCB, m, mats, vecs, max_iter, scale)
+        m = solve_weights(P, chol, rs, S, weights, LCB, m, mats, vecs, scale)
         if m > 0:
             _arm_from_weights(P, S, weights, LCB, m, vecs, _X)
             _forward(chol, vecs, _X, _Y)
@@ -940,8 +942,8 @@ def _cold_all(geometry, thetas, chols, radii, lcb) -> tuple:
     for i in range(n):
         counts[:] = 0
         if lcb:
-            status[i] = lcb_one(geometry, thetas[i], chols[i], radii[i], S, counts, weights,
-                                unused, arms[i], mats, vecs)
+            status[i] = lcb_one(geometry, thetas[i], chols[i], radii[i],
+                                (S, counts, weights, unused), arms[i], mats, vecs)
         else:
             status[i] = greedy_one(geometry, thetas[i], S, counts, weights, unused, arms[i],
                                    mats, vecs)

@@ -73,7 +73,7 @@ from ..._numba import njit
 from ...fast_paths.exact import in_polytope
 from ...fast_paths.pull_in import pull_in_one
 from ...fast_paths.status import NOT_CERTIFIED, NOT_FINITE, NOT_MEMBER, VERIFIED
-from ..ellipsoid.arms import order_one_exponent
+from ..scaling import order_one_exponent
 
 
 class PolytopeGeometry(NamedTuple):
@@ -249,18 +249,20 @@ def _refine_onto_face(A, b, chol, W, slot, k, mats, vecs) -> None:
 
 
 @njit
-def solve_active_set(A, b, chol, whiten, r, W, slot, k, mats, vecs, max_iter) -> int:
+def solve_active_set(A, b, chol, whiten, r, W, slot, k, mats, vecs) -> int:
     """Maximize ``theta^T x - r ||L^{-1} x||`` over ``A x <= b`` from the feasible point ``x`` with
     the ``k`` rows ``W[slot, :k]`` active there (the module docstring's method).
 
     ``theta`` is ``vecs[_SCALED]`` and ``x`` is ``vecs[_X]``.  On success returns the final
     working set's size ``k`` (rows in ``W[slot, :k]``, multipliers in ``vecs[_MU, :k]``, the
     maximizer in ``vecs[_X]``); -1 if the rows became dependent, a ray met no row (the polytope
-    is bounded: only rounding can cause it) or ``max_iter`` iterations passed.
+    is bounded: only rounding can cause it) or ``4 (m + d) + 20`` iterations passed (``m``
+    rows in ``d`` dimensions).
     ``whiten=False`` takes ``L = I`` (the linear program, with ``r = 0``).
     ``mats``: scratch (2, d, d); ``vecs``: scratch (13, d).
     """
     m, d = A.shape
+    max_iter = 4 * (m + d) + 20
     g_norm = 0.0
     for a in range(d):  # g = L^T theta
         if whiten:
@@ -565,13 +567,12 @@ def arm_one(A, b, center, norm_bound, radius, z_bound, gap_rtol, member, theta, 
         for c in range(d):
             out[c] = vecs[_X, c]
         return VERIFIED
-    max_iter = 4 * (m + d) + 20
     status = NOT_CERTIFIED
     for attempt in range(2):  # warm start, then cold from the interior point
         k = counts[slot] if attempt == 0 else 0
         for c in range(d):
             vecs[_X, c] = points[slot, c] if attempt == 0 else center[c]
-        k = solve_active_set(A, b, chol, whiten, rs, W, slot, k, mats, vecs, max_iter)
+        k = solve_active_set(A, b, chol, whiten, rs, W, slot, k, mats, vecs)
         if k < 0:
             status = NOT_CERTIFIED
             continue
@@ -604,20 +605,22 @@ def arm_one(A, b, center, norm_bound, radius, z_bound, gap_rtol, member, theta, 
 
 
 @njit(inline="always")
-def greedy_one(geometry, theta, W, counts, points, inverse, out, mats, vecs) -> int:
+def greedy_one(geometry, theta, warm, out, mats, vecs) -> int:
     """The certified greedy arm (paper eq. (greedy arm): ``max theta^T x``), warm slot
-    :data:`GREEDY`."""
+    :data:`GREEDY` of the run's ``warm = (rows, counts, points, inverse)``."""
     A, b, center, norm_bound, radius, z_bound, gap_rtol, member_A, member_b, member_l1 = geometry
+    W, counts, points, inverse = warm
     return arm_one(A, b, center, norm_bound, radius, z_bound, gap_rtol,
                    (member_A, member_b, member_l1), theta, inverse, False, 0.0, W, counts, points,
                    inverse, GREEDY, out, mats, vecs)
 
 
 @njit(inline="always")
-def lcb_one(geometry, theta, chol, r, W, counts, points, inverse, out, mats, vecs) -> int:
+def lcb_one(geometry, theta, chol, r, warm, out, mats, vecs) -> int:
     """The certified LCB arm (paper eq. (lcb arm)) from the Cholesky factor ``chol`` of ``V``,
-    warm slot :data:`LCB`."""
+    warm slot :data:`LCB` of the run's ``warm = (rows, counts, points, inverse)``."""
     A, b, center, norm_bound, radius, z_bound, gap_rtol, member_A, member_b, member_l1 = geometry
+    W, counts, points, inverse = warm
     return arm_one(A, b, center, norm_bound, radius, z_bound, gap_rtol,
                    (member_A, member_b, member_l1), theta, chol, True, r, W, counts, points,
                    inverse, LCB, out, mats, vecs)
