@@ -1,7 +1,7 @@
 """A sweep's directory: its record ``sweep.json`` (what the sweep runs, written first; a rerun
 must match it to resume), the checks of ``out`` before any work (:func:`check_sweep_dir`),
-whether a recorded sweep is resumed (:func:`_same_sweep`), and the sweep's start there: the
-claim of ``sweep.json`` and the lock held on it until the sweep ends (:func:`_start_dir`)."""
+whether a recorded sweep is resumed (:func:`is_same_sweep`), and the sweep's start there: the
+claim of ``sweep.json`` and the lock held on it until the sweep ends (:func:`open_sweep_dir`)."""
 
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ def _read_record(path: Path) -> dict:
     return record
 
 
-def _same_sweep(previous: dict, record: dict, out: Path, overwrite: bool) -> bool:
+def is_same_sweep(previous: dict, record: dict, out: Path, overwrite: bool) -> bool:
     """Whether the sweep recorded in ``out`` (``previous``, of the same spec) is resumed: it is
     if its problems have the fingerprints they have now and the versions are the same.  If
     not, it is restarted with ``overwrite`` (False) and refused without (OutputPathError)."""
@@ -143,7 +143,7 @@ def _same_sweep(previous: dict, record: dict, out: Path, overwrite: bool) -> boo
                           "or choose a new directory")
 
 
-def _start_dir(target: Path, record: dict, resume: bool, overwrite: bool):
+def open_sweep_dir(target: Path, record: dict, resume: bool, overwrite: bool):
     """Start the sweep in ``target`` (checked by :func:`check_sweep_dir`), or resume it there:
     ``(lock, directory)``, the lock held on its ``sweep.json`` until the sweep ends (None where
     the platform has no ``flock``) and the open results directory

@@ -21,7 +21,7 @@ class SweepWarning(UserWarning):
     """Something a sweep did that its user should know (a damaged shard computed again)."""
 
 
-class _Progress:
+class SavedShards:
     """How many of a sweep's shards are saved, for messages (``"3 of 12 shards are saved in
     OUT"``)."""
 

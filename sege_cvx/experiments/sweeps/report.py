@@ -18,7 +18,7 @@ import pandas as pd
 from ..bands import check_band
 from ..files import Directory, read_regular
 from ..outputs import MANIFEST, OutputPathError, check_writable_under, refuse_link
-from .store import MAX_MANIFEST_BYTES, MAX_TABLE_BYTES, SweepResults, _missing, _value
+from .store import MAX_MANIFEST_BYTES, MAX_TABLE_BYTES, SweepResults, cell_label, is_missing
 
 #: Files :func:`write_report` writes; the last, its record of the others.
 REPORT_FILES = ("table.md", "table.csv", "regret.png", "regret.pdf", "reward.png", "reward.pdf",
@@ -120,7 +120,7 @@ def report_table(results: SweepResults, stages: Sequence[int] | None = None) -> 
     earlier = check_stages(results, stages)
     table = results.table().reset_index()
     parameters = results._grid_parameters()
-    out = pd.DataFrame({c: [_value(v) if not _missing(v) else
+    out = pd.DataFrame({c: [cell_label(v) if not is_missing(v) else
                             "default" if c in parameters.get(a, ()) else "-"
                             for v, a in zip(table[c], table["algorithm"], strict=True)]
                         for c in results.cell_columns})
@@ -141,7 +141,7 @@ def report_table(results: SweepResults, stages: Sequence[int] | None = None) -> 
     out[regret] = [mean_pm_se(m, s) for m, s in zip(table["regret_mean"], table["regret_se"], strict=True)]
     out["violating runs"] = table["violating_runs"].astype(str)
     out["violating pairs"] = table["violating_pairs"].astype(str)
-    out["first violation"] = ["none" if _missing(v) else str(int(v)) for v in table["first_violation"]]
+    out["first violation"] = ["none" if is_missing(v) else str(int(v)) for v in table["first_violation"]]
     out["fallbacks"] = table["fallbacks"].astype(str)
     out.attrs["right"] = ["runs", *columns, "violating runs", "violating pairs",
                           "first violation", "fallbacks"]

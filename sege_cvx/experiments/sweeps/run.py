@@ -18,12 +18,12 @@ from tqdm.auto import tqdm
 from ..files import FileKindError
 from ..outputs import provenance, runtime_versions, write_manifest
 from ..spec import StudySpec
-from .directory import _same_sweep, _start_dir, check_sweep_dir
-from .errors import SweepError, _Progress
+from .directory import check_sweep_dir, is_same_sweep, open_sweep_dir
+from .errors import SavedShards, SweepError
 from .merge import merge_shards
 from .plan import DEFAULT_SHARD_RUNS, check_cells, describe_algorithms, plan_shards
-from .shard_files import ShardError, _unfinished, write_shard
-from .workers import SchedulerError, _executor, _finished, _ship_modules, _worker_count
+from .shard_files import ShardError, unfinished_tasks, write_shard
+from .workers import SchedulerError, finished_shards, shard_executor, ship_modules, worker_count
 
 if TYPE_CHECKING:
     from .store import SweepResults
@@ -106,7 +106,7 @@ def run_sweep(
     from .store import load_results
 
     spec = _as_spec(spec)
-    workers = _worker_count(workers)
+    workers = worker_count(workers)
     out, previous = check_sweep_dir(out, spec, overwrite, shard_runs)
     problems = check_cells(spec)
     algorithms = describe_algorithms(spec)
@@ -116,26 +116,26 @@ def run_sweep(
               "problems": {label: p["fingerprint"] for label, p in problems.items()},
               "policies": {name: a["code"] for name, a in algorithms.items()},
               "versions": runtime_versions()}
-    resume = previous is not None and _same_sweep(previous, record, out, overwrite)
+    resume = previous is not None and is_same_sweep(previous, record, out, overwrite)
     # The lock on sweep.json, the open results directory and its shards/, held from the start
     # of the sweep in out to its manifest: every file is written relative to them.
     lock = out_dir = shards = None
-    saved = _Progress(out)
+    saved = SavedShards(out)
     try:
-        with _executor(workers, client, scheduler) as (executor, threads, dask_client):
+        with shard_executor(workers, client, scheduler) as (executor, threads, dask_client):
             if dask_client is not None:
-                _ship_modules(dask_client, spec, algorithms)
+                ship_modules(dask_client, spec, algorithms)
             # Once a scheduler answered and its workers can import the factories: nothing is
             # written otherwise.
-            lock, out_dir = _start_dir(out, record, resume, overwrite)
+            lock, out_dir = open_sweep_dir(out, record, resume, overwrite)
             shards = out_dir.subdir("shards")
             tasks = plan_shards(spec, record["shard_runs"], threads, record["problems"],
                                 record["versions"], algorithms)
-            todo = _unfinished(shards, tasks)
+            todo = unfinished_tasks(shards, tasks)
             saved.total, saved.done = len(tasks), len(tasks) - len(todo)
             with tqdm(total=len(tasks), initial=saved.done, unit="shard", desc="sweep",
                       disable=not progress, smoothing=0.1) as bar:
-                for task, table in _finished(executor, todo, saved):
+                for task, table in finished_shards(executor, todo, saved):
                     try:
                         write_shard(shards, task, table)
                     except ShardError as exc:

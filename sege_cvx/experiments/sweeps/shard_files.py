@@ -1,6 +1,6 @@
 """Shards on disk: each written under ``DIR/shards/`` with its SHA-256 beside it
 (:func:`write_shard`), and used only once checked: its bytes against their checksum, its table
-against its task (:func:`read_shard`; :func:`read_cell` for a cell's, :func:`_unfinished` for
+against its task (:func:`read_shard`; :func:`read_cell` for a cell's, :func:`unfinished_tasks` for
 those a resumed sweep still has to compute)."""
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def read_shard(shards: Directory, task: ShardTask) -> pa.Table:
     return table
 
 
-def _unfinished(shards: Directory, tasks: list[ShardTask]) -> list[ShardTask]:
+def unfinished_tasks(shards: Directory, tasks: list[ShardTask]) -> list[ShardTask]:
     """The tasks whose shard is not on disk, checked; one :class:`SweepWarning` lists those
     that were there but failed their checks (computed again)."""
     todo, damaged = [], []

@@ -48,14 +48,14 @@ class ResultsError(ValueError):
     """A directory that holds no complete sweep results; the message names it."""
 
 
-def _value(value) -> str:
+def cell_label(value) -> str:
     """A cell parameter as labels and tables show it: ``0.25``, ``1e-06``, ``closed_form``."""
     if isinstance(value, float | np.floating):
         return f"{value:g}"
     return str(value)
 
 
-def _missing(value) -> bool:
+def is_missing(value) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float | np.floating) and np.isnan(value))
 
 
@@ -344,8 +344,8 @@ class SweepResults:
             cell = dict(zip(cells, values, strict=True))
             parts = [] if "problem" in keys else [str(cell["problem"])]
             parts.append(str(cell["algorithm"]))
-            parts += [f"{k}={_value(v)}" for k, v in cell.items()
-                      if k not in (*CELL_COLUMNS, *keys) and not _missing(v)]
+            parts += [f"{k}={cell_label(v)}" for k, v in cell.items()
+                      if k not in (*CELL_COLUMNS, *keys) and not is_missing(v)]
             out.append((" ".join(parts), cell["algorithm"], rows.sort_values("t")))
         return out
 
@@ -429,8 +429,8 @@ class SweepResults:
                                  bbox={"facecolor": "white", "edgecolor": "none",
                                        "alpha": 0.8, "pad": 0.5})
             drawn = {c[1] for c in cells}
-            title = ", ".join(_value(v) if k in CELL_COLUMNS else
-                              f"{k}={_unset(k, drawn, parameters) if _missing(v) else _value(v)}"
+            title = ", ".join(cell_label(v) if k in CELL_COLUMNS else
+                              f"{k}={_unset(k, drawn, parameters) if is_missing(v) else cell_label(v)}"
                               for k, v in zip(keys, values, strict=True)) or "all cells"
             if differ:  # a second line, kept short enough for the panel's width
                 title += f"\n({', '.join(differ)}: differ by problem, not drawn)"

@@ -1,10 +1,10 @@
 """Where a sweep's shards run: in this process, on local worker processes, or on a Dask cluster.
 
-Shards go to a ``concurrent.futures`` executor (:func:`_executor`): none (this process), a pool
+Shards go to a ``concurrent.futures`` executor (:func:`shard_executor`): none (this process), a pool
 of local worker processes started by ``spawn`` that report the shards they start and exit with
 the sweep's process (:class:`_LocalPool`, :func:`follow_parent`), or a ``dask.distributed``
 client's executor, whose workers are first sent the modules they cannot import
-(:func:`_ship_modules`); the scheduling is theirs.  :func:`_finished` yields the shards as they
+(:func:`ship_modules`); the scheduling is theirs.  :func:`finished_shards` yields the shards as they
 finish: a shard that fails, a worker that dies or Ctrl-C ends the sweep in one line.
 """
 
@@ -26,7 +26,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..spec import SpecError, StudySpec
-from .errors import SweepError, _Progress
+from .errors import SavedShards, SweepError
 from .shards import ShardTask, run_shard
 
 
@@ -34,7 +34,7 @@ class SchedulerError(ConnectionError):
     """The Dask scheduler given by address cannot be reached; nothing was written."""
 
 
-def _worker_count(workers) -> int:
+def worker_count(workers) -> int:
     if workers is None:
         return os.cpu_count() or 1
     if isinstance(workers, bool) or not isinstance(workers, int | np.integer) or workers < 1:
@@ -86,7 +86,7 @@ def _run_in_worker(task: ShardTask):
         raise RuntimeError("KeyboardInterrupt raised by the shard's code (a factory?)") from None
 
 
-def _finished(executor, tasks: list[ShardTask], saved: _Progress):
+def finished_shards(executor, tasks: list[ShardTask], saved: SavedShards):
     """Each task with its shard table, as they finish (in order, in this process, without an
     executor); pending tasks are cancelled if the caller stops early or fails.
 
@@ -144,7 +144,7 @@ def _deferred_interrupt():
         signal.signal(signal.SIGINT, previous)
 
 
-def _shard_failed(name: str, exc: BaseException, saved: _Progress) -> SweepError:
+def _shard_failed(name: str, exc: BaseException, saved: SavedShards) -> SweepError:
     what = str(exc) if isinstance(exc, SpecError) else f"{type(exc).__name__}: {exc}"
     return SweepError(f"shard {name} failed: {' '.join(what.split())}",
                       f"{saved}: fix the cause and rerun the same command to resume")
@@ -214,7 +214,7 @@ def _signal_name(number: int) -> str:
 
 
 @contextlib.contextmanager
-def _executor(workers: int, client, scheduler: str | None) -> Iterator[tuple]:
+def shard_executor(workers: int, client, scheduler: str | None) -> Iterator[tuple]:
     """The executor for the shards (None: this process), the numba threads per shard, and the
     Dask client (None for local work)."""
     if client is not None or scheduler is not None:
@@ -256,7 +256,7 @@ def _executor(workers: int, client, scheduler: str | None) -> Iterator[tuple]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _ship_modules(client, spec: StudySpec, algorithms: dict[str, dict]) -> None:
+def ship_modules(client, spec: StudySpec, algorithms: dict[str, dict]) -> None:
     """Make sure the Dask workers can import each problem factory's module and the module of
     each policy outside sege_cvx (``algorithms``: :func:`~.plan.describe_algorithms`; registered or
     named by import path), before any shard runs: a module they cannot import is uploaded to
