@@ -18,7 +18,7 @@ from .arm_sets.base import ArmSet
 from .experiments.problem import BanditProblem, paper_problem
 from .policies.base import Policy, decision_names_problem
 from .simulation.engine import LinearBandit, simulate
-from .simulation.statistics import N_DECISIONS
+from .simulation.statistics import decision_count_problem
 
 __all__ = ["check_arm_set", "check_policy"]
 
@@ -79,10 +79,8 @@ def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int
         raise AssertionError(f"check_policy: {name} is not a subclass of sege_cvx.Policy")
     if (problem_with_names := decision_names_problem(cls)) is not None:
         raise AssertionError(f"check_policy: {problem_with_names}")
-    names = cls.decision_names
-    if len(names) > N_DECISIONS:
-        raise AssertionError(f"check_policy: {name} has {len(names)} decision codes; simulate and "
-                             f"the results tables record at most {N_DECISIONS}")
+    if (too_many := decision_count_problem(cls)) is not None:
+        raise AssertionError(f"check_policy: {too_many}")
     problem = paper_problem() if problem is None else problem
     try:
         pickle.dumps(problem.arm_set)

@@ -15,7 +15,7 @@ from .._validation import as_batch_of_vectors, as_positive_int, as_scalar, as_ve
 from ..conic.errors import SolverFailure
 from ..policies.base import Policy
 from .stage_loop import Environment, play_stages
-from .statistics import N_DECISIONS, RunStatistics, checkpoint_grid
+from .statistics import RunStatistics, checkpoint_grid, decision_count_problem
 
 
 class LinearBandit:
@@ -168,9 +168,8 @@ def simulate(
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a sege_cvx.Policy (SEGE, CLUCB, ROFUL or a subclass of "
                         f"sc.Policy), got {type(policy).__name__}")
-    if len(policy.decision_names) > N_DECISIONS:
-        raise ValueError(f"{type(policy).__name__} has {len(policy.decision_names)} decision codes; "
-                         f"simulate records at most {N_DECISIONS} per run")
+    if (too_many := decision_count_problem(type(policy))) is not None:
+        raise ValueError(too_many)
     if not isinstance(bandit, LinearBandit):
         raise TypeError(f"bandit must be a LinearBandit, got {type(bandit).__name__}")
     horizon = as_positive_int("horizon", horizon)

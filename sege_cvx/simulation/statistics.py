@@ -26,6 +26,18 @@ N_DECISIONS = 3
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 
+def decision_count_problem(cls: type) -> str | None:
+    """Why ``simulate`` cannot record the decisions of policy class ``cls``, in one sentence (None
+    if it can): the statistics and the results tables keep at most :data:`N_DECISIONS` codes per
+    run.  (What the names must be otherwise:
+    :func:`~sege_cvx.policies.base.decision_names_problem`.)"""
+    n = len(cls.decision_names)
+    if n <= N_DECISIONS:
+        return None
+    return (f"{cls.__name__} has {n} decision codes; simulate records at most {N_DECISIONS} per "
+            "run (the statistics and the results tables)")
+
+
 def checkpoint_grid(horizon: int, size: int = GRID_SIZE, extra=PAPER_CHECKPOINTS) -> np.ndarray:
     """About ``size`` stages log-spaced over ``1..horizon``, with ``extra`` (those up to the
     horizon) and the horizon itself; sorted, unique, int64."""
