@@ -334,3 +334,20 @@ def test_another_problem_s_figures_are_named_and_titled_after_it(tmp_path, monke
     assert titles == ["ellipsoid: SEGE: stagewise expected reward (2 runs)",
                       "ellipsoid: CLUCB: stagewise expected reward (2 runs)",
                       "ellipsoid: Cumulative regret (2 runs)"]
+
+
+def test_a_study_s_sweep_says_its_directory_is_gone_and_still_reports(tmp_path):
+    import json
+
+    from sege_cvx.experiments import ResultsError, run_study, write_report
+
+    study = run_study(runs=2, horizon=50, seed=1)
+    assert study.sweep.path is None  # it ran in a temporary directory, deleted since
+    assert len(study.sweep.runs) == 4 and set(study.sweep.runs["algorithm"]) == {"SEGE", "CLUCB"}
+    with pytest.raises(ResultsError, match="this sweep's directory was temporary"):
+        study.sweep.run_statistics(algorithm="SEGE")
+    assert study.sweep.fallback_reasons(algorithm="SEGE") == study.summary["SEGE"]["fallback_reasons"]
+    write_report(study.sweep, tmp_path / "report")
+    record = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert record["results"]["path"] is None
+    assert (tmp_path / "report" / "table.md").read_text().startswith("# Sweep results: a study")

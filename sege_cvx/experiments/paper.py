@@ -9,7 +9,7 @@ import pickle
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,7 +47,9 @@ PAPER_RUNS, PAPER_HORIZON = 250, 50_000
 class StudyResult:
     """Each algorithm's simulation (``results``, by name, in the study's order), the summary
     written to ``summary.json``, and the sweep's per-run and per-checkpoint tables
-    (``runs.parquet``, ``curves.parquet``)."""
+    (``runs.parquet``, ``curves.parquet``) with its manifest: ``sweep``, a
+    :class:`~sege_cvx.experiments.sweeps.store.SweepResults` whose ``path`` is None (the sweep
+    ran in a temporary directory, its shards are gone)."""
 
     setup: BanditProblem
     results: dict[str, SimulationResult]
@@ -335,6 +337,8 @@ def run_study(
         except SweepError as exc:  # its shards go with the temporary directory: no resume
             raise SweepError(f"the study stopped: {exc.reason}") from exc
         stats = {name: results.run_statistics(algorithm=name) for name in names}
+    # The tables and manifest stay in memory; nothing may read the deleted directory.
+    results = replace(results, path=None)
     optimal = results.manifest["problems"][spec.problems[0].label]["optimal_reward"]
     rows = {name: results.runs[results.runs["algorithm"] == name] for name in names}
     simulations = {name: SimulationResult(stats[name], optimal, setup.threshold,

@@ -174,7 +174,7 @@ def report_markdown(results: SweepResults, stages: Sequence[int] | None = None) 
     problems = results.manifest.get("problems", {})
     seed = f", seed {spec['seed']}" if "seed" in spec else ""
     lines = [
-        f"# Sweep results: {results.path}", "",
+        f"# Sweep results: {results.path if results.path is not None else 'a study'}", "",
         f"{results._runs_text()} x {_horizon(results)} stages{seed}. Regret: cumulative regret at "
         "the stage shown, mean ± standard error over runs. A violation is a stage whose expected "
         "reward is below the threshold b; violating pairs count (run, stage) pairs, first "
@@ -296,9 +296,12 @@ def _write_record(directory: Directory, results: SweepResults, names: list[str],
     for name in names:
         data = directory.read(name, MAX_TABLE_BYTES)
         files.append({"path": name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
-    manifest = read_regular(results.path / MANIFEST, MAX_MANIFEST_BYTES)
+    if results.path is not None:
+        manifest = read_regular(results.path / MANIFEST, MAX_MANIFEST_BYTES)
+    else:  # a study's sweep, whose directory was temporary: the manifest it kept
+        manifest = (json.dumps(results.manifest, indent=2) + "\n").encode("utf-8")
     record = {"files": files,
-              "results": {"path": str(results.path),
+              "results": {"path": None if results.path is None else str(results.path),
                           "manifest_sha256": hashlib.sha256(manifest).hexdigest()},
               "options": options, "provenance": provenance()}
     directory.write("report.json", (json.dumps(record, indent=2) + "\n").encode("utf-8"))

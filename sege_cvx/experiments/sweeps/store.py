@@ -103,14 +103,20 @@ class SweepResults:
         ``manifest.json``: the spec, problems (``dim``, ``baseline_reward`` b0, ``threshold`` b,
         ``optimal_reward``, ``description``), algorithms (their classes, grid parameters,
         decision names and colours), shard status, files and provenance.
-    path : Path
-        The results directory.
+    path : Path or None
+        The results directory; None for the sweep of :func:`~sege_cvx.experiments.run_study`,
+        whose directory was temporary (its tables and manifest are here, its shards are gone).
     """
 
     runs: pd.DataFrame
     curves: pd.DataFrame
     manifest: dict
-    path: Path
+    path: Path | None
+
+    @property
+    def where(self) -> str:
+        """The results directory as messages name it."""
+        return repr(str(self.path)) if self.path is not None else "a study's sweep (in memory)"
 
     @property
     def algorithms(self) -> dict[str, dict]:
@@ -166,7 +172,7 @@ class SweepResults:
                                for p, a, setting in cells)
             wanted = {"problem": problem, "algorithm": algorithm, **grid}
             raise ResultsError(f"{'no cell' if not found else f'{len(found)} cells'} of "
-                               f"{str(self.path)!r} match "
+                               f"{self.where} match "
                                f"{ {k: v for k, v in wanted.items() if v is not None} }: "
                                f"the cells are {listed}")
         return found[0]
@@ -176,7 +182,7 @@ class SweepResults:
         missing = [key for key in keys if key not in self.manifest]
         if missing:
             raise ResultsError(f"{method} needs a sweep's directory; the manifest of "
-                               f"{str(self.path)!r} has no {', '.join(missing)} (a study's "
+                               f"{self.where} has no {', '.join(missing)} (a study's "
                                "--out directory keeps its tables, not its shards)")
         return self.manifest
 
@@ -202,6 +208,11 @@ class SweepResults:
 
         cell = self.cell_index(problem, algorithm, **grid)
         m = self._sweep_record("run_statistics", ("shard_runs", "versions", "algorithms"))
+        if self.path is None:
+            raise ResultsError("run_statistics reads a sweep's shards, and this sweep's directory "
+                               "was temporary (run_study); the study's own per-run statistics are "
+                               "in StudyResult.results, and sege-cvx sweep --out DIR keeps a "
+                               "sweep's shards")
         if not (self.path / "shards").is_dir():
             raise ResultsError(f"{str(self.path)!r} holds no shards/ directory: run_statistics "
                                "reads a sweep's shards (sege-cvx sweep --out DIR keeps them)")
