@@ -11,7 +11,7 @@ import sege_cvx as sc
 from sege_cvx._numba import njit
 from sege_cvx.confidence.cholesky import lcb_one, observe_one
 from sege_cvx.experiments.problem import BanditProblem
-from sege_cvx.simulation.stage_loop import (
+from sege_cvx.simulation.loop import (
     StageHooks,
     choose_loop,
     register_stage_hooks,

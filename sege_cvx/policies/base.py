@@ -155,7 +155,7 @@ class Policy:
     #: cache does not hold them (:func:`sege_cvx.experiments.paper.warm_up`).
     compiled_kernels: tuple = ()
     #: Whether :meth:`stage_record` gives a stage record for the compiled stage loop
-    #: (:mod:`sege_cvx.simulation.stage_loop`): :func:`~sege_cvx.simulate` then plays many
+    #: (:mod:`sege_cvx.simulation.loop`): :func:`~sege_cvx.simulate` then plays many
     #: stages per compiled call instead of ``select``/``observe`` stage by stage.
     compiled_stages: bool = False
 
@@ -258,9 +258,9 @@ class Policy:
 
     def stage_record(self, t0: int, n_stages: int) -> tuple:
         """The policy's stage record for the ``n_stages`` stages from ``t0`` on, of the compiled stage
-        loop (:mod:`sege_cvx.simulation.stage_loop`): a ``NamedTuple`` of its state (views of
+        loop (:mod:`sege_cvx.simulation.loop`): a ``NamedTuple`` of its state (views of
         its arrays, which the loop updates in place) and those stages' constants, whose class
-        has hooks registered (:func:`~sege_cvx.simulation.stage_loop.register_stage_hooks`).
+        has hooks registered (:func:`~sege_cvx.simulation.loop.register_stage_hooks`).
         Only where :attr:`compiled_stages`."""
         raise NotImplementedError(f"{type(self).__name__} has no compiled stages")
 

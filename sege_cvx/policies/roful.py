@@ -22,7 +22,7 @@ at the full step ``s_j = ||p_j - x0||``.  Each stage, with ``w_j = ||u_j||_{V^{-
    set with the witness ``(1 - tau) w0 + tau w_j*`` of the baseline's and the point's).
 
 The rule is written once (:func:`step_one`); :class:`ROFULStages` and its hooks put it in the
-compiled stage loop (:mod:`sege_cvx.simulation.stage_loop`), many stages of a block of runs in
+compiled stage loop (:mod:`sege_cvx.simulation.loop`), many stages of a block of runs in
 one compiled call (blocks on threads), on sets whose exact membership is compiled
 (ellipsoids, balls, boxes, polytopes: :data:`~sege_cvx.fast_paths.stage_arms.PULL_IN`), and
 :meth:`ROFUL.select` applies the same function around any other convex set's own membership
@@ -45,7 +45,7 @@ from ..confidence.cholesky import directional_terms, inverse_factor_one, observe
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius, CountTable, radii_all, radius_one
 from ..fast_paths.stage_arms import PULL_IN, pull_in
-from ..simulation.stage_loop import StageHooks, register_stage_hooks, stage_loop
+from ..simulation.loop import StageHooks, register_stage_hooks, stage_loop
 from .base import Policy
 
 #: Decision codes recorded per stage (``ROFUL.last_decision``): the step ``x~`` played in full
@@ -115,7 +115,7 @@ def segment_point(baseline, offsets, j, tau, out) -> None:
 
 
 class ROFULStages(NamedTuple):
-    """ROFUL's stage record for the compiled stage loop (:mod:`sege_cvx.simulation.stage_loop`).
+    """ROFUL's stage record for the compiled stage loop (:mod:`sege_cvx.simulation.loop`).
 
     Per run: the confidence set's ``V``, ``chol``, ``xy_sum``, ``theta_hat`` and ``counts``,
     the decision counts and last decision, the fallbacks.  The constants: the radius ``rule`` and
@@ -377,7 +377,7 @@ class ROFUL(Policy):
 
     def stage_record(self, t0: int, n_stages: int) -> ROFULStages:
         """The record of the ``n_stages`` stages from ``t0`` on, for the compiled stage loop
-        (:mod:`sege_cvx.simulation.stage_loop`).  Only on sets with a compiled membership test
+        (:mod:`sege_cvx.simulation.loop`).  Only on sets with a compiled membership test
         (:attr:`compiled_stages`)."""
         conf = self.confidence
         table = self._beta.covering(int(conf.counts.max()) + n_stages)

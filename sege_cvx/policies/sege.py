@@ -17,7 +17,7 @@ from ..confidence.cholesky import min_eigenvalue_at_least
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius
 from ..fast_paths.status import STATUS
-from ..simulation.stage_loop import choose_loop, stage_loop
+from ..simulation.loop import choose_loop, stage_loop
 from . import sege_rule
 from .base import Policy
 from .sege_rule import EXPLOIT, EXPLORE_BASELINE, EXPLORE_LCB
@@ -418,7 +418,7 @@ class SEGE(Policy):
 
     def stage_record(self, t0: int, n_stages: int) -> sege_rule.SEGEStages:
         """The record of the ``n_stages`` stages from ``t0`` on, for the compiled stage loop
-        (:mod:`sege_cvx.simulation.stage_loop`): per stage, ``c sqrt(t)`` and the radius's value
+        (:mod:`sege_cvx.simulation.loop`): per stage, ``c sqrt(t)`` and the radius's value
         at ``delta_t``; at least ``n_stages`` unread normal draws per run.  Only on sets with compiled
         arms (:attr:`compiled_stages`)."""
         stages = range(t0, t0 + n_stages)

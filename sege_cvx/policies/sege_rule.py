@@ -11,7 +11,7 @@ Every engine calls these, so the rule exists once:
   information test, the greedy arm and its test, the LCB arm, the exploration point, the mix
   and its verification.
   :class:`SEGEStages` and its hooks (:func:`scratch`, :func:`run_view`, :func:`stage_one`,
-  :func:`learn`) put it in the compiled stage loop (:mod:`sege_cvx.simulation.stage_loop`):
+  :func:`learn`) put it in the compiled stage loop (:mod:`sege_cvx.simulation.loop`):
   many stages of a block of runs against a linear bandit, or one stage of every run
   (``SEGE.select``).
 
@@ -31,7 +31,7 @@ from ..confidence.cholesky import factor, lcb_one, observe_one
 from ..confidence.radius import radius_one
 from ..fast_paths.stage_arms import greedy_arm, lcb_arm, pull_inside
 from ..fast_paths.status import NOT_MEMBER, VERIFIED
-from ..simulation.stage_loop import StageHooks, register_stage_hooks
+from ..simulation.loop import StageHooks, register_stage_hooks
 
 #: Decision codes recorded per stage (``SEGE.last_decision``).
 EXPLOIT, EXPLORE_LCB, EXPLORE_BASELINE = 0, 1, 2
@@ -88,7 +88,7 @@ def explore_all(lcb_arms, lcb_ok, theta_hat, chol, radii, b0, baseline, U, rho, 
 
 
 class SEGEStages(NamedTuple):
-    """SEGE's stage record for the compiled stage loop (:mod:`sege_cvx.simulation.stage_loop`).
+    """SEGE's stage record for the compiled stage loop (:mod:`sege_cvx.simulation.loop`).
 
     Per run (first axis): the confidence set's ``V``, ``chol``, ``xy_sum``, ``theta_hat`` and
     ``counts``; the decision counts and last decision; the last safe and exploration arms; the

@@ -14,7 +14,7 @@ from .._rowwise import row_dot
 from .._validation import as_batch_of_vectors, as_positive_int, as_scalar, as_vector
 from ..conic.errors import SolverFailure
 from ..policies.base import Policy
-from .stage_loop import Environment, play_stages
+from .loop import Environment, play_stages
 from .statistics import RunStatistics, checkpoint_grid, decision_count_problem
 
 
@@ -134,7 +134,7 @@ def simulate(
     Policies whose whole stage is compiled (:attr:`~sege_cvx.Policy.compiled_stages`: CLUCB,
     ROFUL, and SEGE on ellipsoids, balls, boxes and polytopes unless its LCB arms come from the
     solver) play up to a thousand stages per call of the compiled stage loop
-    (:mod:`sege_cvx.simulation.stage_loop`), with the runs spread over threads (as many as numba's setting:
+    (:mod:`sege_cvx.simulation.loop`), with the runs spread over threads (as many as numba's setting:
     ``NUMBA_NUM_THREADS``, or :func:`numba.set_num_threads`; default every core); others go
     through ``select``/``observe`` stage by stage.  Either way the numbers are bitwise those of
     the step API, whatever the number of threads.
