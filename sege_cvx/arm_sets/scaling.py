@@ -36,6 +36,24 @@ def order_one_exponent(v: float) -> int:
 
 
 @njit(inline="always")
+def scale_to_order_one(theta, r, rows, row) -> float:
+    """``rows[row] = theta / 2^e`` for ``2^e`` near ``max(|theta_i|, r)`` (exact: a greedy or LCB
+    arm is unchanged when ``theta`` and ``r`` are scaled together); returns ``r / 2^e``, or NaN
+    if an entry of ``rows[row]`` is not finite.  (Rows of a scratch array rather than a view of
+    one: a view costs two reference-count updates per call.)"""
+    d = theta.shape[0]
+    biggest = r
+    for c in range(d):
+        biggest = max(biggest, abs(theta[c]))
+    e = order_one_exponent(biggest)
+    finite = True
+    for c in range(d):
+        rows[row, c] = math.ldexp(theta[c], -e) if e != 0 else theta[c]
+        finite = finite and math.isfinite(rows[row, c])
+    return (math.ldexp(r, -e) if e != 0 else r) if finite else math.nan
+
+
+@njit(inline="always")
 def _binary_exponent(v: float) -> int:
     """``np.frexp(v)[1]``: ``2^(e-1) <= |v| < 2^e``, and 0 for 0, inf and NaN."""
     return math.frexp(v)[1] if math.isfinite(v) else 0

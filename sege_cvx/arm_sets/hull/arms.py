@@ -80,7 +80,7 @@ from ..polytope.arms import (
     orthonormalize_row,
     project_out,
 )
-from ..scaling import order_one_exponent
+from ..scaling import scale_to_order_one
 
 
 class HullGeometry(NamedTuple):
@@ -662,22 +662,6 @@ def certified(P, chol, r, S, weights, slot, m, norm_bound, z_bound, gap_rtol, ve
 
 
 @njit(inline="always")
-def _scaled_theta(theta, r, vecs) -> float:
-    """``vecs[_SCALED] = theta / 2^e`` for ``2^e`` near ``max(|theta_i|, r)`` (exact); returns
-    ``r / 2^e``, or NaN if ``theta`` is not finite."""
-    d = theta.shape[0]
-    biggest = r
-    for c in range(d):
-        biggest = max(biggest, abs(theta[c]))
-    e = order_one_exponent(biggest)
-    for c in range(d):
-        vecs[_SCALED, c] = math.ldexp(theta[c], -e) if e != 0 else theta[c]
-        if not math.isfinite(vecs[_SCALED, c]):
-            return math.nan
-    return math.ldexp(r, -e) if e != 0 else r
-
-
-@njit(inline="always")
 def _best_point(P, vecs, row) -> tuple:
     """The first ``k`` maximizing ``vecs[row]^T p_k`` and that maximum (-1 and -inf if none is
     comparable)."""
@@ -715,7 +699,7 @@ def greedy_one(geometry, theta, S, counts, weights, mix, out, mats, vecs) -> int
     :data:`GREEDY`."""
     P = geometry.points
     d = P.shape[1]
-    if not math.isfinite(_scaled_theta(theta, 0.0, vecs)):
+    if not math.isfinite(scale_to_order_one(theta, 0.0, vecs, _SCALED)):
         counts[GREEDY] = 0
         return NOT_FINITE
     k = _best_point(P, vecs, _SCALED)[0]
@@ -754,7 +738,7 @@ def _lcb(geometry, theta, chol, r, S, counts, weights, out, mats, vecs, pull) ->
     P, norm_bound = geometry.points, geometry.norm_bound
     z_bound, gap_rtol = geometry.z_bound, geometry.gap_rtol
     K, d = P.shape
-    rs = _scaled_theta(theta, r, vecs)
+    rs = scale_to_order_one(theta, r, vecs, _SCALED)
     if not math.isfinite(rs):
         counts[LCB] = 0
         return NOT_FINITE

@@ -73,7 +73,7 @@ from ..._numba import njit
 from ...fast_paths.exact import in_polytope
 from ...fast_paths.pull_in import pull_in_one
 from ...fast_paths.status import NOT_CERTIFIED, NOT_FINITE, NOT_MEMBER, VERIFIED
-from ..scaling import order_one_exponent
+from ..scaling import scale_to_order_one
 
 
 class PolytopeGeometry(NamedTuple):
@@ -544,16 +544,10 @@ def arm_one(A, b, center, norm_bound, radius, z_bound, gap_rtol, member, theta, 
     ``vecs``: scratch (13, d).
     """
     m, d = A.shape
-    biggest = r
-    for c in range(d):
-        biggest = max(biggest, abs(theta[c]))
-    e = order_one_exponent(biggest)
-    for c in range(d):
-        vecs[_SCALED, c] = math.ldexp(theta[c], -e) if e != 0 else theta[c]
-        if not math.isfinite(vecs[_SCALED, c]):
-            counts[slot] = 0
-            return NOT_FINITE
-    rs = math.ldexp(r, -e) if e != 0 else r
+    rs = scale_to_order_one(theta, r, vecs, _SCALED)
+    if not math.isfinite(rs):
+        counts[slot] = 0
+        return NOT_FINITE
     # The linear program at a vertex: the previous arm stays optimal unless a multiplier changed
     # sign (one d x d mat-vec), the common case.
     # The warm state is the run's public state: checked, not trusted (rows index A).
