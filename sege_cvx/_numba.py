@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import hashlib
 import time
 import warnings
@@ -254,6 +255,42 @@ class CompileTimer(event.Listener):
         self._depth -= 1
         if self._depth == 0:
             self.seconds += time.perf_counter() - self._start
+
+
+class FrozenHeapWhileCompiling(event.Listener):
+    """While numba compiles a kernel of this package, Python's cyclic collector skips the objects
+    that existed before (:func:`gc.freeze`, then :func:`gc.unfreeze`).
+
+    numba's inliner deep-copies the IR of every inlined function, hundreds of thousands of
+    short-lived objects, and their allocations set off full collections that traverse every
+    object of the process (numpy, scipy and cvxpy loaded): about 1.4 s of SEGE's cold start on
+    the paper's problem (``benchmarks/bench_cold_start.py``).  Garbage made while compiling is
+    still collected.  Nothing is done where the collector is off or objects are frozen already
+    (an application's own :func:`gc.freeze` is left as it is).  Installed once, at import.
+    """
+
+    def __init__(self) -> None:
+        self._depth = 0
+        self._froze = False
+
+    def on_start(self, ev: event.Event) -> None:
+        if self._depth == 0 and gc.isenabled() and gc.get_freeze_count() == 0:
+            py_func = getattr(ev.data.get("dispatcher"), "py_func", None)
+            if getattr(py_func, "__module__", "").startswith("sege_cvx."):
+                gc.freeze()
+                self._froze = True
+        self._depth += 1
+
+    def on_end(self, ev: event.Event) -> None:
+        self._depth -= 1
+        if self._depth == 0 and self._froze:
+            self._froze = False
+            gc.unfreeze()
+
+
+if not any(isinstance(listener, FrozenHeapWhileCompiling)
+           for listener in getattr(event, "_registered", {}).get("numba:compile", ())):
+    event.register("numba:compile", FrozenHeapWhileCompiling())
 
 
 @contextlib.contextmanager

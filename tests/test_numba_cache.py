@@ -100,3 +100,40 @@ def test_kernels_with_a_cache_say_so_and_numba_s_compile_events_are_timed():
     with compile_timer() as again:
         assert outer(2.0) == 6.0  # compiled already
     assert again.seconds == 0.0
+
+
+def test_the_heap_is_frozen_only_while_a_package_kernel_compiles():
+    import gc
+
+    import numba
+    from numba.core import event
+
+    from sege_cvx._numba import FrozenHeapWhileCompiling
+    from sege_cvx._rowwise import row_dot
+
+    def ev(status, dispatcher):
+        return event.Event("numba:compile", status, data={"dispatcher": dispatcher})
+
+    start, end = event.EventStatus.START, event.EventStatus.END
+    listener = FrozenHeapWhileCompiling()
+    assert gc.get_freeze_count() == 0
+    listener.on_start(ev(start, row_dot))
+    frozen = gc.get_freeze_count()
+    listener.on_start(ev(start, row_dot))  # a kernel it calls, compiled within
+    listener.on_end(ev(end, row_dot))
+    assert frozen > 0 and gc.get_freeze_count() == frozen
+    listener.on_end(ev(end, row_dot))
+    assert gc.get_freeze_count() == 0
+    other = numba.njit(lambda x: x)  # another package's kernel: left to the collector as it is
+    listener.on_start(ev(start, other))
+    assert gc.get_freeze_count() == 0
+    listener.on_end(ev(end, other))
+    gc.freeze()  # an application's own freeze is left as it is
+    try:
+        before = gc.get_freeze_count()
+        listener.on_start(ev(start, row_dot))
+        listener.on_end(ev(end, row_dot))
+        assert gc.get_freeze_count() == before
+    finally:
+        gc.unfreeze()
+    assert sum(isinstance(x, FrozenHeapWhileCompiling) for x in event._registered["numba:compile"]) == 1
