@@ -235,29 +235,49 @@ def keep_alive(typingctx, value):
     return types.none(value), codegen
 
 
-class CompileTimer(event.Listener):
+class OutermostCompile(event.Listener):
+    """A numba compile-event listener that acts on the outermost compile only (a kernel compiles
+    the kernels it calls within its own compile): :meth:`begin` and :meth:`finish`."""
+
+    def __init__(self) -> None:
+        self._depth = 0
+
+    def on_start(self, ev: event.Event) -> None:
+        if self._depth == 0:
+            self.begin(ev)
+        self._depth += 1
+
+    def on_end(self, ev: event.Event) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self.finish(ev)
+
+    def begin(self, ev: event.Event) -> None:
+        """An outermost compile starts."""
+
+    def finish(self, ev: event.Event) -> None:
+        """The outermost compile ended (also when it raised)."""
+
+
+class CompileTimer(OutermostCompile):
     """Seconds numba spends compiling (cache misses, not loads) while installed: ``seconds``.
 
     Nested compiles (a kernel and the kernels it calls) are counted once, by the outermost.
     """
 
     def __init__(self) -> None:
+        super().__init__()
         self.seconds = 0.0
-        self._depth = 0
         self._start = 0.0
 
-    def on_start(self, ev: event.Event) -> None:
-        if self._depth == 0:
-            self._start = time.perf_counter()
-        self._depth += 1
+    def begin(self, ev: event.Event) -> None:
+        self._start = time.perf_counter()
 
-    def on_end(self, ev: event.Event) -> None:
-        self._depth -= 1
-        if self._depth == 0:
-            self.seconds += time.perf_counter() - self._start
+    def finish(self, ev: event.Event) -> None:
+        self.seconds += time.perf_counter() - self._start
 
 
-class FrozenHeapWhileCompiling(event.Listener):
+class FrozenHeapWhileCompiling(OutermostCompile):
     """While numba compiles a kernel of this package, Python's cyclic collector skips the objects
     that existed before (:func:`gc.freeze`, then :func:`gc.unfreeze`).
 
@@ -270,20 +290,18 @@ class FrozenHeapWhileCompiling(event.Listener):
     """
 
     def __init__(self) -> None:
-        self._depth = 0
+        super().__init__()
         self._froze = False
 
-    def on_start(self, ev: event.Event) -> None:
-        if self._depth == 0 and gc.isenabled() and gc.get_freeze_count() == 0:
-            py_func = getattr(ev.data.get("dispatcher"), "py_func", None)
-            if getattr(py_func, "__module__", "").startswith("sege_cvx."):
-                gc.freeze()
-                self._froze = True
-        self._depth += 1
+    def begin(self, ev: event.Event) -> None:
+        py_func = getattr(ev.data.get("dispatcher"), "py_func", None)
+        if (gc.isenabled() and gc.get_freeze_count() == 0
+                and getattr(py_func, "__module__", "").startswith("sege_cvx.")):
+            gc.freeze()
+            self._froze = True
 
-    def on_end(self, ev: event.Event) -> None:
-        self._depth -= 1
-        if self._depth == 0 and self._froze:
+    def finish(self, ev: event.Event) -> None:
+        if self._froze:
             self._froze = False
             gc.unfreeze()
 

@@ -31,8 +31,7 @@ def order_one_exponent(v: float) -> int:
     ``|e| <= ORDER_ONE``: data of order one are left as given.  Also 0 for ``v = 0``."""
     if _ORDER_ONE_LOW <= v < _ORDER_ONE_HIGH:  # the common case, without a libm call
         return 0
-    e = math.frexp(v)[1]
-    return 0 if abs(e) <= ORDER_ONE else e
+    return _order_one(_binary_exponent(v))
 
 
 @njit(inline="always")
