@@ -66,10 +66,11 @@ def test_package_kernels_are_stamped_with_the_whole_package_source():
 
     from sege_cvx._numba import PackageSourceLocator, source_digest
     from sege_cvx._rowwise import row_dot
+    from sege_cvx.arm_sets.ellipsoid.arms import EllipsoidGeometry
     from sege_cvx.policies import sege_rule
     from sege_cvx.simulation.loop import stage_loop
 
-    for kernel in (row_dot, stage_loop(sege_rule.SEGEStages)):
+    for kernel in (row_dot, stage_loop(sege_rule.SEGEStages, EllipsoidGeometry)):
         locator = kernel._cache._impl.locator
         assert isinstance(locator, PackageSourceLocator)
         assert locator.get_source_stamp() == source_digest()

@@ -410,7 +410,7 @@ def test_the_names_that_moved_are_deprecated_aliases():
     with pytest.warns(DeprecationWarning, match="STUDY_ALGORITHMS"):
         assert paper.STUDY_ALGORITHMS[:3] == ("SEGE", "CLUCB", "ROFUL")
     with pytest.warns(DeprecationWarning, match="STAGE_LOOPS"):
-        assert paper.STAGE_LOOPS["SEGE"] is sc.SEGE.compiled_kernels[0]
+        assert paper.STAGE_LOOPS["SEGE"] is paper.paper_problem().policy("SEGE").compiled_kernels[0]
     with pytest.warns(DeprecationWarning, match="ALGORITHM_NAMES"):
         assert cli.ALGORITHM_NAMES[:3] == ("SEGE", "CLUCB", "ROFUL")
     for module in (results, figures):

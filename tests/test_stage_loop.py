@@ -10,10 +10,11 @@ from _same_runs import assert_same_confidence, assert_same_simulations, simulate
 import sege_cvx as sc
 from sege_cvx._numba import njit
 from sege_cvx.confidence.cholesky import lcb_one, observe_one
-from sege_cvx.experiments.problem import BanditProblem
+from sege_cvx.experiments.problem import BanditProblem, paper_problem
 from sege_cvx.simulation.loop import (
     StageHooks,
     choose_loop,
+    geometry_of,
     register_stage_hooks,
     stage_loop,
 )
@@ -149,10 +150,11 @@ def test_check_policy_passes_the_users_compiled_policy():
 
 def test_a_loop_of_hooks_outside_the_package_is_not_cached_on_disk():
     from sege_cvx._numba import has_disk_cache
+    from sege_cvx.arm_sets.ellipsoid.arms import EllipsoidGeometry
     from sege_cvx.policies.sege_rule import SEGEStages
 
     assert not has_disk_cache(stage_loop(RoundRobinStages))
-    assert has_disk_cache(stage_loop(SEGEStages))
+    assert has_disk_cache(stage_loop(SEGEStages, EllipsoidGeometry))
 
 
 def test_stage_records_are_refused_with_one_line():
@@ -238,6 +240,43 @@ def test_a_record_class_has_one_set_of_hooks_and_its_loops_are_made_once():
     register_stage_hooks(RoundRobinStages, hooks)  # the same hooks again: nothing changes
     with pytest.raises(TypeError, match="RoundRobinStages already has stage hooks"):
         register_stage_hooks(RoundRobinStages, hooks._replace(choose_arm=_choose_shifted))
-    # The built-in policies' kernels (warm_up compiles them) are the loops simulate runs.
-    for cls, record in ((sc.SEGE, SEGEStages), (sc.CLUCB, CLUCBStages), (sc.ROFUL, ROFULStages)):
-        assert cls.compiled_kernels == (stage_loop(record),)
+    # The built-in policies' kernels (warm_up compiles them) are the loops simulate runs: one
+    # per kind of set where the record holds the set's geometry record.
+    disk = paper_problem()
+    box = BanditProblem(sc.Box([0.0, 0.0], [1.0, 1.0]), theta_star=(0.6, 0.8),
+                        baseline_arm=(0.5, 0.5))
+    kernels = {}
+    for problem in (disk, box):
+        for name, record in (("SEGE", SEGEStages), ("CLUCB", CLUCBStages),
+                             ("ROFUL", ROFULStages)):
+            policy = problem.policy(name, 1, 0)
+            loop = stage_loop(record, geometry_of(policy.stage_record(1, 1)))
+            assert policy.compiled_kernels == (loop,)
+            kernels[problem is box, name] = loop
+    assert kernels[False, "CLUCB"] is kernels[True, "CLUCB"]  # its arms are its own table
+    for name in ("SEGE", "ROFUL"):
+        assert kernels[False, name] is not kernels[True, name]
+        assert kernels[True, name].__name__ == f"run_stages_{name}Stages_PolytopeGeometry"
+
+
+def test_the_arms_of_a_stage_are_bound_by_the_geometry_record_class():
+    from sege_cvx.arm_sets.polytope.arms import PolytopeGeometry
+    from sege_cvx.fast_paths import stage_arms
+
+    bindings = stage_arms.arm_bindings(PolytopeGeometry)
+    assert bindings[stage_arms.greedy_arm] is stage_arms.GREEDY[PolytopeGeometry]
+    assert set(bindings) == {stage_arms.greedy_arm, stage_arms.lcb_arm, stage_arms.pull_inside,
+                             stage_arms.pull_in}
+    with pytest.raises(TypeError, match=r"no compiled arms for geometry records of class "
+                                        r"'RoundRobinStages' \(known: EllipsoidGeometry, "):
+        stage_arms.arm_bindings(RoundRobinStages)
+    with pytest.raises(TypeError, match="no compiled arms"):
+        stage_loop(RoundRobinStages, RoundRobinStages)  # a geometry that is none
+    with pytest.raises(NotImplementedError, match="bound to a geometry's function"):
+        stage_arms.greedy_arm(None, None, None, None, None, None)
+    # A user's record may have a field of that name for its own data: no binding, no error.
+    class Own(NamedTuple):
+        geometry: tuple
+
+    assert geometry_of(Own((1.0, 2.0))) is None
+    assert geometry_of(RoundRobinStages._make([None] * len(RoundRobinStages._fields))) is None

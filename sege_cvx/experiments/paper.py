@@ -188,7 +188,7 @@ def _compile_in_processes(algorithms: Sequence[str], problem: BanditProblem,
         return {}
     todo = [name for name in algorithms
             if any(has_disk_cache(kernel) and not cached(kernel)
-                   for kernel in policy_class(name).compiled_kernels)]
+                   for kernel in _compiled_kernels(name, problem, lcb_method))]
     context = multiprocessing.get_context("spawn")
     helpers = {}
     for name in todo:
@@ -234,6 +234,12 @@ def _helper_seconds(process, receive) -> float:
         receive.close()
         process.join()
     return seconds or 0.0
+
+
+def _compiled_kernels(algorithm: str, problem: BanditProblem, lcb_method: str) -> tuple:
+    """The compiled kernels of ``algorithm``'s policy on ``problem`` (its stage loop on that kind
+    of set: :attr:`~sege_cvx.Policy.compiled_kernels` of a one-run policy)."""
+    return problem.policy(algorithm, 1, 0, **_lcb_setting(algorithm, lcb_method)).compiled_kernels
 
 
 def _lcb_setting(algorithm: str, lcb_method: str) -> dict:
@@ -472,8 +478,7 @@ def _arrays(study: StudyResult) -> dict[str, np.ndarray]:
 
 __getattr__ = deprecated_names(__name__, {
     "STUDY_ALGORITHMS": (registered_policies, "sege_cvx.registered_policies()"),
-    "STAGE_LOOPS": (lambda: {name: policy_class(name).compiled_kernels[0]
-                             for name in registered_policies()
-                             if policy_class(name).compiled_kernels},
-                    "sege_cvx.policy_class(name).compiled_kernels"),
+    "STAGE_LOOPS": (lambda: {name: kernels[0] for name in registered_policies()
+                             if (kernels := _compiled_kernels(name, paper_problem(), "auto"))},
+                    "sege_cvx.experiments.paper_problem().policy(name).compiled_kernels"),
 })

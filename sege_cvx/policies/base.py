@@ -150,14 +150,18 @@ class Policy:
     t: int
     _pending: np.ndarray | None = None
     _inside_call: bool = False
-    #: The numba kernels whose compilation is most of the policy's cold start (its compiled
-    #: stage loop, if any): a warm-up may compile them in a helper process when numba's disk
-    #: cache does not hold them (:func:`sege_cvx.experiments.paper.warm_up`).
-    compiled_kernels: tuple = ()
     #: Whether :meth:`stage_record` gives a stage record for the compiled stage loop
     #: (:mod:`sege_cvx.simulation.loop`): :func:`~sege_cvx.simulate` then plays many
     #: stages per compiled call instead of ``select``/``observe`` stage by stage.
     compiled_stages: bool = False
+
+    @property
+    def compiled_kernels(self) -> tuple:
+        """The numba kernels whose compilation is most of this policy's cold start (its compiled
+        stage loop on its set, if any): a warm-up may compile them in a helper process when
+        numba's disk cache does not hold them (:func:`sege_cvx.experiments.paper.warm_up`)."""
+        return ()
+
 
     def __init__(self, arm_set: ArmSet, baseline_arm: np.ndarray, baseline_reward: float,
                  threshold: float, *, S: float, noise_sd: float, lam: float = 0.1,

@@ -271,7 +271,6 @@ class ROFUL(Policy):
     #: The name of each decision code of :attr:`last_decision` (0, 1, 2), as ``summary.json``
     #: counts them.
     decision_names: tuple[str | None, ...] = ("full_step", "scaled_step", "baseline")
-    compiled_kernels = (stage_loop(ROFULStages),)
 
     def __init__(
         self,
@@ -335,6 +334,12 @@ class ROFUL(Policy):
     @property
     def compiled_stages(self) -> bool:
         return self._geometry is not None
+
+    @property
+    def compiled_kernels(self) -> tuple:
+        if self._geometry is None:
+            return ()
+        return (stage_loop(ROFULStages, type(self._geometry)),)
 
     def summary(self, stats, stages: list[int]) -> dict:
         """The number of directions and the confidence radius."""

@@ -17,7 +17,7 @@ from ..confidence.cholesky import min_eigenvalue_at_least
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius
 from ..fast_paths.status import STATUS
-from ..simulation.loop import choose_loop, stage_loop
+from ..simulation.loop import choose_loop, geometry_of, stage_loop
 from . import sege_rule
 from .base import Policy
 from .sege_rule import EXPLOIT, EXPLORE_BASELINE, EXPLORE_LCB
@@ -188,7 +188,6 @@ class SEGE(Policy):
     #: The name of each decision code of :attr:`last_decision` (0, 1, 2), as ``summary.json``
     #: counts them.
     decision_names: tuple[str | None, ...] = ("exploit", "explore_lcb", "explore_baseline")
-    compiled_kernels = (stage_loop(sege_rule.SEGEStages),)
 
     def __init__(
         self,
@@ -307,6 +306,12 @@ class SEGE(Policy):
         return self._compiled is not None
 
     @property
+    def compiled_kernels(self) -> tuple:
+        if self._compiled is None:
+            return ()
+        return (stage_loop(sege_rule.SEGEStages, type(self._compiled[0])),)
+
+    @property
     def solver_fallbacks(self) -> np.ndarray:
         """Per run: failed or unverified computations that forced a fallback."""
         return self._fallbacks + self._compiled_fallbacks[:, 0]
@@ -357,7 +362,8 @@ class SEGE(Policy):
         if self._compiled is not None:
             arms = np.empty((self.n_runs, self.arm_set.dim))
             decision = np.empty(self.n_runs, dtype=np.int8)
-            choose_loop(sege_rule.SEGEStages)(self.stage_record(t, 1), t, arms, decision)
+            record = self.stage_record(t, 1)
+            choose_loop(sege_rule.SEGEStages, geometry_of(record))(record, t, arms, decision)
         else:
             arms, decision = self._select_around_arm_set(self.radii(t), self.c * math.sqrt(t))
         self.last_decision = decision

@@ -20,18 +20,24 @@ record's ``decision_counts`` columns stops the run (:class:`Progress`), and
 :func:`~sege_cvx.simulate` raises.
 
 A policy module registers its hooks for its record class (:func:`register_stage_hooks`: a
-registry keyed by class, as :mod:`sege_cvx.fast_paths.stage_arms` chooses a geometry's
-kernels).  :func:`stage_loop` and :func:`choose_loop` then give the loop, and the one stage of
-every run that ``select`` may play, compiled with that policy's hooks inlined (the hooks are
-``njit(inline="always")`` functions): one source, one compiled kernel per record class, cached
-on disk where the hooks are the package's.  The hooks compute what the policy's ``select`` and
-``observe`` compute (SEGE's and CLUCB's ``select`` call :func:`choose_loop`; every ``observe``
-the same per-run update), so a run's numbers are bitwise those of the step API, whatever the
-thread that computed them (:func:`sege_cvx.testing.check_policy` compares the two).
+registry keyed by class).  :func:`stage_loop` and :func:`choose_loop` then give the loop, and
+the one stage of every run that ``select`` may play, compiled with that policy's hooks inlined
+(the hooks are ``njit(inline="always")`` functions): one source, one compiled kernel per record
+class, cached on disk where the hooks are the package's.  A record whose ``geometry`` field
+holds a set's compiled geometry record has one kernel per geometry class
+(:func:`geometry_of`): in it, the hooks' calls to the placeholders of
+:mod:`sege_cvx.fast_paths.stage_arms` (``greedy_arm``, ``lcb_arm``, ``pull_inside``,
+``pull_in``) are bound to that geometry's functions, inlined as well
+(:func:`~sege_cvx.fast_paths.stage_arms.arm_bindings`).  The hooks compute what the policy's
+``select`` and ``observe`` compute (SEGE's and CLUCB's ``select`` call :func:`choose_loop`;
+every ``observe`` the same per-run update), so a run's numbers are bitwise those of the step
+API, whatever the thread that computed them (:func:`sege_cvx.testing.check_policy` compares
+the two).
 
 Why bound at compile time rather than dispatched inside one kernel: a stage record passed to a
 function numba does not inline is copied field by field onto the stack at every call (hundreds
-of words a stage for SEGE's), which made the stages of a dispatched loop three times slower.
+of words a stage for SEGE's), which made the stages of a dispatched loop three times slower; a
+geometry record passed to the geometry's arms costs SEGE's stages on polyhedral sets a fifth.
 """
 
 from __future__ import annotations
@@ -81,7 +87,7 @@ class StageHooks(NamedTuple):
 _HOOKS: dict[type, StageHooks] = {}
 #: Whether the loop checks each arm and code ``choose_arm`` gives (bound per loop by :func:`_bind`).
 CHECK_CHOICES = True
-_LOOPS: dict[tuple[type, str], Callable] = {}
+_LOOPS: dict[tuple[type, type | None, str], Callable] = {}
 
 
 # The hooks' names in the templates below; each compiled loop binds them to a policy's
@@ -174,10 +180,25 @@ def _choose_all(policy, t, arms, codes):
         codes[i] = choose_arm(policy, run_view(policy, i), work, i, 0, t, arms[i])
 
 
-def _bind(template: Callable, record: type, **options):
+def _bound_to(function: Callable, bindings: dict[Callable, Callable]) -> Callable:
+    """A copy of the ``njit(inline="always")`` function ``function`` whose globals that are keys
+    of ``bindings`` (placeholders) are their values; ``function`` itself if it uses none."""
+    py_func = function.py_func
+    names = {name: bindings[value] for name, value in py_func.__globals__.items()
+             if callable(value) and value in bindings}
+    if not names:
+        return function
+    copy = types.FunctionType(py_func.__code__, dict(py_func.__globals__, **names),
+                              py_func.__name__, py_func.__defaults__, py_func.__closure__)
+    copy.__qualname__, copy.__module__ = py_func.__qualname__, py_func.__module__
+    return njit(cache=False, inline="always")(copy)
+
+
+def _bind(template: Callable, record: type, geometry: type | None, **options):
     """``njit(template)`` with ``record``'s hooks for the names ``scratch``, ``run_view``,
     ``choose_arm`` and ``learn`` (a copy of the function with its own globals; its own name, so
-    that numba caches it in its own file)."""
+    that numba caches it in its own file), the hooks' arm placeholders bound to ``geometry``'s
+    functions if it is given."""
     try:
         hooks = _HOOKS[record]
     except KeyError:
@@ -186,33 +207,53 @@ def _bind(template: Callable, record: type, **options):
     # The package's hooks are tested to choose finite arms and known codes; a user's are checked
     # at every stage (the check, a constant numba folds away, costs SEGE's loop a fifth).
     ours = all(getattr(hook, "__module__", "").startswith("sege_cvx.") for hook in hooks)
+    name = f"{template.__name__.lstrip('_')}_{record.__name__}"
+    if geometry is not None:
+        from ..fast_paths.stage_arms import arm_bindings
+
+        bindings = arm_bindings(geometry)
+        hooks = StageHooks(*(_bound_to(hook, bindings) for hook in hooks))
+        name = f"{name}_{geometry.__name__}"
     names = dict(template.__globals__, **hooks._asdict(), CHECK_CHOICES=not ours)
     fn = types.FunctionType(template.__code__, names, template.__name__, template.__defaults__)
-    fn.__qualname__ = fn.__name__ = f"{template.__name__.lstrip('_')}_{record.__name__}"
+    fn.__qualname__ = fn.__name__ = name
     fn.__module__, fn.__doc__ = template.__module__, template.__doc__
     # numba stamps the copy with this package's source only: hooks from elsewhere (a user's
     # module) could change under an unchanged stamp, so their loops compile in each process.
     return njit(cache=ours, **options)(fn)
 
 
-def _loop(template: Callable, record: type, **options):
-    """The compiled ``template`` of ``record``'s hooks, made once."""
-    key = (record, template.__name__)
+def _loop(template: Callable, record: type, geometry: type | None, **options):
+    """The compiled ``template`` of ``record``'s hooks (bound to ``geometry``), made once."""
+    key = (record, geometry, template.__name__)
     if key not in _LOOPS:
-        _LOOPS[key] = _bind(template, record, **options)
+        _LOOPS[key] = _bind(template, record, geometry, **options)
     return _LOOPS[key]
 
 
-def stage_loop(record: type):
+def stage_loop(record: type, geometry: type | None = None):
     """The compiled stage loop (:func:`_run_stages`) of the policy with stage record class
-    ``record``: ``kernel(first, last, t0, n_stages, policy, env, recording, progress)``."""
-    return _loop(_run_stages, record, nogil=True)
+    ``record``: ``kernel(first, last, t0, n_stages, policy, env, recording, progress)``.
+    ``geometry``: the class of the record's ``geometry`` field, for a record that has one (the
+    loop of those records; see the module's docstring)."""
+    return _loop(_run_stages, record, geometry, nogil=True)
 
 
-def choose_loop(record: type):
+def choose_loop(record: type, geometry: type | None = None):
     """The compiled one stage of every run (:func:`_choose_all`) of the policy with stage
-    record class ``record``: ``kernel(policy, t, arms, codes)``."""
-    return _loop(_choose_all, record)
+    record class ``record`` (and ``geometry``, as for :func:`stage_loop`):
+    ``kernel(policy, t, arms, codes)``."""
+    return _loop(_choose_all, record, geometry)
+
+
+def geometry_of(policy) -> type | None:
+    """The class of the stage record ``policy``'s ``geometry`` field if it holds one of the
+    package's geometry records (else None, whatever the field holds): the ``geometry`` argument
+    of :func:`stage_loop` and :func:`choose_loop` for that record."""
+    from ..fast_paths.stage_arms import GEOMETRIES
+
+    cls = type(getattr(policy, "geometry", None))
+    return cls if cls in GEOMETRIES else None
 
 
 def play_stages(policy, t0: int, env: Environment, recording: Recording) -> Progress:
@@ -221,5 +262,6 @@ def play_stages(policy, t0: int, env: Environment, recording: Recording) -> Prog
     n_runs, n_stages = env.noise.shape
     progress = Progress(np.empty(n_runs, dtype=np.int64), np.zeros(n_runs, dtype=np.int64),
                         np.zeros(n_runs, dtype=np.int64))
-    over_runs(stage_loop(type(policy)), n_runs, t0, n_stages, policy, env, recording, progress)
+    over_runs(stage_loop(type(policy), geometry_of(policy)), n_runs, t0, n_stages, policy, env,
+              recording, progress)
     return progress
