@@ -92,7 +92,6 @@ GREEDY = {EllipsoidGeometry: _ellipsoid_greedy, PolytopeGeometry: _polytope_gree
           HullGeometry: _hull_greedy}
 
 
-
 # --- LCB arm -------------------------------------------------------------------------------------
 
 @njit(inline="always")
@@ -119,7 +118,6 @@ LCB = {EllipsoidGeometry: _ellipsoid_lcb, PolytopeGeometry: _polytope_lcb,
        HullGeometry: _hull_lcb}
 
 
-
 # --- pulling a point in --------------------------------------------------------------------------
 
 @njit(inline="always")
@@ -133,7 +131,6 @@ def _polytope_pull_in(geometry, x, offset, trial):
 
 
 PULL_IN = {EllipsoidGeometry: _ellipsoid_pull_in, PolytopeGeometry: _polytope_pull_in}
-
 
 
 @njit(inline="always")

@@ -162,7 +162,6 @@ class Policy:
         numba's disk cache does not hold them (:func:`sege_cvx.experiments.paper.warm_up`)."""
         return ()
 
-
     def __init__(self, arm_set: ArmSet, baseline_arm: np.ndarray, baseline_reward: float,
                  threshold: float, *, S: float, noise_sd: float, lam: float = 0.1,
                  n_runs: int = 1, seed: SeedLike = None) -> None:

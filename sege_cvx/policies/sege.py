@@ -17,7 +17,7 @@ from ..confidence.cholesky import min_eigenvalue_at_least
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius
 from ..fast_paths.status import STATUS
-from ..simulation.loop import choose_loop, geometry_of, stage_loop
+from ..simulation.loop import choose_loop, stage_loop
 from . import sege_rule
 from .base import Policy
 from .sege_rule import EXPLOIT, EXPLORE_BASELINE, EXPLORE_LCB
@@ -362,8 +362,8 @@ class SEGE(Policy):
         if self._compiled is not None:
             arms = np.empty((self.n_runs, self.arm_set.dim))
             decision = np.empty(self.n_runs, dtype=np.int8)
-            record = self.stage_record(t, 1)
-            choose_loop(sege_rule.SEGEStages, geometry_of(record))(record, t, arms, decision)
+            kernel = choose_loop(sege_rule.SEGEStages, type(self._compiled[0]))
+            kernel(self.stage_record(t, 1), t, arms, decision)
         else:
             arms, decision = self._select_around_arm_set(self.radii(t), self.c * math.sqrt(t))
         self.last_decision = decision
