@@ -55,6 +55,7 @@ def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int
         The policy class.
     problem : BanditProblem, optional
     stages, n_runs : int
+        The stages played and the runs of the batch (default 40 and 3).
     **params
         The policy's own keyword parameters.
 

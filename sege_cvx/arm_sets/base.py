@@ -254,7 +254,7 @@ class ArmSet(ABC):
 
         Raises
         ------
-        SolverFailure
+        sege_cvx.SolverFailure
             The solver's status was not one its accuracy tier accepts
             (:data:`sege_cvx.conic.compiled.TIERS`), or its point could not be verified in the set.
         """
@@ -530,7 +530,7 @@ class ArmSet(ABC):
 
         Raises
         ------
-        SolverFailure
+        sege_cvx.SolverFailure
             The solver's status was not one its accuracy tier accepts
             (:data:`sege_cvx.conic.compiled.TIERS`), or its point could not be verified in the set.
         """

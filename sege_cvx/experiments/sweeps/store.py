@@ -494,7 +494,7 @@ def load_results(path: str | os.PathLike, *, verify: bool = True) -> SweepResult
 
     Returns
     -------
-    SweepResults
+    sege_cvx.experiments.sweeps.store.SweepResults
 
     Raises
     ------
