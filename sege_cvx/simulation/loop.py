@@ -183,9 +183,13 @@ def _choose_all(policy, t, arms, codes):
 def _bound_to(function: Callable, bindings: dict[Callable, Callable]) -> Callable:
     """A copy of the ``njit(inline="always")`` function ``function`` whose globals that are keys
     of ``bindings`` (placeholders) are their values; ``function`` itself if it uses none."""
-    py_func = function.py_func
-    names = {name: bindings[value] for name, value in py_func.__globals__.items()
-             if callable(value) and value in bindings}
+    py_func = getattr(function, "py_func", None)
+    if py_func is None:  # not a numba function: numba says so when it compiles the loop
+        return function
+    # By identity: a module's globals may hold objects that cannot be hashed or compared.
+    by_id = {id(placeholder): bound for placeholder, bound in bindings.items()}
+    names = {name: by_id[id(value)] for name, value in py_func.__globals__.items()
+             if id(value) in by_id}
     if not names:
         return function
     copy = types.FunctionType(py_func.__code__, dict(py_func.__globals__, **names),
