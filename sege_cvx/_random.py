@@ -166,6 +166,39 @@ class NormalStreams:
         return out
 
 
+class GivenNormals:
+    """Standard normal draws given in advance, ``(n_runs, horizon, width)``, served as
+    :class:`NormalStreams` serves its own (a replay: another code's noise, to compare runs).
+
+    Parameters
+    ----------
+    draws : ndarray, shape (n_runs, horizon, width)
+        Finite numbers (copied).
+    """
+
+    def __init__(self, draws: np.ndarray) -> None:
+        self._draws = np.array(draws, dtype=np.float64, order="C")
+        self.width = self._draws.shape[2]
+        self._pos = 0
+
+    def next(self) -> np.ndarray:
+        """The next step's draws, shape ``(n_runs, width)``."""
+        return self.take(1)[:, 0]
+
+    def available(self) -> int:
+        """Steps left (0 once the draws are used up)."""
+        return self._draws.shape[1] - self._pos
+
+    def take(self, steps: int) -> np.ndarray:
+        """The next ``steps`` steps' draws, shape ``(n_runs, steps, width)``."""
+        if not 1 <= steps <= self.available():
+            raise ValueError(f"the given noise holds {self._draws.shape[1]} stages: {steps} more "
+                             f"asked after stage {self._pos}")
+        out = self._draws[:, self._pos:self._pos + steps]
+        self._pos += steps
+        return out
+
+
 class PacedNormals:
     """Standard normal vectors of length ``width``, each run drawing at its own pace.
 

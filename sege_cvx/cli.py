@@ -15,6 +15,12 @@ from ._deprecation import deprecated_names
 from ._random import MAX_RUNS
 from ._validation import MAX_HORIZON
 
+#: The studies ``sege-cvx reproduce`` regenerates (the first is the default).
+STUDIES = ("khezeli-bitar-2020", "roful-2024")
+#: Per study: the default policies, horizon and --out.
+_STUDY_DEFAULTS = {"khezeli-bitar-2020": (["SEGE", "CLUCB"], 20_000, "results"),
+                   "roful-2024": (["ROFUL", "GNOP"], None, "results-roful-2024")}
+
 #: ``--arm-set`` choices: the keys of :data:`sege_cvx.experiments.examples.EXAMPLES` (a test keeps
 #: them equal), listed here so that parsing arguments (``--help``, a bad option) imports neither
 #: the examples nor numba and the policies they need.
@@ -97,10 +103,15 @@ def _study(args: argparse.Namespace, **settings):
 
 
 def _reproduce(args: argparse.Namespace) -> int:
-    """The paper's Section 6 study: figures, summary.json, arrays.npz and manifest.json in ``--out``."""
+    """The paper's Section 6 study: figures, summary.json, arrays.npz and manifest.json in
+    ``--out``; with ``--study roful-2024``, Figures 2a and 2b of the ROFUL paper (Hutchinson,
+    Turan and Alizadeh, AISTATS 2024) with their authors' problems and noise."""
     import json
 
     from .experiments import PAPER_HORIZON, PAPER_RUNS
+
+    if args.study == "roful-2024":
+        return _reproduce_roful(args)
 
     runs, horizon = (PAPER_RUNS, PAPER_HORIZON) if args.full else (args.runs, args.horizon)
     lcb_note = (f", LCB arms by {args.lcb_method}" if any(
@@ -116,6 +127,37 @@ def _reproduce(args: argparse.Namespace) -> int:
     paths = _write(study, args)
     if args.print_summary:
         print(json.dumps(json.loads(paths[0].read_text()), indent=2))
+    return 0
+
+
+def _reproduce_roful(args: argparse.Namespace) -> int:
+    """ROFUL and GNOP on the ROFUL paper's 30 problems per figure (:mod:`.experiments.roful2024`),
+    each figure's files in ``--out`` (written whole, once every figure is computed)."""
+    from .experiments.outputs import atomic_output_dir, provenance, write_manifest
+    from .experiments.roful2024 import N_TRIALS, run_roful_study, write_roful_study
+
+    algorithms = args.algorithms
+    studies = []
+    for figure in args.figure:
+        horizon = args.horizon
+        print(f"ROFUL paper, Figure {figure}: {', '.join(algorithms)} on its {N_TRIALS} problems"
+              f"{'' if horizon is None else f', {horizon} stages'} (their generator, seed 0)",
+              flush=True)
+        study = run_roful_study(figure, horizon=horizon, algorithms=algorithms)
+        summary = study.summary()
+        for name, row in summary["algorithms"].items():
+            print(f"  {name:>5}: R_T/sqrt(T) = {row['R_T_over_sqrt_T_mean']:.3f} "
+                  f"(sd {row['R_T_over_sqrt_T_sd']:.3f}) at T = {study.horizon}, "
+                  f"violating stages {row['violating_stages']}, fallbacks {row['fallbacks']}")
+        print(f"  simulated in {study.seconds:.1f} s", flush=True)
+        studies.append(study)
+    with atomic_output_dir(args.out, args.overwrite, name="--out",
+                           overwrite_hint="--overwrite") as tmp:
+        paths = write_roful_study(studies, tmp)
+        write_manifest(tmp, provenance(args.command_line, seed=0))
+    args.published = True
+    print(f"wrote {len(paths) + 1} files to {args.out}: "
+          + ", ".join(p.name for p in paths) + ", manifest.json")
     return 0
 
 
@@ -241,7 +283,9 @@ class _Parser(argparse.ArgumentParser):
 
 def _add_output_options(parser: argparse.ArgumentParser, default: str) -> None:
     parser.add_argument("--out", default=default,
-                        help="results directory; must be new or empty unless --overwrite")
+                        help="results directory; must be new or empty unless --overwrite"
+                             + ("" if default is not None else
+                                " (default: results; roful-2024: results-roful-2024)"))
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing non-empty --out whole (its old files are deleted)")
 
@@ -257,12 +301,13 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-def _add_algorithms_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--algorithms", nargs="+", default=["SEGE", "CLUCB"], metavar="NAME",
+def _add_algorithms_option(parser: argparse.ArgumentParser, default=("SEGE", "CLUCB")) -> None:
+    parser.add_argument("--algorithms", nargs="+", default=None if default is None else
+                        list(default), metavar="NAME",
                         help="the policies to run, in this order, each once: registered names "
-                             "(built in: SEGE, CLUCB, ROFUL) or import paths module:Class of a "
-                             "module in the current directory or on PYTHONPATH (the paper's "
-                             "study: SEGE CLUCB)")
+                             "(built in: SEGE, CLUCB, ROFUL, GNOP) or import paths module:Class of "
+                             "a module in the current directory or on PYTHONPATH (default: SEGE "
+                             "CLUCB; roful-2024: ROFUL GNOP)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -285,11 +330,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("reproduce", help="the paper's Section 6 study with its figures",
                          description=_reproduce.__doc__, formatter_class=fmt)
+    rep.add_argument("--study", choices=STUDIES, default=STUDIES[0],
+                     help="the study: khezeli-bitar-2020, this paper's Section 6 (the default), "
+                          "or roful-2024, Figures 2a and 2b of the ROFUL paper (an unknown "
+                          "linear constraint)")
+    rep.add_argument("--figure", nargs="+", choices=("2a", "2b"), default=["2a", "2b"],
+                     help="roful-2024 only: the figures to reproduce (default: both)")
     rep.add_argument("--runs", type=run_count, default=250, help="independent runs (paper: 250)")
-    rep.add_argument("--horizon", type=positive_int, default=20_000,
-                     help="stages per run (paper: 50,000)")
+    rep.add_argument("--horizon", type=positive_int, default=None,
+                     help="stages per run (default 20,000; the paper: 50,000; roful-2024: "
+                          "each figure's own, 50,000 and 100,000)")
     rep.add_argument("--seed", type=nonnegative_int, default=0, help="root seed of every run")
-    _add_output_options(rep, "results")
+    _add_output_options(rep, None)
     rep.add_argument("--full", action="store_true",
                      help="the paper's scale, 250 runs x 50,000 stages (overrides --runs, --horizon)")
     rep.add_argument("--lcb-method", choices=("auto", "closed_form", "solver"), default="closed_form",
@@ -298,7 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--print-summary", action="store_true", help="also print summary.json")
     rep.add_argument("--workers", type=positive_int, default=1,
                      help="local worker processes (1: this process, whose kernels use every core)")
-    _add_algorithms_option(rep)
+    _add_algorithms_option(rep, None)
     rep.set_defaults(func=_reproduce)
 
     run = sub.add_parser("run", help="SEGE and CLUCB (or --algorithms) on an example arm set",
@@ -391,12 +443,34 @@ def _validate(args: argparse.Namespace) -> None:
         check_sweep_dir(args.out, args.spec_object, args.overwrite, args.shard_runs, name="--out",
                    overwrite_hint="--overwrite")
         return
+    if args.command == "reproduce":
+        algorithms, horizon, out = _STUDY_DEFAULTS[args.study]
+        args.algorithms = algorithms if args.algorithms is None else args.algorithms
+        args.horizon = horizon if args.horizon is None else args.horizon
+        args.out = out if args.out is None else args.out
+        if args.study == "roful-2024" and args.horizon is not None:
+            from .experiments.roful2024 import FIGURES
+
+            shortest = min(FIGURES[f][0] for f in args.figure)
+            if args.horizon > shortest:
+                raise ValueError(f"argument --horizon: at most {shortest} for Figure(s) "
+                                 f"{' '.join(args.figure)}, got {args.horizon}")
     algorithms = getattr(args, "algorithms", None)
     if algorithms is not None and len(set(algorithms)) != len(algorithms):
         raise ValueError(f"argument --algorithms: each at most once, got {' '.join(algorithms)}")
     if algorithms is not None:
         args.grid_parameters = _algorithm_parameters(algorithms)
-    if getattr(args, "horizon", 0) > MAX_HORIZON:
+        model = ("linear_constraint" if getattr(args, "study", None) == "roful-2024"
+                 else "stagewise")
+        from .policies.registry import policy_class
+
+        for name in algorithms:
+            if model not in getattr(policy_class(name), "safety_models", ("stagewise",)):
+                study = ("the ROFUL paper's study has an unknown linear constraint"
+                         if model == "linear_constraint" else
+                         "this study is of the stagewise model (a reward floor)")
+                raise ValueError(f"argument --algorithms: {name} does not run here: {study}")
+    if (getattr(args, "horizon", 0) or 0) > MAX_HORIZON:
         raise ValueError(f"argument --horizon: must be at most 2**53 = {MAX_HORIZON}, got "
                          f"{args.horizon}")
     if args.command == "report":  # the results are read here: a directory without is an error

@@ -17,7 +17,7 @@ from ._validation import as_positive_int
 from .arm_sets.base import ArmSet
 from .experiments.problem import BanditProblem, paper_problem
 from .policies.base import Policy, decision_names_problem
-from .simulation.engine import LinearBandit, simulate
+from .simulation.engine import simulate
 from .simulation.statistics import decision_count_problem
 
 __all__ = ["check_arm_set", "check_policy"]
@@ -154,8 +154,7 @@ def _check_compiled_stages(cls, build, problem, policy_seeds, noise_seeds, stage
         if klass is stepped and policy.compiled_stages:
             raise AssertionError(f"check_policy: {name} sets compiled_stages on its instances; "
                                  "make it a class attribute or a property")
-        result = simulate(policy, LinearBandit(problem.theta_star, problem.noise_sd,
-                                               noise_seeds), stages, traces=True)
+        result = simulate(policy, problem.bandit(noise_seeds), stages, traces=True)
         traces.append((result.expected_reward, result.decisions, policy.decision_counts))
     (reward, decision, counts), (reward_s, decision_s, counts_s) = traces
     for what, ours, theirs in (("decision", decision, decision_s),
@@ -175,7 +174,7 @@ def _play(policy: Policy, problem: BanditProblem, noise_seeds, stages: int, name
           ) -> np.ndarray:
     """Play ``stages`` stages through select/observe, checking each; the arms ``(stages, n, d)``."""
     n, d = policy.n_runs, problem.arm_set.dim
-    bandit = LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds)
+    bandit = problem.bandit(noise_seeds)
     out = np.empty((stages, n, d))
     for t in range(stages):
         arms = np.asarray(policy.select(), dtype=np.float64).reshape(n, d)
@@ -215,7 +214,7 @@ def _check_pickle(build, problem, policy_seeds, noise_seeds, stages, name) -> No
     """A policy pickled after ``stages // 2`` stages continues as the original."""
     policy = build(policy_seeds)
     n, d = policy.n_runs, problem.arm_set.dim
-    bandit = LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds)
+    bandit = problem.bandit(noise_seeds)
     for _ in range(stages // 2):
         arms = np.asarray(policy.select()).reshape(n, d)
         policy.observe(arms if n > 1 else arms[0], bandit.pull(arms)[1])

@@ -29,6 +29,7 @@ from .._validation import (
     as_radius_batch,
     as_scalar,
     as_spd_batch,
+    as_vector,
     format_value,
     scaled_norm,
 )
@@ -248,6 +249,31 @@ class ArmSet(ABC):
             raise ValueError(f"theta {format_value(thetas[~np.isfinite(values)][0])} gives a support value "
                              "beyond the float range: rescale the problem")
         return float(values[0]) if single else values
+
+    def constrained_support(self, theta: np.ndarray, gamma: np.ndarray, limit: float) -> float:
+        """``max <x, theta>`` over the arms ``x`` with ``<x, gamma> <= limit``: the optimal reward
+        under an unknown linear constraint (:mod:`sege_cvx.constraint`), computed once per
+        problem.  Default: one conic program on Clarabel (cvxpy), solved to 1e-10.
+
+        Raises
+        ------
+        sege_cvx.SolverFailure
+            The program is infeasible or the solver failed.
+        """
+        import cvxpy as cp
+
+        theta = as_vector("theta", theta, self.dim)
+        gamma = as_vector("gamma", gamma, self.dim)
+        x = cp.Variable(self.dim)
+        problem = cp.Problem(cp.Maximize(theta @ x), [*self.constraints(x), gamma @ x <= limit])
+        try:
+            value = problem.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10,
+                                  tol_feas=1e-10)
+        except cp.error.SolverError as exc:
+            raise SolverFailure(f"the constrained optimum failed: {exc}") from exc
+        if problem.status != cp.OPTIMAL or value is None or not np.isfinite(value):
+            raise SolverFailure(f"the constrained optimum has status {problem.status}")
+        return float(value)
 
     def greedy_arm(self, theta: np.ndarray) -> np.ndarray:
         """``argmax_{x in X} <x, theta>`` (paper eq. (greedy arm) for an ellipsoid).

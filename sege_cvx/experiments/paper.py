@@ -27,7 +27,7 @@ from ..policies.registry import (
     registered_policies,
 )
 from ..policies.sege import SEGE
-from ..simulation import LinearBandit, SimulationResult, run_seeds, simulate
+from ..simulation import SimulationResult, run_seeds, simulate
 from ..simulation.statistics import PAPER_CHECKPOINTS, QUANTILES
 from .outputs import atomic_output_dir, provenance, write_manifest
 from .problem import BanditProblem, paper_problem
@@ -175,7 +175,7 @@ def play_a_few_stages(algorithm: str, problem: BanditProblem, lcb_method: str = 
     with compile_timer() as timer:
         policy_seeds, noise_seeds = run_seeds(0, 2)
         policy = problem.policy(algorithm, 2, policy_seeds, **_lcb_setting(algorithm, lcb_method))
-        simulate(policy, LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds), 3)
+        simulate(policy, problem.bandit(noise_seeds), 3)
     return timer.seconds
 
 
@@ -389,7 +389,7 @@ def _replay_snapshots(setup: BanditProblem, seed: int, lcb_method: str, horizon:
         return {}
     policy_seeds, noise_seeds = run_seeds(seed, 1)
     replay = simulate(setup.policy("SEGE", 1, policy_seeds, lcb_method=lcb_method),
-                      LinearBandit(setup.theta_star, setup.noise_sd, noise_seeds), stages[-1],
+                      setup.bandit(noise_seeds), stages[-1],
                       snapshot_stages=stages, checkpoints=[stages[-1]])
     if replay.stats.cum_regret[0] != stats.regret[stats.at(stages[-1]), 0]:
         raise RuntimeError("replaying run 0 alone gave another regret than in the study: "
@@ -479,6 +479,7 @@ def _arrays(study: StudyResult) -> dict[str, np.ndarray]:
 __getattr__ = deprecated_names(__name__, {
     "STUDY_ALGORITHMS": (registered_policies, "sege_cvx.registered_policies()"),
     "STAGE_LOOPS": (lambda: {name: kernels[0] for name in registered_policies()
-                             if (kernels := _compiled_kernels(name, paper_problem(), "auto"))},
+                             if "stagewise" in policy_class(name).safety_models
+                             and (kernels := _compiled_kernels(name, paper_problem(), "auto"))},
                     "sege_cvx.experiments.paper_problem().policy(name).compiled_kernels"),
 })

@@ -17,8 +17,10 @@ import numpy as np
 from .._fingerprint import fingerprint
 from .._validation import as_scalar, as_vector, scaled_norm
 from ..arm_sets import ArmSet, Ball
+from ..constraint import KnownConstraint, LinearConstraint
 from ..policies import CLUCB, ROFUL, SEGE, Policy
-from ..policies.registry import grid_parameters, policy_class
+from ..policies.registry import grid_parameters, policy_class, registered_policies
+from ..simulation.engine import LinearBandit
 
 
 def _given(settings: dict) -> dict:
@@ -40,6 +42,13 @@ class BanditProblem:
     ``b0 = <x0, theta*>``, unless a smaller known lower bound ``b0`` is given (the paper's
     Assumption 3 asks only ``<x0, theta*> >= b0``); the threshold is
     ``b = threshold_fraction * b0``.
+
+    With ``constraint`` (a :class:`~sege_cvx.LinearConstraint`) the problem is of the other
+    safety model: every stage must keep ``<x_t, gamma*> <= limit``, the baseline arm is the
+    known safe arm (its constraint value known to the learner, as ``b0`` is in the stagewise
+    model), regret is against the best arm meeting the constraint, and ``threshold_fraction`` and
+    ``b0`` play no part.  Only policies with a ``constraint`` parameter run on it (ROFUL, GNOP);
+    SEGE and CLUCB are refused in one line.
 
     The paper's assumptions are checked when the problem is made: ``||theta*|| <= S``
     (Assumption 1, on which every confidence set and SEGE's safety rest) and
@@ -67,6 +76,9 @@ class BanditProblem:
         reward ``<x0, theta*>``).
     misspecified : bool
         Allow a problem that breaks the paper's assumptions (see above).
+    constraint : LinearConstraint, optional
+        The unknown linear constraint (default: none, the stagewise model); its safe arm, the
+        baseline arm, must be strictly safe, and ``||gamma*|| <= S`` (unless ``misspecified``).
 
     Examples
     --------
@@ -96,6 +108,7 @@ class BanditProblem:
     description: str = ""
     b0: float | None = None
     misspecified: bool = False
+    constraint: LinearConstraint | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.arm_set, ArmSet):
@@ -113,6 +126,14 @@ class BanditProblem:
         if not isinstance(self.misspecified, bool | np.bool_):
             raise TypeError(f"misspecified must be True or False, got {self.misspecified!r}")
         object.__setattr__(self, "misspecified", bool(self.misspecified))
+        if self.constraint is not None:
+            if not isinstance(self.constraint, LinearConstraint):
+                raise TypeError(f"constraint must be a sc.LinearConstraint, got "
+                                f"{type(self.constraint).__name__}")
+            if self.constraint.dim != d:
+                raise ValueError(f"the constraint has dimension {self.constraint.dim} but the arm "
+                                 f"set {d}")
+            self.known_constraint()  # the safe arm strictly safe: one line if not
         broken = self.assumption_violations()
         if broken and not self.misspecified:
             raise ValueError(f"{'; '.join(broken)}; pass misspecified=True to study a "
@@ -144,12 +165,40 @@ class BanditProblem:
         if norm > self.S * (1 + 2 * (d + 1) * eps):
             broken.append(f"||theta*|| = {norm:.6g} exceeds S = {self.S:.6g} (the paper's "
                           "Assumption 1)")
-        if self.b0 is not None:
+        if self.constraint is not None:
+            broken.extend(self.constraint.violations(self.S, theta))
+        if self.b0 is not None and self.constraint is None:
             reward = math.fsum(x0 * theta)
             if reward < self.b0 - 2 * (d + 1) * eps * math.fsum(np.abs(x0 * theta)):
                 broken.append(f"the baseline arm's reward <x0, theta*> = {reward:.6g} is below "
                               f"b0 = {self.b0:.6g} (the paper's Assumption 3)")
         return broken
+
+    @property
+    def safety_model(self) -> str:
+        """``"stagewise"`` (a reward floor) or ``"linear_constraint"`` (:attr:`constraint`)."""
+        return "stagewise" if self.constraint is None else "linear_constraint"
+
+    def known_constraint(self) -> KnownConstraint | None:
+        """What a policy is told of the constraint (:meth:`LinearConstraint.known
+        <sege_cvx.LinearConstraint.known>` at the baseline arm), or None (stagewise model)."""
+        if self.constraint is None:
+            return None
+        return self.constraint.known(self.baseline_arm, self.theta_star)
+
+    def bandit(self, noise_seeds) -> LinearBandit:
+        """The environment of this problem, one noise stream per seed: ``theta*``, the noise and
+        the constraint (:class:`~sege_cvx.LinearBandit`)."""
+        return LinearBandit(self.theta_star, self.noise_sd, noise_seeds, constraint=self.constraint)
+
+    @cached_property
+    def optimal_reward(self) -> float:
+        """``max <x, theta*>`` over the arm set, within the constraint if there is one."""
+        theta = np.asarray(self.theta_star)
+        if self.constraint is None:
+            return float(self.arm_set.support(theta))
+        return float(self.arm_set.constrained_support(theta, self.constraint.vector(theta),
+                                                      self.constraint.limit))
 
     @cached_property
     def fingerprint(self) -> str:
@@ -163,7 +212,10 @@ class BanditProblem:
             "baseline_reward": self.baseline_reward, "threshold": self.threshold,
             "threshold_fraction": self.threshold_fraction, "S": self.S,
             "noise_sd": self.noise_sd, "c": self.c, "lam": self.lam, "delta_bar": self.delta_bar,
-            "clucb_arms": self.clucb_arms, "misspecified": self.misspecified})
+            "clucb_arms": self.clucb_arms, "misspecified": self.misspecified,
+            # Only when given: a stagewise problem's fingerprint is what it always was.
+            **({} if self.constraint is None
+               else {"constraint": self.constraint.fingerprint_data()})})
 
     def policy_defaults(self) -> dict:
         """The constants this problem gives a policy, by constructor parameter name: ``lam``;
@@ -213,8 +265,20 @@ class BanditProblem:
         params = {key: value for key, value in self.policy_defaults().items()
                   if key in accepted and value is not None}
         params.update(settings)
-        return cls(self.arm_set, self.baseline_arm, self.baseline_reward, self.threshold,
-                   S=self.S, noise_sd=self.noise_sd, n_runs=n_runs, seed=seed, **params)
+        models = getattr(cls, "safety_models", ("stagewise",))
+        if self.safety_model not in models:
+            runs_here = [name for name in registered_policies()
+                         if self.safety_model in policy_class(name).safety_models]
+            what = {"stagewise": "the stagewise model (a reward floor below a known baseline)",
+                    "linear_constraint": "a linear constraint"}
+            raise TypeError(f"{cls.__name__} is a policy of {' and '.join(what[m] for m in models)}"
+                            f"; problem {self.name or '(unnamed)'} has "
+                            f"{what[self.safety_model]}: use {', '.join(runs_here)}")
+        if self.constraint is None:
+            return cls(self.arm_set, self.baseline_arm, self.baseline_reward, self.threshold,
+                       S=self.S, noise_sd=self.noise_sd, n_runs=n_runs, seed=seed, **params)
+        return cls(self.arm_set, self.baseline_arm, S=self.S, noise_sd=self.noise_sd,
+                   n_runs=n_runs, seed=seed, constraint=self.known_constraint(), **params)
 
     def sege(self, n_runs: int, seed, lcb_method: str = "auto", **settings) -> SEGE:
         """Deprecated: ``policy("SEGE", n_runs, seed, lcb_method=..., ...)``."""
@@ -239,7 +303,9 @@ class BanditProblem:
                 "threshold": self.threshold, "S": self.S, "noise_sd": self.noise_sd, "c": self.c,
                 "lam": self.lam, "delta_bar": self.delta_bar,
                 "misspecified": self.misspecified,
-                "assumption_violations": self.assumption_violations()}
+                "assumption_violations": self.assumption_violations(),
+                **({} if self.constraint is None
+                   else {"constraint": self.constraint.describe()})}
 
 
 def paper_problem(**overrides) -> BanditProblem:

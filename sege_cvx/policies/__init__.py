@@ -1,11 +1,12 @@
 """Policies for safe linear bandits, each acting on a batch of runs (a single run is a batch of one).
 
 Every policy, built-in or a user's, is a :class:`Policy`, and is named through one registry
-(:mod:`.registry`): SEGE, CLUCB and ROFUL register there like any user's policy.
+(:mod:`.registry`): SEGE, CLUCB, ROFUL and GNOP register there like any user's policy.
 """
 
 from .base import Policy
 from .clucb import CLUCB
+from .gnop import GNOP
 from .registry import grid_parameters, policy_class, register_policy, registered_policies
 from .roful import ROFUL
 from .sege import SEGE, PaperRisk, paper_risk, rho_bar
@@ -13,7 +14,8 @@ from .sege import SEGE, PaperRisk, paper_risk, rho_bar
 register_policy("SEGE", SEGE, color="tab:blue")
 register_policy("CLUCB", CLUCB, color="tab:green")
 register_policy("ROFUL", ROFUL, color="tab:purple")
+register_policy("GNOP", GNOP, color="tab:orange")
 
-__all__ = ["CLUCB", "ROFUL", "PaperRisk", "Policy", "SEGE", "grid_parameters", "paper_risk",
+__all__ = ["CLUCB", "GNOP", "ROFUL", "PaperRisk", "Policy", "SEGE", "grid_parameters", "paper_risk",
            "policy_class",
            "register_policy", "registered_policies", "rho_bar"]

@@ -11,6 +11,7 @@ import numpy as np
 from .._random import MAX_RUNS, SeedLike, seed_sequences
 from .._validation import as_finite_array, as_positive_int, as_scalar, as_vector, format_value
 from ..arm_sets.base import ArmSet
+from ..constraint import KnownConstraint
 
 #: Names of the results tables' own columns (``runs.parquet``, ``curves.parquet``), and their
 #: prefixes: a decision name or grid parameter named so would overwrite one
@@ -64,7 +65,9 @@ class Policy:
     - ``select()``: the stage's arms, shape ``(n_runs, d)`` (``(d,)`` is accepted for one run),
       and sets :attr:`last_decision`, one code per run indexing :attr:`decision_names`;
     - ``observe(arms, rewards)``: the arms ``select`` returned, shape ``(n_runs, d)``, and their
-      noisy rewards, shape ``(n_runs,)``.
+      noisy rewards, shape ``(n_runs,)``; under a linear constraint with its own feedback
+      (:mod:`sege_cvx.constraint`), ``observe(arms, rewards, constraint_values)``, the
+      constraint's noisy values, shape ``(n_runs,)``.
 
     The base wraps both (the methods the class resolves to, its own or a mixin's, once per
     class): it refuses ``select`` twice without ``observe`` and
@@ -82,9 +85,10 @@ class Policy:
         The baseline arm ``x0`` (Assumption 3); moved exactly into the set if rounding leaves it
         just outside, its reward bound then lowered by ``S`` times the move.
     baseline_reward : float
-        ``b0``, a lower bound on ``<x0, theta*>``.
+        ``b0``, a lower bound on ``<x0, theta*>`` (None under a linear constraint).
     threshold : float
-        ``b < b0``, the floor every stage's expected reward must keep.
+        ``b < b0``, the floor every stage's expected reward must keep (None under a linear
+        constraint).
     S : float
         Bound on ``||theta*||`` (Assumption 1).
     noise_sd : float
@@ -95,11 +99,20 @@ class Policy:
     seed : int, SeedSequence, sequence of SeedSequence, or None
         One ``SeedSequence`` per run (:func:`sege_cvx.run_seeds`): run ``i`` draws from
         :attr:`rngs` ``[i]``, the same numbers alone (``seed=[seq_i]``) or in any batch.
+    constraint : KnownConstraint, optional
+        What the policy knows of the problem's unknown linear constraint
+        (:meth:`sege_cvx.LinearConstraint.known`): the other safety model, in which
+        ``baseline_arm`` is the safe arm (in the set exactly) and ``baseline_reward`` and
+        ``threshold`` are None.  A policy of the stagewise model alone takes no such parameter
+        (:meth:`BanditProblem.policy <sege_cvx.BanditProblem.policy>` then refuses it).
 
     Attributes
     ----------
     arm_set, baseline_arm, baseline_reward, threshold, S, noise_sd, lam, n_runs, seed
-        As given (validated; ``baseline_arm`` and ``baseline_reward`` as certified).
+        As given (validated; ``baseline_arm`` and ``baseline_reward`` as certified; under a
+        linear constraint ``baseline_reward`` is NaN and ``threshold`` ``-inf``).
+    constraint : KnownConstraint or None
+        As given.
     d : int
         The dimension.
     rngs : list of numpy.random.Generator
@@ -150,6 +163,12 @@ class Policy:
     t: int
     _pending: np.ndarray | None = None
     _inside_call: bool = False
+    constraint: KnownConstraint | None = None
+    #: The safety models the policy runs on (:mod:`sege_cvx.constraint`): ``"stagewise"`` (a
+    #: reward floor below a known baseline arm) and ``"linear_constraint"`` (an unknown linear
+    #: constraint; the constructor then takes ``constraint``).
+    #: :meth:`BanditProblem.policy <sege_cvx.BanditProblem.policy>` refuses the others.
+    safety_models: tuple[str, ...] = ("stagewise",)
     #: Whether :meth:`stage_record` gives a stage record for the compiled stage loop
     #: (:mod:`sege_cvx.simulation.loop`): :func:`~sege_cvx.simulate` then plays many
     #: stages per compiled call instead of ``select``/``observe`` stage by stage.
@@ -162,11 +181,18 @@ class Policy:
         numba's disk cache does not hold them (:func:`sege_cvx.experiments.paper.warm_up`)."""
         return ()
 
-    def __init__(self, arm_set: ArmSet, baseline_arm: np.ndarray, baseline_reward: float,
-                 threshold: float, *, S: float, noise_sd: float, lam: float = 0.1,
-                 n_runs: int = 1, seed: SeedLike = None) -> None:
-        self._set_problem(arm_set, baseline_arm, baseline_reward, threshold, S, noise_sd, lam,
-                          n_runs)
+    def __init__(self, arm_set: ArmSet, baseline_arm: np.ndarray,
+                 baseline_reward: float | None = None, threshold: float | None = None, *,
+                 S: float, noise_sd: float, lam: float = 0.1, n_runs: int = 1,
+                 seed: SeedLike = None, constraint: KnownConstraint | None = None) -> None:
+        if constraint is None:
+            self._set_problem(arm_set, baseline_arm, baseline_reward, threshold, S, noise_sd,
+                              lam, n_runs)
+        else:
+            self._set_constraint(arm_set, baseline_arm, baseline_reward, threshold, constraint, S,
+                                 noise_sd, lam, n_runs)
+        #: What the policy knows of the problem's linear constraint (None: the stagewise model).
+        self.constraint = constraint
         self.seed = seed
         self._seed_sequences = seed_sequences(seed, self.n_runs)
         self.d = arm_set.dim
@@ -344,6 +370,47 @@ class Policy:
                              f"the arms' norm); use threshold <= {float(largest)!r}")
         self.threshold = b
 
+    def _set_constraint(self, arm_set: ArmSet, safe_arm, baseline_reward, threshold,
+                        constraint: KnownConstraint, S, noise_sd, lam, n_runs) -> None:
+        """Validate and store the linear-constraint model's problem: the safe arm (exactly in the
+        set: the model knows its constraint value, not a bound) and what is known of the
+        constraint.  ``baseline_reward`` and ``threshold`` belong to the stagewise model: None.
+        ``threshold`` is then ``-inf`` and ``baseline_reward`` NaN (no reward floor)."""
+        if not isinstance(arm_set, ArmSet):
+            raise TypeError(f"arm_set must be an ArmSet, got {type(arm_set).__name__}")
+        if not isinstance(constraint, KnownConstraint):
+            raise TypeError(f"constraint must be a sc.KnownConstraint (what "
+                            f"LinearConstraint.known(...) tells a policy), got "
+                            f"{type(constraint).__name__}")
+        if baseline_reward is not None or threshold is not None:
+            raise TypeError("under a linear constraint a policy takes no baseline_reward or "
+                            "threshold (they are the stagewise model's): pass None")
+        self.arm_set = arm_set
+        self.S = as_scalar("S", S, low=0.0, low_open=True)
+        self.noise_sd = as_scalar("noise_sd", noise_sd, low=0.0)
+        self.lam = as_scalar("lam", lam, low=0.0, low_open=True)
+        self.n_runs = as_positive_int("n_runs", n_runs)
+        if self.n_runs > MAX_RUNS:
+            raise ValueError(f"n_runs must be at most {MAX_RUNS} (split larger studies into "
+                             f"batches), got {self.n_runs}")
+        x0 = as_vector("baseline_arm", safe_arm, arm_set.dim)
+        if not arm_set.contains(x0, tol=0.0):
+            raise ValueError(f"the safe arm {format_value(x0)} must lie in {arm_set!r} exactly "
+                             "(contains(x, tol=0)): its constraint value is known for that arm "
+                             "only")
+        if constraint.B is not None and constraint.B.shape != (arm_set.dim, arm_set.dim):
+            raise ValueError(f"the constraint's B has shape {constraint.B.shape}, not "
+                             f"({arm_set.dim}, {arm_set.dim})")
+        if not constraint.margin > 0.0:
+            raise ValueError(f"the safe arm is not strictly safe: its constraint value "
+                             f"{constraint.safe_value!r} is not below the limit "
+                             f"{constraint.limit!r}")
+        self.baseline_arm = np.array(x0)
+        self.baseline_witness = np.empty(0)
+        self.baseline_shift = 0.0
+        self.baseline_reward = float("nan")
+        self.threshold = -np.inf
+
     def _check_lam(self, L: float) -> None:
         """Reject a ``lam`` lost to rounding in ``V = lam I + x x^T`` for arms of norm up to ``L``.
 
@@ -404,14 +471,28 @@ def _protocol_observe(observe):
     arms ``(n_runs, d)`` and rewards ``(n_runs,)``; the stage counts (:attr:`Policy.t`) once it
     returns; should it raise, the arms stay pending."""
     @functools.wraps(observe)
-    def checked(self, arms, rewards):
+    def checked(self, arms, rewards, constraint_values=None):
+        feedback = () if constraint_values is None else (constraint_values,)
         if self._inside_call:
-            return observe(self, arms, rewards)
+            return observe(self, arms, rewards, *feedback)
         _require_init(self)
         xs, ys = self._checked_observation(arms, rewards)
+        known = self.constraint
+        if known is not None and known.separate_feedback:
+            if constraint_values is None:
+                raise TypeError(f"{type(self).__name__}.observe needs constraint_values: this "
+                                "problem's constraint returns its own feedback each stage")
+            zs = as_finite_array("constraint_values", constraint_values)
+            if zs.size != self.n_runs:
+                raise ValueError(f"constraint_values must hold {self.n_runs} value(s), got shape "
+                                 f"{zs.shape}")
+            feedback = (zs.reshape(self.n_runs),)
+        elif constraint_values is not None:
+            raise TypeError("constraint_values given, but this problem's constraint returns no "
+                            "feedback of its own")
         self._inside_call = True
         try:
-            observe(self, xs, ys)
+            observe(self, xs, ys, *feedback)
         finally:
             self._inside_call = False
         self._pending = None

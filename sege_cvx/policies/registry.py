@@ -29,10 +29,11 @@ __all__ = ["PROBLEM_PARAMETERS", "PolicyEntry", "grid_parameters", "policy_class
            "register_policy",
            "registered_policies"]
 
-#: Constructor parameters the problem (arm set, baseline, threshold, ``S``, noise sd) and the
+#: Constructor parameters the problem (arm set, baseline, threshold, ``S``, noise sd, the linear
+#: constraint) and the
 #: sweep (runs and seeds) supply: never grid parameters.
 PROBLEM_PARAMETERS = ("arm_set", "baseline_arm", "baseline_reward", "threshold", "S", "noise_sd",
-                      "n_runs", "seed")
+                      "n_runs", "seed", "constraint")
 
 #: Annotation words of a grid parameter's type: plain numbers, strings, bools and None.
 _PLAIN_WORDS = {"float", "int", "str", "bool", "None", "NoneType", "Optional", "Union", "Literal",

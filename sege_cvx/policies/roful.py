@@ -44,9 +44,11 @@ from ..arm_sets.discretization import as_arm_count, default_arm_count, discretiz
 from ..confidence.cholesky import directional_terms, inverse_factor_one, observe_one
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius, CountTable, radii_all, radius_one
+from ..constraint import KnownConstraint
 from ..fast_paths.stage_arms import PULL_IN, pull_in
 from ..simulation.loop import StageHooks, register_stage_hooks, stage_loop
 from .base import Policy
+from .directional import ROFUL_RULE, DirectionalPolicy
 
 #: Decision codes recorded per stage (``ROFUL.last_decision``): the step ``x~`` played in full
 #: (``gamma = 1``), scaled down for safety (``gamma < 1``), or the baseline arm (``x~ = 0``, or a
@@ -213,24 +215,33 @@ class ROFUL(Policy):
     must lie in the set exactly (a baseline moved into the set has a reward known only as a
     bound: refused).
 
+    **Under an unknown linear constraint** (``constraint`` given, :mod:`sege_cvx.constraint`):
+    ROFUL in its authors' own model and as their code defines it, on a
+    :class:`~sege_cvx.StarSet` (compiled stages) or a convex set holding the origin, the safe
+    arm (:mod:`sege_cvx.policies.directional`, which also says how each arm is certified).
+    ``baseline_reward`` and ``threshold`` are then None, and ``radius`` defaults to the authors'
+    ``"theorem1"`` form at risk ``delta / 2`` per confidence set.
+
     Parameters
     ----------
     arm_set : ArmSet
-        A convex set.
+        A convex set (or a :class:`~sege_cvx.StarSet` under a linear constraint).
     baseline_arm : array_like, shape (d,)
-    baseline_reward : float
-        ``b0 = <x0, theta*>``, exactly.
-    threshold : float
-        ``b < b0``.
+        The baseline arm; under a linear constraint the safe arm, the origin.
+    baseline_reward : float or None
+        ``b0 = <x0, theta*>``, exactly (None under a linear constraint).
+    threshold : float or None
+        ``b < b0`` (None under a linear constraint).
     S, noise_sd : float
         ``||theta*|| <= S`` and the noise's sub-Gaussian parameter.
     lam : float, default 0.1
     delta : float, default 0.1
         Overall risk of the confidence sets.
-    radius : {"self_normalized", "theorem1"}
-        ``beta``: the self-normalized bound (default, as ROFUL's authors use) or the paper's
+    radius : {"self_normalized", "theorem1"}, optional
+        ``beta``: the self-normalized bound (the stagewise default) or the paper's
         ``r_n(delta)`` at ``n`` observations with ``L`` a certified bound on ``max ||x - x0||``
-        over the set (:meth:`~sege_cvx.arm_sets.ArmSet.distance_bound`).
+        over the set (:meth:`~sege_cvx.arm_sets.ArmSet.distance_bound`; the default under a
+        linear constraint, as its authors' code).
     n_directions : int, optional
         ``K``: as CLUCB's ``n_arms`` (default the smallest count meeting a 3e-3 discretization
         error; 41 on the paper's disk).
@@ -238,6 +249,9 @@ class ROFUL(Policy):
     seed : int, SeedSequence or list of SeedSequence, optional
         ROFUL draws nothing; accepted (and validated) so that every policy takes the same
         arguments.
+    constraint : KnownConstraint, optional
+        What is known of the problem's linear constraint (:meth:`LinearConstraint.known
+        <sege_cvx.LinearConstraint.known>`); None: the stagewise model.
 
     Attributes
     ----------
@@ -253,7 +267,8 @@ class ROFUL(Policy):
         :data:`FULL_STEP`, :data:`SCALED_STEP` or :data:`BASELINE`.
     decision_counts : ndarray, shape (n_runs, 3)
     solver_fallbacks : ndarray, shape (n_runs,)
-        Stages whose point could not be verified in the set (the baseline arm was played).
+        Stages whose point could not be verified in the set, or certified safe under a linear
+        constraint (the baseline arm was played).
 
     Examples
     --------
@@ -271,26 +286,41 @@ class ROFUL(Policy):
     #: The name of each decision code of :attr:`last_decision` (0, 1, 2), as ``summary.json``
     #: counts them.
     decision_names: tuple[str | None, ...] = ("full_step", "scaled_step", "baseline")
+    safety_models = ("stagewise", "linear_constraint")
 
     def __init__(
         self,
         arm_set: ArmSet,
         baseline_arm: np.ndarray,
-        baseline_reward: float,
-        threshold: float,
+        baseline_reward: float | None = None,
+        threshold: float | None = None,
         *,
         S: float,
         noise_sd: float,
         lam: float = 0.1,
         delta: float = 0.1,
-        radius: str = "self_normalized",
+        radius: str | None = None,
         n_directions: int | None = None,
         n_runs: int = 1,
         seed: SeedLike = None,
+        constraint: KnownConstraint | None = None,
     ) -> None:
+        if constraint is not None:  # the authors' own model (:mod:`.directional`)
+            super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
+                             noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed,
+                             constraint=constraint)
+            self._directional = DirectionalPolicy(self, ROFUL_RULE, delta, radius, n_directions)
+            self.delta, self.radius = self._directional.delta, self._directional.radius
+            self.margin = self._directional.margin
+            self.directions, self.steps = self._directional.directions, self._directional.caps
+            self.L = self._directional.L
+            self.confidence = self._directional.confidence
+            return
+        self._directional = None
         self._require_convex(arm_set)  # it plays points of segments [x0, p_j]
         super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
                          noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed)
+        radius = "self_normalized" if radius is None else radius
         if self.baseline_shift > 0.0:
             # The arm may well be in the set: on its boundary, rounding (or, on a lifted set, the
             # witness solve) can fail the exact test, which is what the user must know.
@@ -329,36 +359,62 @@ class ROFUL(Policy):
         self._geometry = geometry if type(geometry) in PULL_IN else None
 
         self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
-        self.solver_fallbacks = np.zeros(self.n_runs, dtype=np.int64)
+        self._fallbacks = np.zeros(self.n_runs, dtype=np.int64)
 
     @property
     def compiled_stages(self) -> bool:
+        if self._directional is not None:
+            return self._directional.star
         return self._geometry is not None
 
     @property
     def compiled_kernels(self) -> tuple:
+        if self._directional is not None:
+            return self._directional.kernels
         if self._geometry is None:
             return ()
         return (stage_loop(ROFULStages, type(self._geometry)),)
 
+    @property
+    def gamma_hat(self) -> np.ndarray:
+        """Under a linear constraint, every run's estimate of ``gamma*`` (shape ``(n_runs, d)``)."""
+        if self._directional is None:
+            raise AttributeError("ROFUL has no gamma_hat on the stagewise model (no constraint)")
+        return self._directional.gamma_hat
+
+    @property
+    def solver_fallbacks(self) -> np.ndarray:
+        """Per run: stages whose arm could not be verified in the set, or (under a linear
+        constraint) certified safe; the safe arm was played."""
+        return self._fallbacks if self._directional is None else self._directional.fallbacks
+
     def summary(self, stats, stages: list[int]) -> dict:
         """The number of directions and the confidence radius."""
-        return {"n_directions": int(self.points.shape[0]), "radius": self.radius}
+        return {"n_directions": int(self.directions.shape[0]), "radius": self.radius}
 
     @property
     def fallback_reasons(self) -> Counter[str]:
-        """How often a point could not be verified in the set (status ``"NotMember"``)."""
+        """How often a point could not be verified in the set (status ``"NotMember"``), or
+        certified safe under a linear constraint (``"Uncertified"``)."""
+        if self._directional is not None:
+            return self._directional.fallback_reasons()
         total = int(self.solver_fallbacks.sum())
         return Counter({"NotMember": total} if total else {})
 
     def beta(self) -> np.ndarray:
         """Every run's current confidence radius ``beta``."""
+        if self._directional is not None:
+            return self._directional.beta(self)
         conf = self.confidence
         return radii_all(self._radius.rule, self._beta[conf.counts], conf.chol)
 
     def select(self) -> np.ndarray:
         """Choose the stage's arms (:func:`step_one`, then the point moved exactly into the set;
-        the baseline arm, counted in ``solver_fallbacks``, where it cannot be)."""
+        the baseline arm, counted in ``solver_fallbacks``, where it cannot be).  Under a linear
+        constraint, the authors' rule (:mod:`.directional`)."""
+        if self._directional is not None:
+            arms, self.last_decision = self._directional.select(self)
+            return arms
         conf = self.confidence
         j, tau, code = step_all(conf.chol, conf.theta_hat, self._radius.rule,
                                 self._beta[conf.counts], self._dirs_t, self.steps, self.margin,
@@ -370,24 +426,31 @@ class ROFUL(Policy):
                          + tau[:, None] * self._point_witnesses[j])
         arms, inside = self.arm_set.pull_inside_unchecked(arms, witnesses)
         if not inside.all():
-            self.solver_fallbacks += ~inside
+            self._fallbacks += ~inside
             arms[~inside] = self.baseline_arm
             code[~inside] = BASELINE
         self.last_decision = code
         return arms
 
-    def observe(self, x: np.ndarray, y: np.ndarray | float) -> None:
-        """Record the rewards: ``(x - x0, y - b0)`` enter the confidence set."""
+    def observe(self, x: np.ndarray, y: np.ndarray | float,
+                constraint_values: np.ndarray | None = None) -> None:
+        """Record the rewards: ``(x - x0, y - b0)`` enter the confidence set.  Under a linear
+        constraint, ``(x, y)`` and ``(x, z)`` with ``z`` the constraint's values."""
+        if self._directional is not None:
+            self._directional.observe(x, y, constraint_values)
+            return
         self.confidence.update_unchecked(x - self.baseline_arm, y - self.baseline_reward)
 
     def stage_record(self, t0: int, n_stages: int) -> ROFULStages:
         """The record of the ``n_stages`` stages from ``t0`` on, for the compiled stage loop
         (:mod:`sege_cvx.simulation.loop`).  Only on sets with a compiled membership test
         (:attr:`compiled_stages`)."""
+        if self._directional is not None:
+            return self._directional.record(self, n_stages)
         conf = self.confidence
         table = self._beta.covering(int(conf.counts.max()) + n_stages)
         return ROFULStages(conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
-                           self.decision_counts, self.last_decision, self.solver_fallbacks,
+                           self.decision_counts, self.last_decision, self._fallbacks,
                            self._radius.rule, table, self._dirs_t, self.steps, self._offsets,
                            self.margin, self.S, self.baseline_arm, self.baseline_reward,
                            self._geometry)

@@ -5,21 +5,48 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from .._random import NormalStreams, seed_sequences
+from .._random import GivenNormals, NormalStreams, seed_sequences
 from .._rowwise import row_dot
-from .._validation import as_batch_of_vectors, as_positive_int, as_scalar, as_vector
+from .._validation import (
+    as_batch_of_vectors,
+    as_finite_array,
+    as_positive_int,
+    as_scalar,
+    as_vector,
+)
 from ..conic.errors import SolverFailure
+from ..constraint import LinearConstraint
 from ..policies.base import Policy
 from .loop import Environment, play_stages
 from .statistics import RunStatistics, checkpoint_grid, decision_count_problem
 
 
+class Feedback(NamedTuple):
+    """One stage of every run (:meth:`LinearBandit.feedback`), each of shape ``(n_runs,)``:
+    expected and observed rewards, the constraint's value ``<x, gamma*>`` (NaN without a
+    constraint) and its observed value (NaN where the model has no separate feedback), and
+    whether the stage violated the constraint (False without one)."""
+
+    mean: np.ndarray
+    observed: np.ndarray
+    cost: np.ndarray
+    observed_cost: np.ndarray
+    violated: np.ndarray
+
+
 class LinearBandit:
-    """Rewards ``Y = <X, theta*> + eta`` with ``eta ~ N(0, noise_sd^2)``, one noise stream per run.
+    """Rewards ``Y = <X, theta*> + eta`` with ``eta ~ N(0, noise_sd^2)``, one noise stream per run;
+    with a :class:`~sege_cvx.LinearConstraint`, also the constraint's feedback.
+
+    Under a constraint with its own vector ``gamma*``, each stage also returns
+    ``Z = <X, gamma*> + constraint.noise_sd * eta'``, each run drawing ``(eta, eta')`` from its
+    own stream (the reward's first); under ``B``'s model ``gamma* = B^T theta*`` and ``Y`` is the
+    only feedback.
 
     Parameters
     ----------
@@ -27,23 +54,52 @@ class LinearBandit:
     noise_sd : float
     seeds : list of numpy SeedSequence
         One per run (see :func:`sege_cvx.simulation.run_seeds`).
+    constraint : LinearConstraint, optional
+        The unknown linear constraint of the problem (default: none, the stagewise model).
+    draws : array_like, shape (n_runs, horizon, width), optional
+        Standard normal draws to replay instead of drawing from ``seeds`` (which must then be
+        None): another code's noise, to compare runs draw for draw.  ``width`` is 2 under a
+        constraint with its own feedback (the reward's, then the constraint's), else 1.
 
     Attributes
     ----------
     dim, n_runs : int
         Dimension of ``theta*`` and number of noise streams (runs).
+    constraint : LinearConstraint or None
+    gamma_star : ndarray of shape (d,), or None
+        The constraint's vector (``B^T theta*`` in ``B``'s model).
     """
 
     def __init__(self, theta_star: np.ndarray, noise_sd: float,
-                 seeds: Sequence[np.random.SeedSequence]) -> None:
+                 seeds: Sequence[np.random.SeedSequence] | None = None, *,
+                 constraint: LinearConstraint | None = None, draws=None) -> None:
         self.theta_star = as_vector("theta_star", theta_star)
         self.dim = self.theta_star.shape[0]
         # noise_sd times a normal draw (|z| < 40 in practice) must stay within the float range.
         self.noise_sd = as_scalar("noise_sd", noise_sd, low=0.0, high=np.finfo(float).max / 64)
+        if constraint is not None and not isinstance(constraint, LinearConstraint):
+            raise TypeError(f"constraint must be a sc.LinearConstraint, got "
+                            f"{type(constraint).__name__}")
+        if constraint is not None and constraint.dim != self.dim:
+            raise ValueError(f"the constraint has dimension {constraint.dim} but theta_star "
+                             f"{self.dim}")
+        self.constraint = constraint
+        self.gamma_star = None if constraint is None else constraint.vector(self.theta_star)
+        width = 2 if constraint is not None and constraint.gamma_star is not None else 1
+        if draws is not None:
+            if seeds is not None:
+                raise TypeError("give seeds or draws, not both")
+            given = as_finite_array("draws", draws)
+            if given.ndim != 3 or given.shape[0] < 1 or given.shape[1] < 1 or given.shape[2] != width:
+                raise ValueError(f"draws must have shape (n_runs, horizon, {width}), got "
+                                 f"{given.shape}")
+            self.n_runs = given.shape[0]
+            self._noise = GivenNormals(given)
+            return
         if not isinstance(seeds, Sequence) or isinstance(seeds, str | bytes) or not seeds:
             raise TypeError(f"seeds must be a nonempty list of SeedSequence (one per run), got {seeds!r}")
         self.n_runs = len(seeds)
-        self._noise = NormalStreams(seed_sequences(list(seeds), len(seeds), name="seeds"), 1)
+        self._noise = NormalStreams(seed_sequences(list(seeds), len(seeds), name="seeds"), width)
 
     def pull(self, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Expected rewards ``<X_i, theta*>`` and observed rewards, one arm per run.
@@ -69,8 +125,29 @@ class LinearBandit:
 
     def _pull(self, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`pull` without validation; each run's reward from its own row and stream."""
-        mean = row_dot(np.ascontiguousarray(arms), self.theta_star)
-        return mean, mean + self.noise_sd * self._noise.next()[:, 0]
+        feedback = self._feedback(arms)
+        return feedback.mean, feedback.observed
+
+    def feedback(self, arms: np.ndarray) -> Feedback:
+        """Every run's :class:`Feedback` for ``arms`` (one arm per run, shape ``(n_runs, d)``)."""
+        xs, _ = as_batch_of_vectors("arms", arms, self.dim)
+        if xs.shape[0] != self.n_runs:
+            raise ValueError(f"arms must hold one arm per run ({self.n_runs}), got shape "
+                             f"{np.shape(arms)}")
+        return self._feedback(xs)
+
+    def _feedback(self, arms: np.ndarray) -> Feedback:
+        arms = np.ascontiguousarray(arms)
+        draws = self._noise.next()
+        mean = row_dot(arms, self.theta_star)
+        observed = mean + self.noise_sd * draws[:, 0]
+        nan = np.full(len(mean), np.nan)
+        if self.constraint is None:
+            return Feedback(mean, observed, nan, nan, np.zeros(len(mean), dtype=bool))
+        cost = row_dot(arms, self.gamma_star)
+        observed_cost = (cost + self.constraint.noise_sd * draws[:, 1]
+                         if draws.shape[1] > 1 else nan)
+        return Feedback(mean, observed, cost, observed_cost, cost > self.constraint.limit)
 
 
 @dataclass
@@ -185,6 +262,18 @@ def simulate(
     if bandit.n_runs != n:
         raise ValueError(f"bandit has {bandit.n_runs} noise stream(s) but the policy acts on {n} "
                          "runs: give LinearBandit one seed per run (see sege_cvx.run_seeds)")
+    known = getattr(policy, "constraint", None)
+    if (known is None) != (bandit.constraint is None):
+        raise ValueError(f"the bandit {'has' if bandit.constraint is not None else 'has no'} "
+                         f"linear constraint but {type(policy).__name__} was made "
+                         f"{'without' if known is None else 'with'} one: give both the same "
+                         "problem (BanditProblem.policy and BanditProblem.bandit do)")
+    if known is not None and (known.limit != bandit.constraint.limit
+                              or known.separate_feedback != (bandit.constraint.B is None)):
+        raise ValueError("the policy's constraint (its limit or its feedback) is not the bandit's")
+    if isinstance(bandit._noise, GivenNormals) and bandit._noise.available() < horizon:
+        raise ValueError(f"the bandit's given draws cover {bandit._noise.available()} stages, "
+                         f"fewer than the horizon {horizon}")
     snaps = set()
     for s in snapshot_stages:
         if isinstance(s, bool) or not isinstance(s, int | np.integer) or not 1 <= s <= horizon:
@@ -194,10 +283,20 @@ def simulate(
         raise ValueError(f"snapshot_stages need a policy with a radii(t) method (SEGE); "
                          f"{type(policy).__name__} has none")
     try:
-        optimal = float(policy.arm_set.support(bandit.theta_star))
+        if bandit.constraint is None:
+            optimal = float(policy.arm_set.support(bandit.theta_star))
+        else:
+            optimal = float(policy.arm_set.constrained_support(
+                bandit.theta_star, bandit.gamma_star, bandit.constraint.limit))
     except SolverFailure as exc:
-        raise ValueError(f"could not compute the optimal reward max <x, theta*> over the arm set: "
+        raise ValueError(f"could not compute the optimal reward max <x, theta*> over the arm set"
+                         f"{'' if bandit.constraint is None else ' within the constraint'}: "
                          f"{exc}") from exc
+    if bandit.constraint is None:
+        gamma, limit, constraint_sd = np.empty(0), np.inf, 0.0
+    else:
+        gamma, limit = bandit.gamma_star, bandit.constraint.limit
+        constraint_sd = bandit.constraint.noise_sd or 0.0
     if checkpoints is None:
         grid = checkpoint_grid(horizon)
     else:
@@ -227,14 +326,18 @@ def simulate(
                 upcoming.pop(0)
             steps = min(horizon - t + 1, bandit._noise.available(), 1000 - (t - 1) % 1000,
                         (upcoming[0] - t) if upcoming else horizon)
-            noise = np.ascontiguousarray(bandit._noise.take(steps)[:, :, 0])
+            draws = bandit._noise.take(steps)
+            noise = np.ascontiguousarray(draws[:, :, 0])
+            constraint_noise = (np.ascontiguousarray(draws[:, :, 1]) if draws.shape[2] > 1
+                                else np.empty((0, 0)))
             window = slice(t - 1, t - 1 + steps)
             recording = stats.recording(
                 row, rewards[window] if traces else np.empty((0, n)),
                 decisions[window] if traces else np.empty((0, n), dtype=np.int8))
             done = play_stages(policy.stage_record(t, steps), t,
                                Environment(bandit.theta_star, bandit.noise_sd, noise, optimal,
-                                           threshold), recording)
+                                           threshold, gamma, limit, constraint_sd,
+                                           constraint_noise), recording)
             if done.invalid.any():
                 i = int(np.argmax(done.invalid > 0))
                 raise ValueError(f"{type(policy).__name__}'s compiled stages gave run {i} a "
@@ -261,9 +364,14 @@ def simulate(
         arms = policy.select()
         # The codes select set, as the protocol checked them (observe may change the attribute).
         codes = np.array(policy.last_decision, dtype=np.int8)
-        mean, y = bandit._pull(arms.reshape(n, -1))
-        policy.observe(arms, y)
-        stats.record(t, mean, codes, optimal, threshold, row)
+        feedback = bandit._feedback(arms.reshape(n, -1))
+        mean = feedback.mean
+        if known is not None and known.separate_feedback:
+            policy.observe(arms, feedback.observed, feedback.observed_cost)
+        else:
+            policy.observe(arms, feedback.observed)
+        violated = feedback.violated if known is not None else mean < threshold
+        stats.record(t, mean, violated, codes, optimal, threshold, row)
         row += t == grid[row]
         if traces:
             rewards[k] = mean

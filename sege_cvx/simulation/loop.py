@@ -13,7 +13,14 @@ least ``decision_counts`` and ``last_decision``) and four functions, its :class:
 * ``choose_arm(policy, run, work, i, s, t, arm) -> code``: run ``i``'s arm at stage ``t`` (the
   call's ``s``-th) into ``arm``, and its decision code;
 * ``learn(policy, run, work, i, arm, y, code) -> ok``: run ``i``'s update with the reward ``y``
-  (False if ``V`` lost definiteness, which stops the run).
+  (False if ``V`` lost definiteness, which stops the run).  A policy for an unknown linear
+  constraint (:mod:`sege_cvx.constraint`) takes one more argument,
+  ``learn(policy, run, work, i, arm, y, code, z)``: ``z`` is the constraint's own noisy value
+  ``<x, gamma*> + noise`` (NaN where the model has none: the stagewise floor, or ``B``'s model
+  whose feedback is the reward's).
+
+The loop also counts violations: a stage whose expected reward is below the threshold in the
+stagewise model, whose constraint value ``<x, gamma*>`` exceeds the limit in the other.
 
 The loop checks what ``choose_arm`` returns: an arm that is not finite or a code outside the
 record's ``decision_counts`` columns stops the run (:class:`Progress`), and
@@ -54,13 +61,20 @@ from .statistics import Recording, record_run_stage
 
 class Environment(NamedTuple):
     """The bandit's side of a compiled call: ``theta*``, the noise's scale and its draws
-    ``(n_runs, n_stages)`` for the call's stages, the optimal reward and the threshold ``b``."""
+    ``(n_runs, n_stages)`` for the call's stages, the optimal reward and the threshold ``b``
+    (``-inf`` under a linear constraint); the constraint's vector ``gamma*`` (shape ``(0,)`` in
+    the stagewise model), its limit, its feedback's sd and draws (shape ``(0, 0)`` where there
+    is no separate feedback)."""
 
     theta_star: np.ndarray
     noise_sd: float
     noise: np.ndarray
     optimal: float
     threshold: float
+    constraint: np.ndarray = np.empty(0)
+    limit: float = np.inf
+    constraint_sd: float = 0.0
+    constraint_noise: np.ndarray = np.empty((0, 0))
 
 
 class Progress(NamedTuple):
@@ -107,10 +121,21 @@ def choose_arm(policy, run, work, i: int, s: int, t: int, arm) -> int:
     raise NotImplementedError("a stage hook: bound to a policy's function in a compiled loop")
 
 
-def learn(policy, run, work, i: int, arm, y: float, code: int) -> bool:
-    """Run ``i``'s update with the reward ``y`` of ``arm``; False if ``V`` lost definiteness
-    (a hook)."""
+def learn(policy, run, work, i: int, arm, y: float, code: int, z: float) -> bool:
+    """Run ``i``'s update with the reward ``y`` of ``arm`` (and the constraint's value ``z``);
+    False if ``V`` lost definiteness (a hook)."""
     raise NotImplementedError("a stage hook: bound to a policy's function in a compiled loop")
+
+
+def reward_learn(policy, run, work, i: int, arm, y: float, code: int) -> bool:
+    """A ``learn`` hook of the reward alone (seven parameters), bound in :func:`_reward_only`."""
+    raise NotImplementedError("a stage hook: bound to a policy's function in a compiled loop")
+
+
+@njit(inline="always")
+def _reward_only(policy, run, work, i, arm, y, code, z):
+    """The loop's ``learn`` for a hook that takes the reward alone: ``z`` is dropped."""
+    return reward_learn(policy, run, work, i, arm, y, code)
 
 
 def register_stage_hooks(record: type, hooks: StageHooks) -> None:
@@ -143,6 +168,7 @@ def _run_stages(first, last, t0, n_stages, policy, env, recording, progress):
     policy, env, recording, progress = (borrow(policy), borrow(env), borrow(recording),
                                         borrow(progress))
     theta_star, noise, noise_sd = env.theta_star, env.noise, env.noise_sd
+    gamma, feedback = env.constraint, env.constraint_noise.shape[0] > 0
     decision_counts, last_decision = policy.decision_counts, policy.last_decision
     n_codes = decision_counts.shape[1]
     d = theta_star.shape[0]
@@ -161,13 +187,23 @@ def _run_stages(first, last, t0, n_stages, policy, env, recording, progress):
                 progress.invalid[i] = t
                 break
             y = mean + noise_sd * noise[i, s]
-            if not learn(policy, run, work, i, arm, y, code):
+            z = np.nan
+            if gamma.shape[0] == 0:
+                violated = mean < env.threshold
+            else:
+                cost = 0.0
+                for k in range(d):
+                    cost += arm[k] * gamma[k]
+                violated = cost > env.limit
+                if feedback:
+                    z = cost + env.constraint_sd * env.constraint_noise[i, s]
+            if not learn(policy, run, work, i, arm, y, code, z):
                 progress.failed[i] = t
                 break
             decision_counts[i, code] += 1
             last_decision[i] = code
-            row = record_run_stage(i, t, s, mean, code, env.optimal, env.threshold, recording,
-                                   row)
+            row = record_run_stage(i, t, s, mean, violated, code, env.optimal, env.threshold,
+                                   recording, row)
         progress.rows[i] = row
     keep_alive(owned)
 
@@ -198,6 +234,12 @@ def _bound_to(function: Callable, bindings: dict[Callable, Callable]) -> Callabl
     return njit(cache=False, inline="always")(copy)
 
 
+def _parameter_count(hook: Callable) -> int:
+    """How many positional parameters the (numba) function ``hook`` takes."""
+    code = getattr(getattr(hook, "py_func", hook), "__code__", None)
+    return -1 if code is None else code.co_argcount
+
+
 def _bind(template: Callable, record: type, geometry: type | None, **options):
     """``njit(template)`` with ``record``'s hooks for the names ``scratch``, ``run_view``,
     ``choose_arm`` and ``learn`` (a copy of the function with its own globals; its own name, so
@@ -218,6 +260,8 @@ def _bind(template: Callable, record: type, geometry: type | None, **options):
         bindings = arm_bindings(geometry)
         hooks = StageHooks(*(_bound_to(hook, bindings) for hook in hooks))
         name = f"{name}_{geometry.__name__}"
+    if _parameter_count(hooks.learn) == 7:  # a hook of the reward alone
+        hooks = hooks._replace(learn=_bound_to(_reward_only, {reward_learn: hooks.learn}))
     names = dict(template.__globals__, **hooks._asdict(), CHECK_CHOICES=not ours)
     fn = types.FunctionType(template.__code__, names, template.__name__, template.__defaults__)
     fn.__qualname__ = fn.__name__ = name

@@ -47,13 +47,15 @@ def checkpoint_grid(horizon: int, size: int = GRID_SIZE, extra=PAPER_CHECKPOINTS
 
 
 @njit(inline="always")
-def record_one(i, t, m, decision, optimal, threshold, rec, row):
+def record_one(i, t, m, violated, decision, optimal, threshold, rec, row):
     """Fold run ``i``'s expected reward ``m`` at stage ``t`` into its running statistics, the
     arrays of the :class:`Recording` ``rec`` (``row``: the current checkpoint window).
 
     Cumulative regret ``sum_k <X* - X_k, theta*>`` and reward (summed in stage order, as
     ``numpy.cumsum`` does), smallest reward overall and in the current checkpoint window,
-    violating stages (reward below ``threshold``) and the first one, whether the conservative
+    violating stages (``violated``: the reward below the threshold in the stagewise model, the
+    constraint's value above its limit in the linear-constraint one) and the first one, whether
+    the conservative
     constraint ``sum_k <X_k, theta*> >= threshold * t`` has held at every stage so far
     (paper eq. (conservative const) with ``(1 - alpha) b0 = b``), and decision counts.
     """
@@ -62,7 +64,7 @@ def record_one(i, t, m, decision, optimal, threshold, rec, row):
     rec.min_reward[i] = min(rec.min_reward[i], m)
     rec.reward_min[row, i] = min(rec.reward_min[row, i], m)
     rec.reward_max[row, i] = max(rec.reward_max[row, i], m)
-    if m < threshold:
+    if violated:
         rec.violations[i] += 1
         if rec.first_violation[i] < 0:
             rec.first_violation[i] = t
@@ -100,12 +102,12 @@ class Recording(NamedTuple):
 
 
 @njit(inline="always")
-def record_run_stage(i, t, s, m, decision, optimal, threshold, rec, row) -> int:
+def record_run_stage(i, t, s, m, violated, decision, optimal, threshold, rec, row) -> int:
     """Fold run ``i``'s stage ``t`` (the ``s``-th of a compiled call), expected reward ``m``,
     into the :class:`Recording` ``rec``: :func:`record_one`, then run ``i``'s checkpoint row if
     ``t`` is checkpoint ``rec.grid[row]``, and the traces of reward and decision if they are
     kept.  Returns the next checkpoint row."""
-    record_one(i, t, m, decision, optimal, threshold, rec, row)
+    record_one(i, t, m, violated, decision, optimal, threshold, rec, row)
     if rec.trace_reward.shape[0] > 0:
         rec.trace_reward[s, i] = m
         rec.trace_decision[s, i] = decision
@@ -120,10 +122,11 @@ def record_run_stage(i, t, s, m, decision, optimal, threshold, rec, row) -> int:
 
 
 @njit
-def record_stage(t, mean, decision, optimal, threshold, rec, row):
-    """Fold stage ``t``'s expected rewards ``mean`` (one per run) in (:func:`record_one`)."""
+def record_stage(t, mean, violated, decision, optimal, threshold, rec, row):
+    """Fold stage ``t``'s expected rewards ``mean`` and violations ``violated`` (one per run)
+    in (:func:`record_one`)."""
     for i in range(mean.shape[0]):
-        record_one(i, t, mean[i], decision[i], optimal, threshold, rec, row)
+        record_one(i, t, mean[i], violated[i], decision[i], optimal, threshold, rec, row)
 
 
 @dataclass
@@ -145,7 +148,7 @@ class RunStatistics:
     cum_regret, cum_reward, min_reward : ndarray, shape (n_runs,)
         Running values (after the last recorded stage).
     first_violation : ndarray of int, shape (n_runs,)
-        First stage below the threshold, -1 if none.
+        First violating stage (below the threshold, or above the constraint's limit), -1 if none.
     total_violations : ndarray of int, shape (n_runs,)
     conservative_met : ndarray of bool, shape (n_runs,)
     decision_counts : ndarray of int, shape (n_runs, 3)
@@ -190,11 +193,11 @@ class RunStatistics:
                          self.regret, self.reward, self.violations, self.decisions, trace_reward,
                          trace_decision)
 
-    def record(self, t: int, mean: np.ndarray, decision: np.ndarray, optimal: float,
-               threshold: float, row: int) -> None:
+    def record(self, t: int, mean: np.ndarray, violated: np.ndarray, decision: np.ndarray,
+               optimal: float, threshold: float, row: int) -> None:
         """Fold stage ``t`` in; ``row`` is the checkpoint window it belongs to."""
-        record_stage(t, mean, decision, optimal, threshold, self.recording(row, _NO_TRACE,
-                                                                          _NO_DECISIONS), row)
+        record_stage(t, mean, violated, decision, optimal, threshold,
+                     self.recording(row, _NO_TRACE, _NO_DECISIONS), row)
         if t == self.checkpoints[row]:
             self.regret[row] = self.cum_regret
             self.reward[row] = mean

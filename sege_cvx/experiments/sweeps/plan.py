@@ -4,8 +4,6 @@ described for the results (:func:`describe_algorithms`), and the cells' runs spl
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..spec import SpecError, StudySpec
 from .shards import ShardTask, build_problem
 
@@ -27,7 +25,7 @@ def check_cells(spec: StudySpec) -> dict[str, dict]:
         reward, description), its ``fingerprint``, whether it is ``misspecified`` and the
         paper's assumptions it breaks.
     """
-    from ...simulation import LinearBandit, run_seeds, simulate
+    from ...simulation import run_seeds, simulate
 
     problems = {}
     for index, (problem_spec, algorithm, settings) in enumerate(spec.cells()):
@@ -36,14 +34,14 @@ def check_cells(spec: StudySpec) -> dict[str, dict]:
             problem = build_problem(problem_spec)
             policy_seeds, noise_seeds = run_seeds(0, 1)
             policy = problem.policy(algorithm.name, 1, policy_seeds, **settings)
-            simulate(policy, LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds),
+            simulate(policy, problem.bandit(noise_seeds),
                      min(2, spec.horizon))
             # Plain Python values: a factory's numpy scalars (a float32 threshold fraction)
             # would make the manifest, written after every simulation, fail to serialize.
             problems.setdefault(problem_spec.label, {
                 "dim": int(problem.arm_set.dim), "baseline_reward": float(problem.baseline_reward),
                 "threshold": float(problem.threshold),
-                "optimal_reward": float(problem.arm_set.support(np.asarray(problem.theta_star))),
+                "optimal_reward": problem.optimal_reward,
                 "description": str(problem.description), "fingerprint": problem.fingerprint,
                 "misspecified": problem.misspecified,
                 "assumption_violations": problem.assumption_violations()})

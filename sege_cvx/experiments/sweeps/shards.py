@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from ..._random import run_seeds
 from ...policies.registry import policy_class, policy_code_fingerprint, registered_policies
-from ...simulation import LinearBandit, simulate
+from ...simulation import simulate
 from ...simulation.statistics import N_DECISIONS, RunStatistics, checkpoint_grid
 from ..outputs import runtime_versions
 from ..spec import ProblemSpec, SpecError, StudySpec
@@ -64,7 +64,7 @@ def run_seed(study_seed: int, problem: str, run: int) -> int:
 
         policy_seeds, noise_seeds = run_seeds(seed, 1)
         policy = problem.policy(algorithm, 1, policy_seeds, **settings)
-        simulate(policy, LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds), horizon)
+        simulate(policy, problem.bandit(noise_seeds), horizon)
 
     (not by ``run_study(runs=1, seed=seed)``, whose run 0 takes ``run_seed(seed, ...)``).  The
     problem enters by a CRC-32 of its label, which does not change between processes.
@@ -213,7 +213,7 @@ def run_shard(task: ShardTask) -> pa.Table:
                         f"checked (fingerprint {str(code)[:12]}, not {str(task.policy_code)[:12]}):"
                         " its module differs in this process")
     policy = problem.policy(cls, len(seeds), policy_seeds, **settings)
-    bandit = LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds)
+    bandit = problem.bandit(noise_seeds)
     grid = checkpoints_of(spec)
     with _SIMULATION_LOCK, _numba_threads(task.threads):
         start = time.perf_counter()

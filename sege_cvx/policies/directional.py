@@ -1,0 +1,354 @@
+r"""ROFUL and GNOP under an unknown linear constraint, as their authors' code defines them.
+
+Hutchinson, Turan and Alizadeh, "Directional Optimism for Safe Linear Bandits" (AISTATS 2024);
+their code: ``safe_linear_bandit.py`` (functions ``roful`` and ``gnop``) in the repository
+``shutch1/Directional-Optimism-for-Safe-Linear-Bandits``.  The model
+(:mod:`sege_cvx.constraint`): rewards ``<x, theta*> + eta``, the constraint
+``<x, gamma*> <= c`` observed as ``<x, gamma*> + eta'``, the origin a known safe arm.  Both
+estimates come from one ``V = lam I + sum x x^T``: ``theta_hat = V^{-1} sum x y`` and
+``gamma_hat = V^{-1} sum x z``; ``beta`` is the radius of both confidence sets.
+
+The arms are scanned along rays ``s u_k``, ``0 <= s <= cap_k``: a :class:`~sege_cvx.StarSet`'s
+own directions and caps (``radius / ||u_k||``, as the authors' ``xlim / ||u||``), or on a convex
+set holding the origin the unit directions to its boundary points (those CLUCB plays),
+``cap_k`` their distance.  Per ray, with ``w_k = ||u_k||_{V^{-1}}``:
+
+**ROFUL** (``roful``): the optimistic constraint per unit step ``o_k = <gamma_hat, u_k> - beta
+w_k``; scale ``sigma_k = min(c / o_k, cap_k)`` if ``o_k > 0``, else ``cap_k``; value
+``sigma_k (<theta_hat, u_k> + beta w_k)``.  If the best value is negative, the safe arm;
+else ``x~ = sigma u`` of the best ray, then ``mu = min(c / p, 1)`` with the pessimistic value
+``p = <gamma_hat, x~> + beta ||x~||_{V^{-1}}`` (1 if ``p <= 0``), the known-safe scale
+``b~ = min((c / S) / ||x~||, 1)``, and ``x = max(b~, mu) x~``.
+
+**GNOP** (``gnop``): the pessimistic constraint per unit step ``p_k = <gamma_hat, u_k> + beta
+w_k``; scale ``sigma_k = min(c / p_k, cap_k)`` if ``p_k > 0``, else ``cap_k``; value
+``sigma_k (<theta_hat, u_k> + kappa beta w_k)`` with ``kappa = 1 + 2 S / c``; play the best
+``sigma u`` (the safe arm if its value is negative).
+
+**Certified before it is played.**  An arm ``x = s u`` is played only if its upper confidence
+bound ``s (<gamma_hat, u> + beta w) <= c`` or ``S ||x|| <= c`` (safe for every ``gamma*`` of norm
+at most ``S``).  Both rules put a scaled-down arm on one of these boundaries, where rounding may
+land either side: such a scale is shrunk by a relative ``2^-40`` (:data:`SHRINK`, a change of
+1e-12, far below any effect on regret), which leaves the certificate that much room; an arm
+that still fails it is replaced by the safe arm and counted in ``fallbacks``.  The float arm
+``fl(s u_k)`` is an arm of a star set by its definition; on a convex set it is moved exactly into
+the set (or the safe arm is played, counted), and its certificate is checked again at the
+point moved.
+
+The rule is written once (:func:`ray_step`); :class:`DirectionalStages` and its hooks put it in
+the compiled stage loop (:mod:`sege_cvx.simulation.loop`) on star sets, and ``select`` and
+``observe`` run the same functions one stage at a time.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import NamedTuple
+
+import numpy as np
+from scipy.linalg import solve_triangular
+
+from .._numba import njit
+from .._validation import as_scalar, scaled_norm
+from ..arm_sets.base import ArmSet
+from ..arm_sets.discretization import as_arm_count, default_arm_count, discretize
+from ..arm_sets.star import StarSet
+from ..confidence.cholesky import (
+    directional_terms,
+    inverse_factor_one,
+    observe_one,
+    solve_lower,
+    solve_lower_transposed,
+)
+from ..confidence.ellipsoid import ConfidenceEllipsoid
+from ..confidence.radius import ConfidenceRadius, CountTable, check_radius, radii_all, radius_one
+from ..constraint import KnownConstraint
+from ..simulation.loop import StageHooks, choose_loop, register_stage_hooks, stage_loop
+
+#: Decision codes: the arm at its ray's cap (ROFUL: ``max(b~, mu) >= 1``), scaled down for
+#: safety, or the safe arm.
+FULL_STEP, SCALED_STEP, BASELINE = 0, 1, 2
+#: The two rules of :func:`ray_step`.
+ROFUL_RULE, GNOP_RULE = 0, 1
+#: Relative shrink of a scale whose certificate failed by rounding (see the module docstring).
+SHRINK = 2.0 ** -40
+
+
+@njit(inline="always")
+def _certified(s, cdot, w, beta, unorm, margin, S) -> bool:
+    """``s u`` certified safe: its UCB ``s (<gamma_hat, u> + beta w) <= c`` or
+    ``S ||s u|| <= c``."""
+    return s * (cdot + beta * w) <= margin or S * (s * unorm) <= margin
+
+
+@njit(inline="always")
+def ray_step(algorithm, dot, cdot, norm, unorm, caps, beta, margin, S, value):
+    """ROFUL's or GNOP's choice (``algorithm``: :data:`ROFUL_RULE`, :data:`GNOP_RULE`) for one
+    run, the module docstring's rule on the per-ray terms.
+
+    ``dot[k] = <theta_hat, u_k>``, ``cdot[k] = <gamma_hat, u_k>``, ``norm[k] = ||u_k||_{V^{-1}}``,
+    ``unorm[k] = ||u_k||``, ``caps[k]`` the largest scale; ``margin`` is ``c`` less the safe
+    arm's value; ``value``: scratch of length K.  Returns ``(k, s, code)``: play ``s u_k``
+    (``s = 0`` and :data:`BASELINE`: the safe arm).
+    """
+    K = caps.shape[0]
+    kappa = 1.0 + 2.0 * S / margin  # GNOP's exploration bonus
+    best = 0
+    for k in range(K):
+        if algorithm == ROFUL_RULE:
+            unit = cdot[k] - beta * norm[k]  # optimistic constraint per unit step
+            bonus = beta * norm[k]
+        else:
+            unit = cdot[k] + beta * norm[k]  # pessimistic constraint per unit step
+            bonus = kappa * beta * norm[k]
+        sigma = min(margin / unit, caps[k]) if unit > 0.0 else caps[k]
+        value[k] = sigma * (dot[k] + bonus)
+        if value[k] > value[best]:
+            best = k
+    if value[best] < 0.0:
+        return 0, 0.0, BASELINE
+    k = best
+    unit = cdot[k] - beta * norm[k] if algorithm == ROFUL_RULE else cdot[k] + beta * norm[k]
+    sigma = min(margin / unit, caps[k]) if unit > 0.0 else caps[k]
+    s = sigma
+    if algorithm == ROFUL_RULE:
+        pessimistic = sigma * (cdot[k] + beta * norm[k])  # <gamma_hat, x~> + beta ||x~||
+        mu = min(margin / pessimistic, 1.0) if pessimistic > 0.0 else 1.0
+        length = sigma * unorm[k]  # ||x~||
+        known_safe = min((margin / S) / length, 1.0) if length > 0.0 else 1.0
+        s = max(known_safe, mu) * sigma
+    code = FULL_STEP
+    if s < caps[k]:  # on a boundary of the certificate: room for its rounding
+        s = s * (1.0 - SHRINK)
+        code = SCALED_STEP
+    if not _certified(s, cdot[k], norm[k], beta, unorm[k], margin, S):
+        return k, -1.0, BASELINE  # s < 0: a fallback
+    return k, s, code
+
+
+class DirectionalStages(NamedTuple):
+    """ROFUL's and GNOP's stage record under a linear constraint (:mod:`sege_cvx.simulation.loop`).
+
+    Per run: ``V``, ``chol``, the reward's ``xy_sum`` and ``theta_hat``, the observation
+    ``counts``, the constraint's ``xz_sum`` and ``gamma_hat``, the decision counts and last
+    decision, the fallbacks.  The constants: the radius ``rule`` and its values by count
+    (``beta_table``), the rule (:data:`ROFUL_RULE` or :data:`GNOP_RULE`), the rays' directions as
+    columns (``dirs_t``), their norms and caps, the margin ``c`` and ``S``.
+    """
+
+    V: np.ndarray
+    chol: np.ndarray
+    xy_sum: np.ndarray
+    theta_hat: np.ndarray
+    counts: np.ndarray
+    xz_sum: np.ndarray
+    gamma_hat: np.ndarray
+    decision_counts: np.ndarray
+    last_decision: np.ndarray
+    fallbacks: np.ndarray
+    rule: tuple
+    beta_table: np.ndarray
+    algorithm: int
+    dirs_t: np.ndarray
+    unorm: np.ndarray
+    caps: np.ndarray
+    margin: float
+    S: float
+
+
+@njit(inline="always")
+def scratch(policy, d):
+    """``L^{-1}`` and two vectors, the per-ray terms ``(4, K)``, :func:`observe_one`'s
+    ``V_new``, ``L`` and ``w``."""
+    K = policy.dirs_t.shape[1]
+    return (np.empty((d + 2, d)), np.empty((4, K)), np.empty((d, d)), np.empty((d, d)),
+            np.empty(d))
+
+
+@njit(inline="always")
+def run_view(policy, i):
+    """Run ``i``'s ``(V, chol, xy_sum, theta_hat, xz_sum, gamma_hat)``."""
+    return (policy.V[i], policy.chol[i], policy.xy_sum[i], policy.theta_hat[i],
+            policy.xz_sum[i], policy.gamma_hat[i])
+
+
+@njit(inline="always")
+def choose_arm(policy, run, work, i, s, t, arm) -> int:
+    """:func:`ray_step` on the run's terms; the arm ``fl(s u_k)`` (the safe arm, the origin,
+    for :data:`BASELINE`; a failed certificate counted in ``fallbacks``)."""
+    d = arm.shape[0]
+    chol, theta_hat, gamma_hat = run[1], run[3], run[5]
+    mat, terms = work[0], work[1]
+    beta = radius_one(policy.rule, policy.beta_table[policy.counts[i]], chol)
+    inv = mat[:d]
+    inverse_factor_one(chol, inv, mat[d], mat[d + 1])
+    directional_terms(inv, theta_hat, policy.dirs_t, terms)
+    cdot = terms[3]
+    dirs_t = policy.dirs_t
+    K = dirs_t.shape[1]
+    for k in range(K):
+        cdot[k] = 0.0
+    for j in range(d):
+        g = gamma_hat[j]
+        for k in range(K):
+            cdot[k] += g * dirs_t[j, k]
+    k, scale, code = ray_step(policy.algorithm, terms[0], cdot, terms[1], policy.unorm,
+                              policy.caps, beta, policy.margin, policy.S, terms[2])
+    if scale < 0.0:
+        policy.fallbacks[i] += 1
+        scale = 0.0
+    for j in range(d):
+        arm[j] = scale * dirs_t[j, k]
+    return code
+
+
+@njit(inline="always")
+def learn_one(V, chol, xy_sum, theta_hat, xz_sum, gamma_hat, x, y, z, V_new, L, w) -> bool:
+    """Add ``(x, y, z)``: :func:`observe_one` for ``V`` and the reward, then ``xz_sum += z x``
+    and ``gamma_hat = V^{-1} xz_sum`` from the new factor."""
+    if not observe_one(V, chol, xy_sum, theta_hat, x, y, V_new, L, w):
+        return False
+    for a in range(x.shape[0]):
+        xz_sum[a] += x[a] * z
+    solve_lower(chol, xz_sum, w)
+    solve_lower_transposed(chol, w, gamma_hat)
+    return True
+
+
+@njit(inline="always")
+def learn(policy, run, work, i, arm, y, code, z) -> bool:
+    """:func:`learn_one` with the reward ``y`` and the constraint's value ``z``."""
+    if not learn_one(run[0], run[1], run[2], run[3], run[4], run[5], arm, y, z, work[2],
+                     work[3], work[4]):
+        return False
+    policy.counts[i] += 1
+    return True
+
+
+register_stage_hooks(DirectionalStages, StageHooks(scratch, run_view, choose_arm, learn))
+
+
+@njit
+def learn_all(V, chol, xy_sum, theta_hat, counts, xz_sum, gamma_hat, x, y, z) -> int:
+    """:func:`learn_one` for every run (the step API's ``observe``); the first run whose ``V``
+    would lose definiteness (left unchanged), or -1."""
+    n, d = x.shape
+    V_new, L, w = np.empty((d, d)), np.empty((d, d)), np.empty(d)
+    for i in range(n):
+        if not learn_one(V[i], chol[i], xy_sum[i], theta_hat[i], xz_sum[i], gamma_hat[i], x[i],
+                         y[i], z[i], V_new, L, w):
+            return i
+        counts[i] += 1
+    return -1
+
+
+class DirectionalPolicy:
+    """The state and the step API of ROFUL and GNOP under a linear constraint (a part of the
+    :class:`~sege_cvx.ROFUL` and :class:`~sege_cvx.GNOP` policies, which hold one)."""
+
+    def __init__(self, policy, algorithm: int, delta: float, radius: str | None,
+                 n_directions: int | None) -> None:
+        known: KnownConstraint = policy.constraint
+        arm_set: ArmSet = policy.arm_set
+        name = type(policy).__name__
+        if known.B is not None:
+            raise TypeError(f"{name} learns the constraint from its own feedback (gamma*'s model);"
+                            " this problem's constraint is <B x, theta*> <= c: use Safe-LUCB or "
+                            "SafeTS")
+        if np.any(policy.baseline_arm != 0.0):
+            raise ValueError(f"{name} under a linear constraint scans rays from the origin, the "
+                             "safe arm of its authors' model: give baseline_arm = 0 (got "
+                             f"{policy.baseline_arm.tolist()})")
+        d = arm_set.dim
+        self.algorithm = algorithm
+        self.delta = as_scalar("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+        self.margin = float(known.margin)
+        if isinstance(arm_set, StarSet):
+            directions = np.array(arm_set.directions)
+            caps = np.array(arm_set.caps)
+        else:
+            if not arm_set.is_convex:
+                raise TypeError(f"{name} scans rays: give a sc.StarSet or a convex set, not "
+                                f"{arm_set!r}")
+            K = (default_arm_count(arm_set, policy.S) if n_directions is None
+                 else as_arm_count("n_directions", n_directions))
+            points = discretize(arm_set, K)
+            lengths = scaled_norm(points, axis=1)
+            keep = lengths > 0.0
+            directions = points[keep] / lengths[keep, None]
+            caps = lengths[keep]
+        self.directions = np.ascontiguousarray(directions)
+        self.caps = np.ascontiguousarray(caps, dtype=np.float64)
+        self.unorm = np.ascontiguousarray(scaled_norm(self.directions, axis=1))
+        self.dirs_t = np.ascontiguousarray(self.directions.T)
+        self.radius = check_radius("theorem1" if radius is None else radius)
+        # One radius for both confidence sets: the larger noise, the risk split between them.
+        sd = max(policy.noise_sd, known.noise_sd)
+        self.L = arm_set.norm_bound()
+        policy._check_lam(self.L)
+        self._radius = ConfidenceRadius(self.radius, d, sd, policy.lam, policy.S, self.L)
+        self._beta = CountTable(self._radius, self.delta / 2.0)
+        n = policy.n_runs
+        self.confidence = ConfidenceEllipsoid(d, policy.lam, n)
+        self.xz_sum = np.zeros((n, d))
+        self.gamma_hat = np.zeros((n, d))
+        self.fallbacks = np.zeros(n, dtype=np.int64)
+        self.star = isinstance(arm_set, StarSet)
+
+    def record(self, policy, n_stages: int) -> DirectionalStages:
+        conf = self.confidence
+        table = self._beta.covering(int(conf.counts.max()) + n_stages)
+        return DirectionalStages(conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
+                                 self.xz_sum, self.gamma_hat, policy.decision_counts,
+                                 policy.last_decision, self.fallbacks, self._radius.rule, table,
+                                 self.algorithm, self.dirs_t, self.unorm, self.caps, self.margin,
+                                 policy.S)
+
+    def select(self, policy) -> tuple[np.ndarray, np.ndarray]:
+        """Every run's arm and code (the compiled stage of :func:`choose_loop`), moved exactly
+        into a convex set (the safe arm, counted, where it cannot be)."""
+        n, d = policy.n_runs, policy.d
+        arms = np.empty((n, d))
+        codes = np.empty(n, dtype=np.int8)
+        choose_loop(DirectionalStages)(self.record(policy, 1), policy.t + 1, arms, codes)
+        if not self.star:
+            arms, inside = policy.arm_set.pull_inside_unchecked(arms)
+            played = codes != BASELINE
+            ok = inside & (~played | self.certified(policy, arms))
+            if not ok.all():
+                self.fallbacks += ~ok
+                arms[~ok] = policy.baseline_arm
+                codes[~ok] = BASELINE
+        return arms, codes
+
+    def certified(self, policy, arms: np.ndarray) -> np.ndarray:
+        """Per run: whether its arm's UCB ``<x, gamma_hat> + beta ||x||_{V^{-1}} <= c`` or
+        ``S ||x|| <= c`` (NaN arms: False)."""
+        conf = self.confidence
+        beta = self.beta(policy)
+        width = np.array([np.linalg.norm(solve_triangular(L, x, lower=True))
+                          for L, x in zip(conf.chol, arms, strict=True)])
+        ucb = np.einsum("ij,ij->i", arms, self.gamma_hat) + beta * width
+        return (ucb <= self.margin) | (policy.S * scaled_norm(arms, axis=1) <= self.margin)
+
+    def observe(self, x: np.ndarray, y: np.ndarray, z: np.ndarray) -> None:
+        conf = self.confidence
+        bad = learn_all(conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts, self.xz_sum,
+                        self.gamma_hat, np.ascontiguousarray(x), np.ascontiguousarray(y),
+                        np.ascontiguousarray(z))
+        if bad >= 0:
+            raise ValueError(f"run {bad}: V = lam I + sum x x^T is not numerically positive "
+                             f"definite (lam is too small): use a larger lam")
+
+    def beta(self, policy) -> np.ndarray:
+        conf = self.confidence
+        return radii_all(self._radius.rule, self._beta[conf.counts], conf.chol)
+
+    @property
+    def kernels(self) -> tuple:
+        return (stage_loop(DirectionalStages),) if self.star else ()
+
+    def fallback_reasons(self) -> Counter[str]:
+        total = int(self.fallbacks.sum())
+        return Counter({"Uncertified": total} if total else {})
+

@@ -1,0 +1,154 @@
+"""GNOP: generalized naive optimism under an unknown linear constraint, as its authors' code
+defines it (Hutchinson, Turan and Alizadeh, AISTATS 2024; :mod:`.directional` has the rule)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from .._random import SeedLike
+from ..arm_sets.base import ArmSet
+from ..constraint import KnownConstraint
+from .base import Policy
+from .directional import GNOP_RULE, DirectionalPolicy
+
+
+class GNOP(Policy):
+    r"""GNOP on ``n_runs`` runs at once: optimism over rays, each scaled to the largest step whose
+    pessimistic constraint value stays within the limit, with the bonus inflated by
+    ``kappa = 1 + 2 S / c`` (:mod:`sege_cvx.policies.directional`).
+
+    **Why it is safe.**  On the event of the confidence set of ``gamma*`` (probability
+    ``1 - delta / 2``), ``<x, gamma*> <= <x, gamma_hat> + beta ||x||_{V^{-1}}``, and the arm is
+    played only if that bound is at most ``c`` (certified before it is played; the safe arm,
+    counted in :attr:`solver_fallbacks`, otherwise).
+
+    A policy of the linear-constraint model only: ``constraint`` is required.
+
+    Parameters
+    ----------
+    arm_set : ArmSet
+        A :class:`~sege_cvx.StarSet` (compiled stages) or a convex set holding the origin.
+    baseline_arm : array_like, shape (d,)
+        The safe arm: the origin.
+    baseline_reward, threshold : None
+        The stagewise model's; None here.
+    S : float
+        ``||theta*|| <= S`` and ``||gamma*|| <= S``.
+    noise_sd : float
+        The reward's noise level.
+    lam : float, default 1.0
+    delta : float, default 0.01
+        Overall risk, split between the two confidence sets (the authors' ``delta / 2``).
+    radius : {"theorem1", "self_normalized"}, default "theorem1"
+        The authors' ``beta_t`` (:mod:`sege_cvx.confidence.radius`) or the self-normalized bound.
+    n_directions : int, optional
+        Rays on a convex set (default as ROFUL's); a star set has its own.
+    n_runs : int, default 1
+    seed : optional
+        GNOP draws nothing; accepted (and validated) as every policy's.
+    constraint : KnownConstraint
+        What is known of the linear constraint (:meth:`sege_cvx.LinearConstraint.known`).
+
+    Attributes
+    ----------
+    directions, caps : ndarray
+        The rays ``u_k`` and their largest scales.
+    confidence : ConfidenceEllipsoid
+        ``V`` and ``theta_hat``; ``gamma_hat`` the constraint's estimate, shape ``(n_runs, d)``.
+    solver_fallbacks : ndarray of int, shape (n_runs,)
+        Stages whose arm failed its certificate or exact membership (the safe arm was played).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sege_cvx as sc
+    >>> star = sc.StarSet([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]], radius=1.0)
+    >>> con = sc.LinearConstraint(0.5, gamma_star=[0.8, 0.1], noise_sd=0.1)
+    >>> policy = sc.GNOP(star, [0.0, 0.0], S=1.0, noise_sd=0.1, n_runs=3,
+    ...                  constraint=con.known([0.0, 0.0], theta_star=[0.6, 0.3]))
+    >>> bandit = sc.LinearBandit([0.6, 0.3], 0.1, sc.run_seeds(0, 3)[1], constraint=con)
+    >>> result = sc.simulate(policy, bandit, 500)
+    >>> int(result.stats.total_violations.sum()), bool(star.contains(policy.select()).all())
+    (0, True)
+    """
+
+    decision_names: tuple[str | None, ...] = ("full_step", "scaled_step", "baseline")
+    safety_models = ("linear_constraint",)
+
+    def __init__(
+        self,
+        arm_set: ArmSet,
+        baseline_arm: np.ndarray,
+        baseline_reward: float | None = None,
+        threshold: float | None = None,
+        *,
+        S: float,
+        noise_sd: float,
+        lam: float = 1.0,
+        delta: float = 0.01,
+        radius: str = "theorem1",
+        n_directions: int | None = None,
+        n_runs: int = 1,
+        seed: SeedLike = None,
+        constraint: KnownConstraint | None = None,
+    ) -> None:
+        if constraint is None:
+            raise TypeError("GNOP is a policy of the linear-constraint model: give constraint= "
+                            "(sc.LinearConstraint(...).known(safe_arm, theta_star), or "
+                            "BanditProblem(..., constraint=...).policy('GNOP')); on the stagewise "
+                            "model use ROFUL")
+        super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
+                         noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed,
+                         constraint=constraint)
+        self._directional = DirectionalPolicy(self, GNOP_RULE, delta, radius, n_directions)
+        self.delta, self.radius = self._directional.delta, self._directional.radius
+        self.directions, self.caps = self._directional.directions, self._directional.caps
+        self.confidence = self._directional.confidence
+
+    @property
+    def gamma_hat(self) -> np.ndarray:
+        """Every run's estimate of ``gamma*``, shape ``(n_runs, d)``."""
+        return self._directional.gamma_hat
+
+    @property
+    def compiled_stages(self) -> bool:
+        return self._directional.star
+
+    @property
+    def compiled_kernels(self) -> tuple:
+        return self._directional.kernels
+
+    @property
+    def solver_fallbacks(self) -> np.ndarray:
+        return self._directional.fallbacks
+
+    @property
+    def fallback_reasons(self) -> Counter[str]:
+        """How often an arm failed its certificate (``"Uncertified"``)."""
+        return self._directional.fallback_reasons()
+
+    def beta(self) -> np.ndarray:
+        """Every run's current confidence radius ``beta``."""
+        return self._directional.beta(self)
+
+    def summary(self, stats, stages: list[int]) -> dict:
+        """The number of rays and the confidence radius."""
+        return {"n_directions": int(self.directions.shape[0]), "radius": self.radius}
+
+    def select(self) -> np.ndarray:
+        """Every run's arm by GNOP's rule, certified (:mod:`.directional`)."""
+        arms, self.last_decision = self._directional.select(self)
+        return arms
+
+    def observe(self, x: np.ndarray, y: np.ndarray, constraint_values: np.ndarray) -> None:
+        """Record the rewards ``y`` and the constraint's values."""
+        self._directional.observe(x, y, constraint_values)
+
+    def stage_record(self, t0: int, n_stages: int):
+        """The record of the compiled stage loop (star sets)."""
+        return self._directional.record(self, n_stages)
+
+
+__all__ = ["GNOP"]

@@ -1,0 +1,356 @@
+"""The second safety model: an unknown linear constraint <x, gamma*> <= c (issue 29).
+
+ROFUL and GNOP as their authors' code defines them, on star sets (compiled stages) and on convex
+sets holding the origin; the constraint, the star set, the environment's feedback, the problem
+and the roful-2024 study.  Membership is decided in rationals against the sets' own data.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from _exact import q
+
+import sege_cvx as sc
+from sege_cvx.experiments.roful2024 import authors_trials, run_roful_study
+from sege_cvx.policies.directional import SHRINK
+
+
+def unit_directions(rng, K, d=2):
+    u = rng.normal(size=(K, d))
+    return u / np.linalg.norm(u, axis=1)[:, None]
+
+
+def on_ray_exactly(star: sc.StarSet, x) -> bool:
+    """``x = fl(s u_k)`` for some float ``0 <= s <= cap_k``, decided by rounding the exact
+    products ``Fraction(s) * Fraction(u_kj)`` (Python's float(Fraction) rounds correctly)."""
+    found = star.ray_of(x)
+    if found is None:
+        return False
+    k, s = found
+    if not 0.0 <= s <= star.caps[k]:
+        return False
+    return all(float(q(s) * q(u)) == v for u, v in zip(star.directions[k], x, strict=True))
+
+
+def constraint_problem(arm_set, *, limit=0.3, gamma=(0.7, 0.5), theta=(0.6, 0.3), S=1.0):
+    con = sc.LinearConstraint(limit, gamma_star=gamma, noise_sd=0.1)
+    return sc.BanditProblem(arm_set, theta_star=theta, baseline_arm=np.zeros(len(theta)), S=S,
+                            noise_sd=0.1, lam=1.0, delta_bar=0.01, constraint=con, name="test")
+
+
+# ----------------------------------------------------------------------------- the constraint
+def test_linear_constraint_validates_its_model():
+    with pytest.raises(ValueError, match="exactly one of gamma_star .* got both"):
+        sc.LinearConstraint(1.0, gamma_star=[1.0, 0.0], B=np.eye(2))
+    with pytest.raises(ValueError, match="got neither"):
+        sc.LinearConstraint(1.0)
+    with pytest.raises(ValueError, match="needs noise_sd"):
+        sc.LinearConstraint(1.0, gamma_star=[1.0, 0.0])
+    with pytest.raises(ValueError, match="takes no noise_sd"):
+        sc.LinearConstraint(1.0, B=np.eye(2), noise_sd=0.1)
+    with pytest.raises(ValueError, match=r"B must be a square \(d, d\) matrix, got shape \(2, 3\)"):
+        sc.LinearConstraint(1.0, B=np.ones((2, 3)))
+    with pytest.raises(ValueError, match="limit"):
+        sc.LinearConstraint(float("nan"), gamma_star=[1.0], noise_sd=0.1)
+
+
+def test_b_model_vector_is_b_transpose_theta_and_safe_arm_must_be_strictly_safe():
+    B = np.array([[3.0, 9.0], [9.0, 2.0]]) / 5
+    con = sc.LinearConstraint(0.9, B=B)
+    theta = np.array([20.8, 1.0]) / 23
+    assert np.array_equal(con.vector(theta), np.array([math.fsum(B[:, j] * theta)
+                                                       for j in range(2)]))
+    known = con.known([0.0, 0.0], theta)
+    assert (known.limit, known.safe_value, known.margin, known.separate_feedback) == (
+        0.9, 0.0, 0.9, False)
+    with pytest.raises(ValueError, match="not strictly safe: its constraint value 0.9 is not "
+                                         "below the limit 0.9"):
+        sc.LinearConstraint(0.9, gamma_star=[0.9, 0.0], noise_sd=0.1).known([1.0, 0.0], theta)
+
+
+# ----------------------------------------------------------------------------- the star set
+def test_star_set_arms_are_float_products_decided_exactly():
+    rng = np.random.default_rng(3)
+    star = sc.StarSet(unit_directions(rng, 7, 3), radius=1.5)
+    for _ in range(500):
+        k = rng.integers(7)
+        s = rng.uniform(0.0, star.caps[k])
+        x = s * star.directions[k]
+        assert star.contains(x, tol=0) and on_ray_exactly(star, x)
+        y = x.copy()
+        y[rng.integers(3)] += 1e-9
+        assert not star.contains(y, tol=0)
+        assert star.contains(y, tol=1e-8)
+    beyond = np.nextafter(star.caps[0], np.inf) * 1.000001 * star.directions[0]
+    assert not star.contains(beyond, tol=0)
+    assert star.contains(star.endpoints, tol=0).all()
+    assert star.contains(np.zeros(3), tol=0)
+
+
+def test_star_set_caps_are_radius_over_norm_and_inputs_are_checked():
+    star = sc.StarSet([[3.0, 4.0], [1.0, 0.0]], radius=2.0)
+    assert star.caps.tolist() == [0.4, 2.0]
+    assert star.endpoints.tolist() == [[1.2000000000000002, 1.6], [2.0, 0.0]]
+    with pytest.raises(ValueError, match="direction 1 is zero"):
+        sc.StarSet([[1.0, 0.0], [0.0, 0.0]], 1.0)
+    with pytest.raises(ValueError, match="radius"):
+        sc.StarSet([[1.0, 0.0]], 0.0)
+    with pytest.raises(TypeError, match="not convex"):
+        star.constraints(None)
+    with pytest.raises(TypeError, match="SEGE needs a convex arm set"):
+        sc.SEGE(star, [0.0, 0.0], 1.0, 0.5, S=1.0, noise_sd=1.0)
+
+
+def test_star_set_optima_match_a_scan_of_each_ray():
+    rng = np.random.default_rng(5)
+    star = sc.StarSet(unit_directions(rng, 10), 1.0)
+    for _ in range(20):
+        theta, gamma = rng.uniform(-1, 1, 2), rng.uniform(-1, 1, 2)
+        limit = rng.uniform(0.05, 1.0)
+        s = np.linspace(0.0, 1.0, 20001)
+        pts = s[None, :, None] * star.directions[:, None, :]
+        ok = pts @ gamma <= limit
+        brute = np.max(np.where(ok, pts @ theta, -np.inf))
+        exact = star.constrained_support(theta, gamma, limit)
+        assert brute - 1e-12 <= exact <= brute + 1e-4
+        assert star.support(theta) == pytest.approx(max(0.0, (star.endpoints @ theta).max()),
+                                                    abs=0)
+
+
+# ----------------------------------------------------------------------------- the problem
+def test_problem_with_a_constraint_refuses_stagewise_policies_and_checks_gamma():
+    star = sc.StarSet([[1.0, 0.0], [0.0, 1.0]], 1.0)
+    problem = constraint_problem(star, gamma=(0.7, 0.5))
+    for name in ("SEGE", "CLUCB"):
+        with pytest.raises(TypeError, match=f"{name} is a policy of the stagewise model"):
+            problem.policy(name, 1)
+    with pytest.raises(ValueError, match=r"\|\|gamma\*\|\| = 1.41421 exceeds S = 1"):
+        constraint_problem(star, gamma=(1.0, 1.0))
+    assert constraint_problem(star, gamma=(1.0, 1.0), S=1.5).assumption_violations() == []
+    with pytest.raises(ValueError, match="not strictly safe"):
+        constraint_problem(star, limit=-0.1)
+    with pytest.raises(TypeError, match="GNOP is a policy of the linear-constraint model"):
+        sc.GNOP(star, [0.0, 0.0], S=1.0, noise_sd=0.1)
+    b_problem = sc.BanditProblem(star, theta_star=(0.6, 0.3), baseline_arm=(0.0, 0.0),
+                                 constraint=sc.LinearConstraint(0.5, B=np.eye(2)))
+    with pytest.raises(TypeError, match="ROFUL learns the constraint from its own feedback"):
+        b_problem.policy("ROFUL", 1)
+    off = sc.BanditProblem(sc.Ball([0.0, 0.0], 1.0), theta_star=(0.6, 0.3),
+                           baseline_arm=(0.1, 0.0), constraint=sc.LinearConstraint(
+                               0.5, gamma_star=(0.5, 0.5), noise_sd=0.1))
+    with pytest.raises(ValueError, match="scans rays from the origin"):
+        off.policy("GNOP", 1)
+
+
+def test_stagewise_problem_fingerprint_is_unchanged_by_the_new_field():
+    # The fingerprint of the paper's problem as computed before the constraint field existed
+    # (main at 6361db3): sweeps made then still match.
+    from sege_cvx.experiments.problem import paper_problem
+
+    assert paper_problem().fingerprint == (
+        "960a2b8af1b777521ebcff01c1c45a6d2672b07a07f0d37ead6fedb17b845d57")
+
+
+def test_simulate_refuses_a_policy_and_a_bandit_of_different_models():
+    star = sc.StarSet([[1.0, 0.0], [0.0, 1.0]], 1.0)
+    problem = constraint_problem(star)
+    policy = problem.policy("ROFUL", 2)
+    plain = sc.LinearBandit(problem.theta_star, 0.1, sc.run_seeds(0, 2)[1])
+    with pytest.raises(ValueError, match="the bandit has no linear constraint but ROFUL was "
+                                         "made with one"):
+        sc.simulate(policy, plain, 5)
+    short = sc.LinearBandit(problem.theta_star, 0.1, draws=np.zeros((2, 3, 2)),
+                            constraint=problem.constraint)
+    with pytest.raises(ValueError, match="given draws cover 3 stages, fewer than the horizon 5"):
+        sc.simulate(policy, short, 5)
+    with pytest.raises(ValueError, match=r"draws must have shape \(n_runs, horizon, 2\)"):
+        sc.LinearBandit(problem.theta_star, 0.1, draws=np.zeros((2, 3, 1)),
+                        constraint=problem.constraint)
+    with pytest.raises(TypeError, match="needs constraint_values"):
+        x = policy.select()
+        policy.observe(x, np.zeros(2))
+
+
+# ----------------------------------------------------------------------------- the rules
+def reference_choice(rule, theta_hat, gamma_hat, V, beta, dirs, caps, c, S):
+    """The module docstring's rule in plain NumPy (V inverted directly): the arm."""
+    V_inv = np.linalg.inv(V)
+    w = np.sqrt(np.einsum("kj,jl,kl->k", dirs, V_inv, dirs))
+    dot, cdot = dirs @ theta_hat, dirs @ gamma_hat
+    unit = cdot - beta * w if rule == "ROFUL" else cdot + beta * w
+    sigma = np.where(unit > 0, np.minimum(c / np.where(unit > 0, unit, 1), caps), caps)
+    bonus = beta * w if rule == "ROFUL" else (1 + 2 * S / c) * beta * w
+    value = sigma * (dot + bonus)
+    k = int(np.argmax(value))
+    if value[k] < 0:
+        return np.zeros(dirs.shape[1])
+    x = sigma[k] * dirs[k]
+    if rule == "ROFUL":
+        p = x @ gamma_hat + beta * math.sqrt(x @ V_inv @ x)
+        mu = min(c / p, 1.0) if p > 0 else 1.0
+        known = min((c / S) / np.linalg.norm(x), 1.0)
+        x = max(known, mu) * x
+    return x
+
+
+@pytest.mark.parametrize("rule", ["ROFUL", "GNOP"])
+def test_rule_matches_the_docstring_formula_on_random_states(rule):
+    rng = np.random.default_rng(11)
+    star = sc.StarSet(unit_directions(rng, 10), 1.0)
+    problem = constraint_problem(star, limit=0.4, gamma=(0.5, -0.6), theta=(0.3, 0.8), S=1.5)
+    policy = problem.policy(rule, 40)
+    for _ in range(int(rng.integers(3, 30))):  # a random history per run
+        x = rng.uniform(-1, 1, (40, 2))
+        policy._directional.observe(x, rng.normal(size=40), rng.normal(size=40))
+    arms = policy.select()
+    conf, beta = policy.confidence, policy.beta()
+    for i in range(40):
+        ref = reference_choice(rule, conf.theta_hat[i], policy.gamma_hat[i], conf.V[i], beta[i],
+                               star.directions, star.caps, 0.4, 1.5)
+        assert np.allclose(arms[i], ref, rtol=1e-9, atol=1e-12), (i, arms[i], ref)
+        assert on_ray_exactly(star, arms[i])
+
+
+# ----------------------------------------------------------------------------- safety
+def exactly_in(arm_set, x) -> bool:
+    """Membership in rationals of the sets these tests use."""
+    if isinstance(arm_set, sc.StarSet):
+        return on_ray_exactly(arm_set, x)
+    xq = [q(v) for v in x]
+    if isinstance(arm_set, sc.Ball):  # centred at the origin, radius 1
+        return sum(v * v for v in xq) <= 1
+    if isinstance(arm_set, sc.Box):  # [-1, 1]^2
+        return all(-1 <= v <= 1 for v in xq)
+    # the user's cvxpy set: x1^2 + 2 x2^2 <= 1 and x1 + x2 <= 1.2
+    return xq[0] ** 2 + 2 * xq[1] ** 2 <= 1 and xq[0] + xq[1] <= Fraction(6, 5)
+
+
+SETS = {
+    "star": lambda: sc.StarSet(unit_directions(np.random.default_rng(2), 10), 1.0),
+    "ball": lambda: sc.Ball([0.0, 0.0], 1.0),
+    "box": lambda: sc.Box([-1.0, -1.0], [1.0, 1.0]),
+    "cvxpy": lambda: sc.ConvexArmSet(2, lambda x: [cp.square(x[0]) + 2 * cp.square(x[1]) <= 1,
+                                                   x[0] + x[1] <= 1.2]),
+}
+
+
+@pytest.mark.parametrize("rule", ["ROFUL", "GNOP"])
+@pytest.mark.parametrize("set_name", list(SETS))
+def test_no_violation_and_every_arm_exactly_in_the_set(rule, set_name):
+    arm_set = SETS[set_name]()
+    problem = constraint_problem(arm_set, limit=0.25, gamma=(0.7, 0.5), theta=(0.6, 0.3))
+    n, T = 3, 150
+    policy = problem.policy(rule, n, n_directions=12)
+    bandit = problem.bandit(sc.run_seeds(4, n)[1])
+    gamma = np.array(problem.constraint.gamma_star)
+    for _ in range(T):
+        arms = policy.select()
+        assert all(exactly_in(arm_set, x) for x in arms)
+        # Certified: the UCB of <x, gamma*> at most c, or S ||x|| at most c.
+        conf, beta = policy.confidence, policy.beta()
+        width = np.sqrt(np.einsum("ij,ijk,ik->i", arms, np.linalg.inv(conf.V), arms))
+        ucb = np.einsum("ij,ij->i", arms, policy.gamma_hat) + beta * width
+        assert np.all((ucb <= 0.25 * (1 + 1e-9)) | (np.linalg.norm(arms, axis=1) <= 0.25))
+        assert np.all(arms @ gamma <= 0.25)
+        feedback = bandit.feedback(arms)
+        policy.observe(arms, feedback.observed, feedback.observed_cost)
+    assert policy.solver_fallbacks.sum() == 0
+    played = policy.decision_counts[:, :2].sum()
+    assert played > T  # it left the safe arm
+
+
+@pytest.mark.parametrize("rule", ["ROFUL", "GNOP"])
+def test_compiled_stages_are_bitwise_the_step_api(rule):
+    problem = constraint_problem(SETS["star"]())
+    n, T = 5, 400
+    compiled = problem.policy(rule, n)
+    assert compiled.compiled_stages
+    result = sc.simulate(compiled, problem.bandit(sc.run_seeds(8, n)[1]), T, traces=True)
+    stepped = problem.policy(rule, n)
+    bandit = problem.bandit(sc.run_seeds(8, n)[1])
+    rewards = np.empty((T, n))
+    for t in range(T):
+        arms = stepped.select()
+        feedback = bandit.feedback(arms)
+        stepped.observe(arms, feedback.observed, feedback.observed_cost)
+        rewards[t] = feedback.mean
+    assert np.array_equal(rewards, result.expected_reward)
+    assert np.array_equal(stepped.decision_counts, compiled.decision_counts)
+    assert np.array_equal(stepped.gamma_hat, compiled.gamma_hat)
+    assert result.stats.total_violations.sum() == 0
+
+
+def test_shrink_is_what_the_certificate_needs():
+    assert SHRINK == 2.0 ** -40
+
+
+# ----------------------------------------------------------------------------- the study
+def test_authors_generator_draws_their_first_problem():
+    # slb_short.py's draws with numpy.random.default_rng(0): theta, gamma, c, then directions.
+    rng = np.random.default_rng(0)
+    theta, gamma, c = rng.uniform(-1, 1, 2), rng.uniform(-1, 1, 2), rng.uniform(0.25, 1)
+    trial = authors_trials("2a", 1)[0]
+    problem = trial.problem
+    assert np.array_equal(problem.theta_star, theta)
+    assert problem.constraint.gamma_star == tuple(gamma)
+    assert problem.constraint.limit == c
+    assert trial.draws.shape == (50_000, 2)
+    assert problem.arm_set.n_directions == 10 and problem.arm_set.radius == 1.0
+
+
+def test_roful_study_is_safe_and_gnop_pays_for_its_pessimism():
+    study = run_roful_study("2a", n_trials=6, horizon=3000, workers=2)
+    summary = study.summary()["algorithms"]
+    assert summary["ROFUL"]["violating_stages"] == summary["GNOP"]["violating_stages"] == 0
+    assert summary["ROFUL"]["fallbacks"] == summary["GNOP"]["fallbacks"] == 0
+    # Their Figure 2a: GNOP's regret well above ROFUL's (here about 2x over these trials).
+    assert summary["GNOP"]["R_T_mean"] > 1.5 * summary["ROFUL"]["R_T_mean"]
+    assert study.stages[-1] == 3000 and study.regret["ROFUL"].shape == (6, len(study.stages))
+
+
+def test_reproduce_roful_2024_writes_the_figure_table_and_summary(tmp_path, capsys):
+    import json
+
+    import pandas as pd
+
+    from sege_cvx.cli import main
+
+    out = tmp_path / "r"
+    assert main(["reproduce", "--study", "roful-2024", "--figure", "2a", "--horizon", "300",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "ROFUL paper, Figure 2a: ROFUL, GNOP on its 30 problems" in printed
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["fig2a_regret.pdf", "fig2a_regret.png", "manifest.json", "summary.json",
+                     "trials.parquet"]
+    summary = json.loads((out / "summary.json").read_text())["figures"]["2a"]
+    assert summary["horizon"] == 300 and summary["trials"] == 30
+    table = pd.read_parquet(out / "trials.parquet")
+    assert len(table) == 60 and table.violations.sum() == 0
+    for name, row in summary["algorithms"].items():
+        mine = table[table.algorithm == name].regret_over_sqrt_T.to_numpy()
+        assert row["R_T_over_sqrt_T_mean"] == pytest.approx(mine.mean(), rel=1e-12)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--study", "roful-2024", "--algorithms", "SEGE"],
+     "SEGE does not run here: the ROFUL paper's study has an unknown linear constraint"),
+    (["--algorithms", "GNOP"], "GNOP does not run here: this study is of the stagewise model"),
+    (["--study", "roful-2024", "--horizon", "60000"],
+     "--horizon: at most 50000 for Figure(s) 2a 2b, got 60000"),
+])
+def test_reproduce_refuses_a_policy_of_the_other_model_in_one_line(tmp_path, capsys, argv,
+                                                                    message):
+    from sege_cvx.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", *argv, "--out", str(tmp_path / "r")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "r").exists()
