@@ -115,6 +115,22 @@ class RadiusFormula:
         return self._noise_sd * math.sqrt(self._dim * math.log((1.0 + t * self._growth) / delta)) \
             + self._offset
 
+    def counts(self, start: int, stop: int, delta: float) -> np.ndarray:
+        """:meth:`scalar` at ``t = start, ..., stop - 1``, the same numbers (compiled: the same
+        scalar ``log`` and ``sqrt`` in the same order), at a fraction of the cost."""
+        return _formula_values(start, stop, float(self._noise_sd), float(self._dim),
+                               float(self._growth), float(delta), float(self._offset))
+
+
+@njit
+def _formula_values(start, stop, noise_sd, dim, growth, delta, offset):
+    """:meth:`RadiusFormula.scalar` over ``t = start .. stop - 1``."""
+    out = np.empty(stop - start)
+    for k in range(stop - start):
+        t = float(start + k)
+        out[k] = noise_sd * math.sqrt(dim * math.log((1.0 + t * growth) / delta)) + offset
+    return out
+
 
 @njit
 def lcb_from_precision(x, theta_hat, V_inv, radius):

@@ -122,6 +122,12 @@ class ConfidenceRadius:
             return -2.0 * math.log(delta)
         return self._theorem1.scalar(n, delta)
 
+    def stage_values(self, start: int, stop: int, delta: float) -> np.ndarray:
+        """:meth:`stage_value` at ``n = start, ..., stop - 1`` (the same numbers)."""
+        if self.rule[0]:
+            return np.full(stop - start, -2.0 * math.log(delta))
+        return self._theorem1.counts(start, stop, delta)
+
     def radii(self, chol: np.ndarray, n: float, delta: float) -> np.ndarray:
         """The radius of every run (``chol``: the runs' Cholesky factors of ``V``)."""
         return radii_all(self.rule, np.full(chol.shape[0], self.stage_value(n, delta)), chol)
@@ -149,8 +155,7 @@ class CountTable:
         """The table, covering counts ``0..top`` (at least)."""
         if top >= self._values.size:
             size = max(2 * top + 1, 1024)
-            extra = [self._radius.stage_value(n, self._delta)
-                     for n in range(self._values.size, size)]
+            extra = self._radius.stage_values(self._values.size, size, self._delta)
             self._values = np.concatenate([self._values, extra])
         return self._values
 

@@ -10,8 +10,8 @@ estimates come from one ``V = lam I + sum x x^T``: ``theta_hat = V^{-1} sum x y`
 
 The arms are scanned along rays ``s u_k``, ``0 <= s <= cap_k``: a :class:`~sege_cvx.StarSet`'s
 own directions and caps (``radius / ||u_k||``, as the authors' ``xlim / ||u||``), or on a convex
-set holding the origin the unit directions to its boundary points (those CLUCB plays),
-``cap_k`` their distance.  Per ray, with ``w_k = ||u_k||_{V^{-1}}``:
+set holding the origin ``K`` well-spread unit directions, ``cap_k`` the set's extent along each
+(:func:`radial_caps`).  Per ray, with ``w_k = ||u_k||_{V^{-1}}``:
 
 **ROFUL** (``roful``): the optimistic constraint per unit step ``o_k = <gamma_hat, u_k> - beta
 w_k``; scale ``sigma_k = min(c / o_k, cap_k)`` if ``o_k > 0``, else ``cap_k``; value
@@ -46,16 +46,16 @@ from collections import Counter
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import solve_triangular
 
 from .._numba import njit
 from .._validation import as_scalar, scaled_norm
 from ..arm_sets.base import ArmSet
-from ..arm_sets.discretization import as_arm_count, default_arm_count, discretize
+from ..arm_sets.discretization import as_arm_count, default_arm_count, sphere_directions
 from ..arm_sets.star import StarSet
 from ..confidence.cholesky import (
     directional_terms,
     inverse_factor_one,
+    lcb_values,
     observe_one,
     solve_lower,
     solve_lower_transposed,
@@ -70,6 +70,10 @@ from ..simulation.loop import StageHooks, choose_loop, register_stage_hooks, sta
 FULL_STEP, SCALED_STEP, BASELINE = 0, 1, 2
 #: The two rules of :func:`ray_step`.
 ROFUL_RULE, GNOP_RULE = 0, 1
+#: The fewest rays scanned on a convex set by default (CLUCB's count, which meets a reward
+#: tolerance at the set's support points, is 4 or 5 on a box: too few to come near the best arm
+#: on a constraint's face).
+MIN_RAYS = 64
 #: Relative shrink of a scale whose certificate failed by rounding (see the module docstring).
 SHRINK = 2.0 ** -40
 
@@ -124,6 +128,25 @@ def ray_step(algorithm, dot, cdot, norm, unorm, caps, beta, margin, S, value):
     if not _certified(s, cdot[k], norm[k], beta, unorm[k], margin, S):
         return k, -1.0, BASELINE  # s < 0: a fallback
     return k, s, code
+
+
+def radial_caps(arm_set: ArmSet, directions: np.ndarray) -> np.ndarray:
+    """Per unit direction ``u`` of a convex set holding the origin: the largest ``s`` (to the
+    float, by bisection on the set's membership test ``contains(x, tol=0)``) with ``fl(s u)`` in
+    the set, less a relative :data:`SHRINK`.  By convexity every ``s u`` below it is in the set
+    too; the margin keeps ``fl(s u)`` inside despite its rounding and that of a float membership
+    test (an ellipsoid's, a cvxpy set's), and the played arm's exact pull-in is the backstop."""
+    lo = np.zeros(len(directions))
+    hi = np.full(len(directions), 2.0 * arm_set.norm_bound())
+    for _ in range(1100):  # each step halves the bracket or moves it by an ulp
+        mid = lo + 0.5 * (hi - lo)
+        open_ = (mid > lo) & (mid < hi)
+        if not open_.any():
+            break
+        inside = arm_set.contains(mid[:, None] * directions, tol=0.0)
+        lo = np.where(open_ & inside, mid, lo)
+        hi = np.where(open_ & ~inside, mid, hi)
+    return lo * (1.0 - SHRINK)
 
 
 class DirectionalStages(NamedTuple):
@@ -270,13 +293,14 @@ class DirectionalPolicy:
             if not arm_set.is_convex:
                 raise TypeError(f"{name} scans rays: give a sc.StarSet or a convex set, not "
                                 f"{arm_set!r}")
-            K = (default_arm_count(arm_set, policy.S) if n_directions is None
+            K = (max(default_arm_count(arm_set, policy.S), MIN_RAYS) if n_directions is None
                  else as_arm_count("n_directions", n_directions))
-            points = discretize(arm_set, K)
-            lengths = scaled_norm(points, axis=1)
-            keep = lengths > 0.0
-            directions = points[keep] / lengths[keep, None]
-            caps = lengths[keep]
+            directions = sphere_directions(d, K)
+            caps = radial_caps(arm_set, directions)
+            keep = caps > 0.0  # the origin on the boundary: no step along these
+            if not keep.any():
+                raise ValueError(f"no direction leaves the origin into {arm_set!r}")
+            directions, caps = directions[keep], caps[keep]
         self.directions = np.ascontiguousarray(directions)
         self.caps = np.ascontiguousarray(caps, dtype=np.float64)
         self.unorm = np.ascontiguousarray(scaled_norm(self.directions, axis=1))
@@ -324,12 +348,10 @@ class DirectionalPolicy:
     def certified(self, policy, arms: np.ndarray) -> np.ndarray:
         """Per run: whether its arm's UCB ``<x, gamma_hat> + beta ||x||_{V^{-1}} <= c`` or
         ``S ||x|| <= c`` (NaN arms: False)."""
-        conf = self.confidence
-        beta = self.beta(policy)
-        width = np.array([np.linalg.norm(solve_triangular(L, x, lower=True))
-                          for L, x in zip(conf.chol, arms, strict=True)])
-        ucb = np.einsum("ij,ij->i", arms, self.gamma_hat) + beta * width
-        return (ucb <= self.margin) | (policy.S * scaled_norm(arms, axis=1) <= self.margin)
+        # UCB = -LCB of -gamma_hat (negation is exact).
+        ucb = -lcb_values(arms, -self.gamma_hat, self.confidence.chol, self.beta(policy))
+        with np.errstate(invalid="ignore"):
+            return (ucb <= self.margin) | (policy.S * scaled_norm(arms, axis=1) <= self.margin)
 
     def observe(self, x: np.ndarray, y: np.ndarray, z: np.ndarray) -> None:
         conf = self.confidence

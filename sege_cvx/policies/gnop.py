@@ -44,7 +44,7 @@ class GNOP(Policy):
     radius : {"theorem1", "self_normalized"}, default "theorem1"
         The authors' ``beta_t`` (:mod:`sege_cvx.confidence.radius`) or the self-normalized bound.
     n_directions : int, optional
-        Rays on a convex set (default as ROFUL's); a star set has its own.
+        Rays on a convex set (default: CLUCB's count, at least 64); a star set has its own.
     n_runs : int, default 1
     seed : optional
         GNOP draws nothing; accepted (and validated) as every policy's.

@@ -244,7 +244,7 @@ class ROFUL(Policy):
         linear constraint, as its authors' code).
     n_directions : int, optional
         ``K``: as CLUCB's ``n_arms`` (default the smallest count meeting a 3e-3 discretization
-        error; 41 on the paper's disk).
+        error; 41 on the paper's disk); under a linear constraint on a convex set, at least 64.
     n_runs : int, default 1
     seed : int, SeedSequence or list of SeedSequence, optional
         ROFUL draws nothing; accepted (and validated) so that every policy takes the same
