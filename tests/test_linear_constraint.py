@@ -354,3 +354,55 @@ def test_reproduce_refuses_a_policy_of_the_other_model_in_one_line(tmp_path, cap
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not (tmp_path / "r").exists()
+
+
+# ----------------------------------------------------------------------------- sweeps
+STAR_FACTORY = '''
+import numpy as np
+import sege_cvx as sc
+
+def star():
+    rays = np.array([[np.cos(a), np.sin(a)] for a in np.linspace(0, 2 * np.pi, 10, endpoint=False)])
+    return sc.BanditProblem(sc.StarSet(rays, 1.0), theta_star=[0.6, 0.3], baseline_arm=[0.0, 0.0],
+                            S=1.0, noise_sd=0.1, lam=1.0, delta_bar=0.01, name="star",
+                            constraint=sc.LinearConstraint(0.3, gamma_star=[0.7, 0.5],
+                                                           noise_sd=0.1))
+'''
+
+
+def test_a_sweep_puts_both_models_side_by_side(tmp_path, monkeypatch):
+    from sege_cvx.experiments.spec import SpecError
+    from sege_cvx.experiments.sweeps.report import write_report
+
+    (tmp_path / "starprobs.py").write_text(STAR_FACTORY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = {"seed": 3, "runs": 4, "horizon": 300,
+            "problems": [{"factory": "starprobs:star"}, {"name": "paper"}],
+            "algorithms": [{"name": "ROFUL"}, {"name": "GNOP", "problems": ["starprobs:star"]},
+                           {"name": "SEGE", "problems": ["paper"]}]}
+    assert [(p.label, a.name) for p, a, _ in sc.StudySpec.from_dict(spec).cells()] == [
+        ("starprobs:star", "ROFUL"), ("starprobs:star", "GNOP"), ("paper", "ROFUL"),
+        ("paper", "SEGE")]
+    results = sc.run_sweep(spec, tmp_path / "out", workers=1, progress=False)
+    runs = results.runs
+    assert len(runs) == 16 and runs.violations.sum() == 0
+    problems = results.manifest["problems"]
+    assert problems["starprobs:star"]["safety_model"] == "linear_constraint"
+    assert problems["starprobs:star"]["threshold"] is None
+    assert problems["starprobs:star"]["constraint_limit"] == 0.3
+    assert problems["paper"]["threshold"] == pytest.approx(1.792)
+    write_report(results, tmp_path / "report")
+    table = (tmp_path / "report" / "table.md").read_text()
+    assert "| starprobs:star |   2 |    - |     - |     0.3 |" in table
+    wrong = dict(spec, algorithms=[{"name": "SEGE"}])
+    with pytest.raises(SpecError, match="SEGE does not run on problem starprobs:star, which has "
+                                        "an unknown linear constraint; name the problems"):
+        sc.run_sweep(wrong, tmp_path / "wrong", workers=1, progress=False)
+    with pytest.raises(SpecError, match=r"algorithms\[0\].problems: 'nope' is not a problem"):
+        sc.StudySpec.from_dict(dict(spec, algorithms=[{"name": "SEGE", "problems": ["nope"]}]))
+    again = dict(spec, algorithms=[{"name": "SEGE", "problems": ["paper"]},
+                                   {"name": "SEGE", "problems": ["paper"]}])
+    with pytest.raises(SpecError, match="again \\(on paper\\)"):
+        sc.StudySpec.from_dict(again)
+    round_trip = sc.StudySpec.from_dict(spec)
+    assert sc.StudySpec.from_dict(round_trip.to_dict()) == round_trip

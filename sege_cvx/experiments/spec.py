@@ -25,6 +25,7 @@
 
     [[algorithms]]
     name = "mypolicies:SafeTS"       # or any sege_cvx.Policy subclass, by import path
+    # problems = ["paper"]           # optional: only these problems (by name or factory)
 
 The spec's shape is checked when it is read, before any work: unknown keys, unknown algorithms
 or parameters, empty grids and bad sizes (``runs`` up to 10**6 per cell, ``horizon`` up to
@@ -35,6 +36,12 @@ problem gives (e.g. SEGE's ``c`` and ``lam``: :meth:`BanditProblem.policy_defaul
 <sege_cvx.experiments.problem.BanditProblem.policy_defaults>`) and is checked by the
 algorithm's constructor.  Reading a spec imports the modules of the policies it names by
 import path.
+
+An algorithm's ``problems`` restricts it to those problems (labels: a problem's ``name``, else
+its ``factory``): how a study puts problems of both safety models side by side
+(:doc:`/user_guide/safety_models`), each with the algorithms of its model.  Without it an
+algorithm runs on every problem, and a cell whose problem is of a model the algorithm does not
+run on is an error naming the cell.
 """
 
 from __future__ import annotations
@@ -53,7 +60,7 @@ MAX_SPEC_BYTES = 1 << 20
 
 _TOP_KEYS = {"seed", "runs", "horizon", "checkpoints", "problems", "algorithms"}
 _PROBLEM_KEYS = {"name", "factory", "misspecified"}
-_ALGORITHM_KEYS = {"name", "grid"}
+_ALGORITHM_KEYS = {"name", "grid", "problems"}
 
 
 class SpecError(ValueError):
@@ -84,6 +91,12 @@ class AlgorithmSpec:
 
     name: str
     grid: dict[str, tuple] = field(default_factory=dict)
+    #: The labels of the problems it runs on (None: every problem of the study).
+    problems: tuple[str, ...] | None = None
+
+    def runs_on(self, problem: ProblemSpec) -> bool:
+        """Whether the study plays this algorithm on ``problem``."""
+        return self.problems is None or problem.label in self.problems
 
     def settings(self) -> list[dict]:
         """The grid's product, one dict per cell, keys in the spec's order (``[{}]`` if none)."""
@@ -173,7 +186,12 @@ class StudySpec:
                                 f"problems[{i}] are both {format_value(label)} "
                                 f"({len(labels) - len(set(labels))} repeats in all)")
             first[label] = i
-        _distinct_cells(algorithms)
+        for i, algorithm in enumerate(algorithms):
+            for label in algorithm.problems or ():
+                if label not in first:
+                    raise SpecError(f"algorithms[{i}].problems: {format_value(label)} is not a "
+                                    f"problem of the spec (its problems: {', '.join(labels)})")
+        _distinct_cells(algorithms, labels)
         _distinct_columns(algorithms)
         return cls(seed, runs, horizon, problems, algorithms, checkpoints)
 
@@ -185,13 +203,19 @@ class StudySpec:
         out["problems"] = [{**({"name": p.name} if p.name is not None else {"factory": p.factory}),
                             **({"misspecified": True} if p.misspecified else {})}
                            for p in self.problems]
-        out["algorithms"] = [{"name": a.name, "grid": {k: list(v) for k, v in a.grid.items()}}
-                             if a.grid else {"name": a.name} for a in self.algorithms]
+        out["algorithms"] = [{"name": a.name,
+                              **({"grid": {k: list(v) for k, v in a.grid.items()}}
+                                 if a.grid else {}),
+                              **({"problems": list(a.problems)} if a.problems is not None
+                                 else {})}
+                             for a in self.algorithms]
         return out
 
     def cells(self) -> list[tuple[ProblemSpec, AlgorithmSpec, dict]]:
-        """Every ``(problem, algorithm, settings)`` of the study, in the spec's order."""
-        return [(p, a, s) for p in self.problems for a in self.algorithms for s in a.settings()]
+        """Every ``(problem, algorithm, settings)`` of the study, in the spec's order (an
+        algorithm only on its ``problems``, if it names them)."""
+        return [(p, a, s) for p in self.problems for a in self.algorithms if a.runs_on(p)
+                for s in a.settings()]
 
 
 def _misplaced(key: str, data: dict) -> str:
@@ -289,7 +313,16 @@ def _algorithm(i: int, table) -> AlgorithmSpec:
         if len(set(values)) != len(values):
             repeated = next(v for v in values if values.count(v) > 1)
             raise SpecError(f"{where}.grid.{key} repeats the value {format_value(repeated)}")
-    return AlgorithmSpec(name, grid)
+    problems = table.get("problems")
+    if problems is not None:
+        _nonempty_list(f"{where}.problems", problems)
+        if not all(isinstance(p, str) for p in problems):
+            raise SpecError(f"{where}.problems must list problem labels (a problem's name or "
+                            f"factory), got {format_value(problems)}")
+        if len(set(problems)) != len(problems):
+            raise SpecError(f"{where}.problems repeats a problem: {format_value(problems)}")
+        problems = tuple(problems)
+    return AlgorithmSpec(name, grid, problems)
 
 
 def _distinct_columns(algorithms: tuple[AlgorithmSpec, ...]) -> None:
@@ -307,18 +340,21 @@ def _distinct_columns(algorithms: tuple[AlgorithmSpec, ...]) -> None:
                                 "would be columns of the results tables named so")
 
 
-def _distinct_cells(algorithms: tuple[AlgorithmSpec, ...]) -> None:
-    """Refuse a cell (an algorithm and its settings) listed twice, e.g. by overlapping grids: it
-    would run twice on the same seeds and be pooled as if its runs were independent."""
+def _distinct_cells(algorithms: tuple[AlgorithmSpec, ...], labels: list[str]) -> None:
+    """Refuse a cell (a problem, an algorithm and its settings) listed twice, e.g. by
+    overlapping grids: it would run twice on the same seeds and be pooled as if its runs were
+    independent."""
     seen: dict[tuple, int] = {}
     for i, algorithm in enumerate(algorithms):
         for settings in algorithm.settings():
-            key = (algorithm.name, frozenset(settings.items()))
-            if key in seen:
-                raise SpecError(f"algorithms[{i}] lists the cell {algorithm.name} "
-                                f"{settings or '(defaults)'} of algorithms[{seen[key]}] again: it "
-                                "would run twice on the same seeds; list each cell once")
-            seen.setdefault(key, i)
+            for label in algorithm.problems or labels:
+                key = (label, algorithm.name, frozenset(settings.items()))
+                if key in seen:
+                    raise SpecError(f"algorithms[{i}] lists the cell {algorithm.name} "
+                                    f"{settings or '(defaults)'} of algorithms[{seen[key]}] again"
+                                    f" (on {label}): it would run twice on the same seeds; list "
+                                    "each cell once")
+                seen.setdefault(key, i)
 
 
 def _grid_value(key: str, value):

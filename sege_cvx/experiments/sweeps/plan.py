@@ -22,9 +22,11 @@ def check_cells(spec: StudySpec) -> dict[str, dict]:
     -------
     dict
         Per problem label: what figures and tables need (dimension, ``b0``, ``b``, the optimal
-        reward, description), its ``fingerprint``, whether it is ``misspecified`` and the
-        paper's assumptions it breaks.
+        reward, description; under a linear constraint no ``b0`` or ``b`` but the
+        ``safety_model`` and the ``constraint_limit``), its ``fingerprint``, whether it is
+        ``misspecified`` and the assumptions it breaks.
     """
+    from ...policies.registry import policy_class
     from ...simulation import run_seeds, simulate
 
     problems = {}
@@ -32,6 +34,13 @@ def check_cells(spec: StudySpec) -> dict[str, dict]:
         where = f"cell {index} ({problem_spec.label}, {algorithm.name}, {settings or 'defaults'})"
         try:
             problem = build_problem(problem_spec)
+            models = getattr(policy_class(algorithm.name), "safety_models", ("stagewise",))
+            if problem.safety_model not in models:
+                model = ("an unknown linear constraint" if problem.constraint is not None
+                         else "the stagewise floor")
+                raise SpecError(f"{where}: {algorithm.name} does not run on problem "
+                                f"{problem_spec.label}, which has {model}; name the problems it "
+                                "runs on in its [[algorithms]] table: problems = [...]")
             policy_seeds, noise_seeds = run_seeds(0, 1)
             policy = problem.policy(algorithm.name, 1, policy_seeds, **settings)
             simulate(policy, problem.bandit(noise_seeds),
@@ -39,8 +48,14 @@ def check_cells(spec: StudySpec) -> dict[str, dict]:
             # Plain Python values: a factory's numpy scalars (a float32 threshold fraction)
             # would make the manifest, written after every simulation, fail to serialize.
             problems.setdefault(problem_spec.label, {
-                "dim": int(problem.arm_set.dim), "baseline_reward": float(problem.baseline_reward),
-                "threshold": float(problem.threshold),
+                "dim": int(problem.arm_set.dim),
+                # A problem with a linear constraint has no reward floor: no b0 or b lines.
+                "baseline_reward": (float(problem.baseline_reward) if problem.constraint is None
+                                    else None),
+                "threshold": float(problem.threshold) if problem.constraint is None else None,
+                "safety_model": problem.safety_model,
+                "constraint_limit": (None if problem.constraint is None
+                                     else float(problem.constraint.limit)),
                 "optimal_reward": problem.optimal_reward,
                 "description": str(problem.description), "fingerprint": problem.fingerprint,
                 "misspecified": problem.misspecified,

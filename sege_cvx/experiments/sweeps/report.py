@@ -177,8 +177,9 @@ def report_markdown(results: SweepResults, stages: Sequence[int] | None = None) 
         f"# Sweep results: {results.path if results.path is not None else 'a study'}", "",
         f"{results._runs_text()} x {_horizon(results)} stages{seed}. Regret: cumulative regret at "
         "the stage shown, mean ± standard error over runs. A violation is a stage whose expected "
-        "reward is below the threshold b; violating pairs count (run, stage) pairs, first "
-        "violation is the earliest such stage over the cell's runs.", "",
+        "reward is below the threshold b (under a linear constraint: whose constraint value "
+        "exceeds its limit c); violating pairs count (run, stage) pairs, first violation is the "
+        "earliest such stage over the cell's runs.", "",
         markdown_table(table, right=table.attrs["right"]), "",
     ]
     if problems:
@@ -187,16 +188,20 @@ def report_markdown(results: SweepResults, stages: Sequence[int] | None = None) 
 
         rows = pd.DataFrame([{"problem": name, "dim": p.get("dim", "-"),
                               "b0": number(p, "baseline_reward"), "b": number(p, "threshold"),
+                              "limit c": number(p, "constraint_limit"),
                               "optimal reward": number(p, "optimal_reward"),
                               "assumptions": ("misspecified: " + "; ".join(
                                   p.get("assumption_violations") or ["by its factory"])
                                   if p.get("misspecified") else "met"),
                               "description": p.get("description", "")}
                              for name, p in problems.items()])
-        lines += ["Problems: baseline reward b0, safety threshold b, optimal reward, and whether "
-                  "the paper's assumptions (||theta*|| <= S, <x0, theta*> >= b0) hold; a "
-                  "misspecified problem breaks them on purpose, and its runs carry no guarantee.",
-                  "", markdown_table(rows, right=["dim", "b0", "b", "optimal reward"]), ""]
+        lines += ["Problems: baseline reward b0 and safety threshold b (the stagewise floor), or "
+                  "the limit c of an unknown linear constraint, the optimal reward (within the "
+                  "constraint), and whether the assumptions (||theta*|| <= S, <x0, theta*> >= b0; "
+                  "||gamma*|| <= S) hold; a misspecified problem breaks them on purpose, and its "
+                  "runs carry no guarantee.",
+                  "", markdown_table(rows, right=["dim", "b0", "b", "limit c", "optimal reward"]),
+                  ""]
     return "\n".join(lines)
 
 
