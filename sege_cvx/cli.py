@@ -158,6 +158,8 @@ def _reproduce_roful(args: argparse.Namespace) -> int:
     args.published = True
     print(f"wrote {len(paths) + 1} files to {args.out}: "
           + ", ".join(p.name for p in paths) + ", manifest.json")
+    if args.print_summary:
+        print(Path(args.out, "summary.json").read_text(), end="")
     return 0
 
 
@@ -448,6 +450,19 @@ def _validate(args: argparse.Namespace) -> None:
         args.algorithms = algorithms if args.algorithms is None else args.algorithms
         args.horizon = horizon if args.horizon is None else args.horizon
         args.out = out if args.out is None else args.out
+        if len(set(args.figure)) != len(args.figure):
+            raise ValueError(f"argument --figure: each at most once, got {' '.join(args.figure)}")
+        # Options of one study only: given to the other, they would be silently ignored.
+        own = {"roful-2024": {"figure": ["2a", "2b"]},
+               "khezeli-bitar-2020": {"runs": 250, "seed": 0, "full": False,
+                                      "lcb_method": "closed_form", "workers": 1}}
+        for study, options in own.items():
+            if study == args.study:
+                continue
+            for name, default in options.items():
+                if getattr(args, name) != default:
+                    raise ValueError(f"argument --{name.replace('_', '-')}: does not apply to "
+                                     f"--study {args.study}")
         if args.study == "roful-2024" and args.horizon is not None:
             from .experiments.roful2024 import FIGURES
 

@@ -59,6 +59,26 @@ class KnownConstraint:
     B: np.ndarray | None = None
     noise_sd: float | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "limit", as_scalar("limit", self.limit))
+        object.__setattr__(self, "safe_value", as_scalar("safe_value", self.safe_value))
+        if not self.safe_value < self.limit:
+            raise ValueError(f"the safe arm is not strictly safe: its constraint value "
+                             f"{self.safe_value!r} is not below the limit {self.limit!r}")
+        if self.B is None:
+            if self.noise_sd is None:
+                raise ValueError("KnownConstraint needs noise_sd (the constraint's own feedback's "
+                                 "sd) unless B is given")
+            object.__setattr__(self, "noise_sd", as_scalar("noise_sd", self.noise_sd, low=0.0))
+        else:
+            B = as_finite_array("B", self.B)
+            if B.ndim != 2 or B.shape[0] != B.shape[1] or B.shape[0] == 0:
+                raise ValueError(f"B must be a square (d, d) matrix, got shape {B.shape}")
+            if self.noise_sd is not None:
+                raise ValueError("KnownConstraint with B takes no noise_sd: the reward's feedback "
+                                 "is the constraint's")
+            object.__setattr__(self, "B", B)
+
     @property
     def margin(self) -> float:
         """``c - <x0, gamma*>``: how far the safe arm is from the limit (> 0)."""
@@ -148,7 +168,8 @@ class LinearConstraint:
         """What a policy is told: the limit, the safe arm's value ``<x0, gamma*>``, ``B`` and the
         feedback's sd.  Raises ``ValueError`` if the safe arm is not strictly safe."""
         x0 = as_vector("safe arm", safe_arm, self.dim)
-        value = math.fsum(x0 * self.vector(theta_star))
+        theta = as_vector("theta_star", theta_star, self.dim)
+        value = math.fsum(x0 * self.vector(theta))
         if not value < self.limit:
             raise ValueError(f"the safe arm {format_value(x0)} is not strictly safe: its "
                              f"constraint value {value:.6g} is not below the limit {self.limit:.6g}")

@@ -1,8 +1,8 @@
 """Conformance checks for a policy of your own (scikit-learn's ``check_estimator`` is the model).
 
 :func:`check_policy` plays a policy class through the protocol of :class:`sege_cvx.Policy` and
-raises an ``AssertionError`` naming the first thing that fails.  The suite runs it on SEGE,
-CLUCB and ROFUL.
+raises an ``AssertionError`` naming the first thing that fails.  The suite runs it on every
+built-in policy, on each safety model it runs on.
 """
 
 from __future__ import annotations
@@ -20,17 +20,19 @@ from .policies.base import Policy, decision_names_problem
 from .simulation.engine import simulate
 from .simulation.statistics import decision_count_problem
 
-__all__ = ["check_arm_set", "check_policy"]
+__all__ = ["check_arm_set", "check_policy", "constrained_problem"]
 
 
 def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int = 40,
                  n_runs: int = 3, **params: Any) -> None:
     """Check that ``cls`` follows the policy protocol; raise ``AssertionError`` if not.
 
-    On ``problem`` (default: the paper's, :func:`sege_cvx.experiments.problem.paper_problem`),
+    On ``problem`` (default: the paper's, :func:`sege_cvx.experiments.problem.paper_problem`;
+    for a policy of the linear-constraint model only, :func:`constrained_problem`),
     ``cls(arm_set, baseline_arm, baseline_reward, threshold, S=..., noise_sd=..., lam=...,
-    n_runs=..., seed=..., **params)`` is built and played for ``stages`` stages through
-    ``select``/``observe``.  Checked, in this order:
+    n_runs=..., seed=..., **params)`` is built (under a linear constraint
+    ``cls(arm_set, baseline_arm, S=..., ..., constraint=problem.known_constraint())``) and
+    played for ``stages`` stages through ``select``/``observe``.  Checked, in this order:
 
     1. ``cls`` is a subclass of :class:`sege_cvx.Policy` with ``decision_names`` a nonempty
        tuple of at most three str (or ``None``), and the constructor stores the problem as
@@ -82,7 +84,14 @@ def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int
         raise AssertionError(f"check_policy: {problem_with_names}")
     if (too_many := decision_count_problem(cls)) is not None:
         raise AssertionError(f"check_policy: {too_many}")
-    problem = paper_problem() if problem is None else problem
+    if problem is None:
+        problem = (paper_problem() if "stagewise" in getattr(cls, "safety_models", ("stagewise",))
+                   else constrained_problem())
+    if problem.safety_model not in getattr(cls, "safety_models", ("stagewise",)):
+        raise AssertionError(f"check_policy: {name} does not run on the problem's safety model "
+                             f"({problem.safety_model}; its safety_models: "
+                             f"{getattr(cls, 'safety_models', None)})")
+    known = problem.known_constraint()
     try:
         pickle.dumps(problem.arm_set)
     except Exception as exc:
@@ -91,6 +100,10 @@ def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int
     policy_seeds, noise_seeds = run_seeds(0, n_runs)
 
     def build(seeds, klass: type = cls) -> Policy:
+        if known is not None:
+            return klass(problem.arm_set, np.asarray(problem.baseline_arm), S=problem.S,
+                         noise_sd=problem.noise_sd, n_runs=len(seeds), seed=list(seeds),
+                         constraint=known, **{"lam": problem.lam, **params})
         return klass(problem.arm_set, np.asarray(problem.baseline_arm), problem.baseline_reward,
                    problem.threshold, S=problem.S, noise_sd=problem.noise_sd, n_runs=len(seeds),
                    seed=list(seeds), **{"lam": problem.lam, **params})
@@ -98,12 +111,20 @@ def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int
     policy = build(policy_seeds)
     d = problem.arm_set.dim
     # The problem as the base validates and certifies it (a baseline arm moved into the set).
-    reference = _Reference(problem.arm_set, problem.baseline_arm, problem.baseline_reward,
-                           problem.threshold, S=problem.S, noise_sd=problem.noise_sd,
-                           lam=problem.lam, n_runs=n_runs)
+    if known is not None:
+        reference = _Reference(problem.arm_set, problem.baseline_arm, S=problem.S,
+                               noise_sd=problem.noise_sd, lam=problem.lam, n_runs=n_runs,
+                               constraint=known)
+    else:
+        reference = _Reference(problem.arm_set, problem.baseline_arm, problem.baseline_reward,
+                               problem.threshold, S=problem.S, noise_sd=problem.noise_sd,
+                               lam=problem.lam, n_runs=n_runs)
+    reward = getattr(policy, "baseline_reward", None)
     if (np.asarray(getattr(policy, "baseline_arm", None)).tobytes()
             != reference.baseline_arm.tobytes()
-            or getattr(policy, "baseline_reward", None) != reference.baseline_reward):
+            or not (reward == reference.baseline_reward
+                    or (known is not None and isinstance(reward, float) and np.isnan(reward)))
+            or getattr(policy, "constraint", None) is not known):
         raise AssertionError(f"check_policy: {name} holds baseline_arm "
                              f"{getattr(policy, 'baseline_arm', None)!r} and baseline_reward "
                              f"{getattr(policy, 'baseline_reward', None)!r}, the problem "
@@ -111,7 +132,8 @@ def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int
                              "pass them to super().__init__ as given")
     for attribute, expected in (("arm_set", problem.arm_set), ("n_runs", n_runs), ("d", d),
                                 ("S", problem.S), ("noise_sd", problem.noise_sd),
-                                ("lam", problem.lam), ("threshold", problem.threshold), ("t", 0)):
+                                ("lam", problem.lam), ("threshold", reference.threshold),
+                                ("t", 0)):
         if getattr(policy, attribute, None) is not expected and getattr(
                 policy, attribute, None) != expected:
             raise AssertionError(f"check_policy: {name}.{attribute} is "
@@ -192,14 +214,38 @@ def _play(policy: Policy, problem: BanditProblem, noise_seeds, stages: int, name
             raise AssertionError(f"check_policy: {name} played {arms[i].tolist()} at stage "
                                  f"{t + 1}, run {i}: not in the arm set exactly "
                                  "(contains(x, tol=0))")
-        _, rewards = bandit.pull(arms)
-        policy.observe(arms if n > 1 else arms[0], rewards)
+        _observe(policy, bandit, arms)
         out[t] = arms
     counts = np.asarray(policy.decision_counts)
     if counts.sum() != n * stages or policy.t != stages:
         raise AssertionError(f"check_policy: after {stages} stages {name}.t is {policy.t} and its "
                              f"decision_counts add up to {counts.sum()}, expected {n * stages}")
     return out
+
+
+def _observe(policy: Policy, bandit, arms: np.ndarray) -> None:
+    """``policy.observe`` with ``arms``' rewards, and the constraint's values where the problem
+    has a constraint with its own feedback."""
+    feedback = bandit.feedback(arms)
+    shown = arms if policy.n_runs > 1 else arms[0]
+    if policy.constraint is not None and policy.constraint.separate_feedback:
+        policy.observe(shown, feedback.observed, feedback.observed_cost)
+    else:
+        policy.observe(shown, feedback.observed)
+
+
+def constrained_problem() -> BanditProblem:
+    """A small problem with an unknown linear constraint (:mod:`sege_cvx.constraint`): a star of
+    eight rays, ``theta* = (0.6, 0.3)``, ``<x, (0.7, 0.5)> <= 0.3`` observed with noise 0.1, the
+    origin safe; :func:`check_policy`'s default for a policy of that model alone."""
+    from .arm_sets.star import StarSet
+    from .constraint import LinearConstraint
+
+    rays = [[1.0, 0.0], [0.6, 0.8], [0.0, 1.0], [-0.6, 0.8], [-1.0, 0.0], [-0.6, -0.8],
+            [0.0, -1.0], [0.6, -0.8]]
+    return BanditProblem(StarSet(rays, 1.0), theta_star=(0.6, 0.3), baseline_arm=(0.0, 0.0),
+                         S=1.0, noise_sd=0.1, lam=1.0, delta_bar=0.01, name="constrained",
+                         constraint=LinearConstraint(0.3, gamma_star=(0.7, 0.5), noise_sd=0.1))
 
 
 def _first_difference(a: np.ndarray, b: np.ndarray) -> int | None:
@@ -216,8 +262,7 @@ def _check_pickle(build, problem, policy_seeds, noise_seeds, stages, name) -> No
     n, d = policy.n_runs, problem.arm_set.dim
     bandit = problem.bandit(noise_seeds)
     for _ in range(stages // 2):
-        arms = np.asarray(policy.select()).reshape(n, d)
-        policy.observe(arms if n > 1 else arms[0], bandit.pull(arms)[1])
+        _observe(policy, bandit, np.asarray(policy.select()).reshape(n, d))
     try:
         restored = pickle.loads(pickle.dumps(policy))
     except Exception as exc:

@@ -406,3 +406,57 @@ def test_a_sweep_puts_both_models_side_by_side(tmp_path, monkeypatch):
         sc.StudySpec.from_dict(again)
     round_trip = sc.StudySpec.from_dict(spec)
     assert sc.StudySpec.from_dict(round_trip.to_dict()) == round_trip
+
+
+# ----------------------------------------------------------------------------- the protocol
+class SafeOrigin(sc.Policy):
+    """A user's policy of the linear-constraint model: the safe arm, and the mean of what it
+    learned of the constraint (to use the third argument of observe)."""
+
+    decision_names = ("origin",)
+    safety_models = ("linear_constraint",)
+
+    def __init__(self, arm_set, baseline_arm, baseline_reward=None, threshold=None, *, S,
+                 noise_sd, lam=1.0, n_runs=1, seed=None, constraint=None):
+        super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
+                         noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed,
+                         constraint=constraint)
+        self.seen = np.zeros(self.n_runs)
+
+    def select(self):
+        self.last_decision = np.zeros(self.n_runs, dtype=np.int8)
+        return np.tile(self.baseline_arm, (self.n_runs, 1))
+
+    def observe(self, arms, rewards, constraint_values):
+        self.seen += constraint_values
+
+
+@pytest.mark.parametrize("cls", [sc.ROFUL, sc.GNOP, SafeOrigin])
+def test_check_policy_runs_the_constraint_model(cls):
+    from sege_cvx.testing import check_policy, constrained_problem
+
+    check_policy(cls, constrained_problem(), stages=30)
+    check_policy(cls, constraint_problem(SETS["box"]()), stages=10)
+
+
+def test_check_policy_refuses_a_policy_on_another_model():
+    from sege_cvx.testing import check_policy, constrained_problem
+
+    with pytest.raises(AssertionError, match="SEGE does not run on the problem's safety model"):
+        check_policy(sc.SEGE, constrained_problem())
+    check_policy(sc.GNOP, stages=5)  # its default problem is of its model
+
+
+def test_a_learn_hook_with_an_optional_eighth_parameter_still_takes_the_reward_alone():
+    from sege_cvx.policies.directional import learn as constrained_learn
+    from sege_cvx.simulation.loop import _required_parameters
+
+    def reward_only(policy, run, work, i, arm, y, code, scale=1.0):
+        return True
+
+    def constrained(policy, run, work, i, arm, y, code, z):
+        return True
+
+    assert _required_parameters(reward_only) == 7
+    assert _required_parameters(constrained) == 8
+    assert _required_parameters(constrained_learn) == 8

@@ -264,6 +264,7 @@ class ArmSet(ABC):
 
         theta = as_vector("theta", theta, self.dim)
         gamma = as_vector("gamma", gamma, self.dim)
+        limit = as_scalar("limit", limit)
         x = cp.Variable(self.dim)
         problem = cp.Problem(cp.Maximize(theta @ x), [*self.constraints(x), gamma @ x <= limit])
         try:

@@ -12,7 +12,8 @@ vector lies exactly on a ray of a full-precision direction only at ``s`` a power
 arms of a star set are therefore the float products: ``x`` is an arm when ``x = fl(s u_k)``
 (each coordinate the product ``s * u_kj`` rounded to nearest, as numpy and numba compute it) for
 some float ``s`` in ``[0, cap_k]`` and some ``k``, where ``cap_k`` is computed once in floating
-point (``radius / sqrt(u_k1^2 + ... + u_kd^2)``, the squares summed in index order) and kept
+point (``radius / sqrt(u_k1^2 + ... + u_kd^2)``, the squares summed in index order, scaled by the
+largest entry where they would overflow or underflow) and kept
 (:attr:`StarSet.caps`).  :meth:`StarSet.contains` with ``tol=0`` decides that exactly
 (:meth:`StarSet.ray_of` finds ``(k, s)``), and every policy on a star set plays such products.
 """
@@ -33,11 +34,6 @@ from .exploration import Exploration
 if TYPE_CHECKING:
     import cvxpy as cp
 
-#: Float steps walked on each side of ``x_j / u_kj`` when searching the scales ``s`` whose
-#: products give ``x_j`` (the search stops at the first step that no longer does).
-_MAX_WALK = 64
-
-
 @njit
 def _best_endpoint(thetas, ends, chols, radii, lcb):
     """Per instance: the first endpoint ``radius u_k`` maximizing ``<e, theta>`` (or the LCB
@@ -57,6 +53,66 @@ def _best_endpoint(thetas, ends, chols, radii, lcb):
             if v > best:
                 best, out[i] = v, k
     return out
+
+
+#: The bits of +inf: the nonnegative floats are the integers 0 .. _INF_BITS, in order.
+_INF_BITS = 0x7FF0000000000000
+
+
+@njit
+def _first_bits(u, x, strictly):
+    """The smallest nonnegative float ``s`` (as its bits) with ``fl(s u) >= x`` (``> x`` when
+    ``strictly``), for ``u > 0``: ``fl(s u)`` is nondecreasing in ``s``, so bisect the bits."""
+    lo, hi = 0, _INF_BITS
+    cell = np.empty(1, dtype=np.int64)
+    as_float = cell.view(np.float64)
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        cell[0] = mid
+        product = as_float[0] * u
+        if product > x or (not strictly and product == x):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit
+def _smallest_scale(x, u, cap):
+    """The smallest float ``s`` in ``[0, cap]`` with ``fl(s u_j) == x_j`` for every ``j`` (-1 if
+    none): per coordinate the scales giving ``x_j`` are a run of consecutive floats (a product
+    is monotone in ``s``), found by bisection; ``x`` is an arm on this ray when the runs meet."""
+    cell = np.empty(1, dtype=np.int64)
+    as_float = cell.view(np.float64)
+    lo, hi = 0, _INF_BITS
+    for j in range(x.shape[0]):
+        uj, xj = u[j], x[j]
+        if uj == 0.0:
+            if xj != 0.0:
+                return -1.0
+            continue
+        if uj < 0.0:  # fl(s (-u)) = -fl(s u): rounding to nearest is symmetric
+            uj, xj = -uj, -xj
+        first = _first_bits(uj, xj, False)
+        cell[0] = first
+        if first > _INF_BITS or as_float[0] * uj != xj:
+            return -1.0
+        last = _first_bits(uj, xj, True) - 1
+        lo, hi = max(lo, first), min(hi, last)
+        if lo > hi:
+            return -1.0
+    cell[0] = lo
+    return as_float[0] if as_float[0] <= cap else -1.0
+
+
+def _norm(u: np.ndarray) -> float:
+    """``||u||`` in Python floats, each square rounded and summed in index order (the same on
+    every machine), scaled by the largest entry where the squares would overflow or underflow."""
+    total = sum(float(v) * float(v) for v in u)
+    if np.finfo(float).tiny <= total < np.inf:
+        return math.sqrt(total)
+    top = max(abs(float(v)) for v in u)
+    return top * math.sqrt(sum((float(v) / top) * (float(v) / top) for v in u))
 
 
 class StarSet(ArmSet):
@@ -113,11 +169,11 @@ class StarSet(ArmSet):
         self.directions = np.array(data, dtype=np.float64, order="C")
         self.directions.flags.writeable = False
         self.n_directions, self.dim = self.directions.shape
-        # Python floats: each square rounded, summed in index order, on every machine alike.
-        self.caps = np.array([self.radius / math.sqrt(sum(float(v) * float(v) for v in u))
-                              for u in self.directions])
-        if not np.all(np.isfinite(self.caps)):
-            raise ValueError("the directions' squared norms overflow or vanish: rescale them")
+        self.caps = np.array([self.radius / _norm(u) for u in self.directions])
+        if not np.all(np.isfinite(self.caps) & (self.caps > 0.0)):
+            k = int(np.argmax(~(np.isfinite(self.caps) & (self.caps > 0.0))))
+            raise ValueError(f"radius {self.radius!r} over the norm of direction {k} is not a "
+                             f"positive float ({self.caps[k]!r}): rescale the directions")
         self.caps.flags.writeable = False
         self.endpoints = self.caps[:, None] * self.directions
         self.endpoints.flags.writeable = False
@@ -159,8 +215,9 @@ class StarSet(ArmSet):
     def ray_of(self, x: np.ndarray) -> tuple[int, float] | None:
         """``(k, s)`` with ``x = fl(s u_k)`` exactly and ``0 <= s <= cap_k`` (the first ray and
         the smallest such ``s``), or None if ``x`` is not an arm.  The origin is ``(0, 0.0)``."""
-        x = np.asarray(x, dtype=np.float64).reshape(self.dim)
-        if not np.all(np.isfinite(x)):
+        x = as_vector("x", x, self.dim) if np.all(np.isfinite(np.asarray(x, dtype=np.float64))) \
+            else None
+        if x is None:
             return None
         if not np.any(x):
             return 0, 0.0
@@ -172,26 +229,9 @@ class StarSet(ArmSet):
 
     def _scale_on(self, x: np.ndarray, u: np.ndarray, cap: float) -> float | None:
         """The smallest float ``s`` in ``[0, cap]`` with ``fl(s u) == x``, or None."""
-        j = int(np.argmax(np.abs(u)))
-        guess = x[j] / u[j]
-        if not (np.isfinite(guess) and guess >= 0.0):
-            return None
-        found = None
-        # fl(s u_j) is monotone in s: the scales giving x_j are a run of consecutive floats
-        # around x_j / u_j; walk it both ways and keep those that give every coordinate.
-        for direction in (-np.inf, np.inf):
-            s = guess if direction == np.inf else np.nextafter(guess, -np.inf)
-            for _ in range(_MAX_WALK):
-                if s < 0.0 or s > cap:
-                    break
-                product = s * u
-                if product[j] != x[j]:
-                    if (product[j] - x[j]) * (1.0 if direction == np.inf else -1.0) > 0:
-                        break  # past the run
-                elif np.array_equal(product, x) and (found is None or s < found):
-                    found = float(s)
-                s = np.nextafter(s, direction)
-        return found
+        found = _smallest_scale(np.ascontiguousarray(x, dtype=np.float64),
+                                np.ascontiguousarray(u, dtype=np.float64), float(cap))
+        return None if found < 0.0 else float(found)
 
     def _inside(self, xs: np.ndarray, tol: float) -> np.ndarray:
         if tol == 0.0:
@@ -258,6 +298,7 @@ class StarSet(ArmSet):
         ``limit >= 0`` (the ROFUL authors' optimum, which scans the rays alike)."""
         theta = as_vector("theta", theta, self.dim)
         gamma = as_vector("gamma", gamma, self.dim)
+        limit = as_scalar("limit", limit)
         best = 0.0 if limit >= 0.0 else -np.inf
         for u, cap in zip(self.directions, self.caps, strict=True):
             g = float(u @ gamma)

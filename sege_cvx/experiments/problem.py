@@ -133,6 +133,12 @@ class BanditProblem:
             if self.constraint.dim != d:
                 raise ValueError(f"the constraint has dimension {self.constraint.dim} but the arm "
                                  f"set {d}")
+            if self.b0 is not None:
+                raise ValueError("b0 is the stagewise model's (a lower bound on the baseline "
+                                 "arm's reward); a problem with a linear constraint takes none")
+            if not self.arm_set.contains(np.array(self.baseline_arm), tol=0.0):
+                raise ValueError(f"the safe arm {list(self.baseline_arm)} is not in "
+                                 f"{self.arm_set!r} exactly (contains(x, tol=0))")
             self.known_constraint()  # the safe arm strictly safe: one line if not
         broken = self.assumption_violations()
         if broken and not self.misspecified:

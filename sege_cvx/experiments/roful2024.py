@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._validation import as_positive_int
 from ..arm_sets.star import StarSet
 from ..constraint import LinearConstraint
 from ..simulation.engine import LinearBandit, simulate
@@ -56,6 +57,7 @@ def authors_trials(figure: str = "2a", n_trials: int = N_TRIALS) -> list[Authors
     their scripts draw them (module docstring)."""
     if figure not in FIGURES:
         raise ValueError(f"figure must be one of {sorted(FIGURES)}, got {figure!r}")
+    n_trials = as_positive_int("n_trials", n_trials)
     horizon, (low, high) = FIGURES[figure]
     rng = np.random.default_rng(seed=0)
     trials = []
@@ -156,14 +158,20 @@ def run_roful_study(figure: str = "2a", *, n_trials: int = N_TRIALS, horizon: in
     -------
     RofulStudy
     """
-    full = FIGURES.get(figure, (0,))[0]
-    trials = authors_trials(figure, n_trials)
-    horizon = full if horizon is None else int(horizon)
-    if not 1 <= horizon <= full:
+    if figure not in FIGURES:
+        raise ValueError(f"figure must be one of {sorted(FIGURES)}, got {figure!r}")
+    full = FIGURES[figure][0]
+    n_trials = as_positive_int("n_trials", n_trials)
+    horizon = full if horizon is None else as_positive_int("horizon", horizon)
+    if horizon > full:
         raise ValueError(f"horizon must be in 1..{full} for Figure {figure}, got {horizon}")
+    algorithms = (algorithms,) if isinstance(algorithms, str) else tuple(algorithms)
+    if workers is not None:
+        workers = as_positive_int("workers", workers)
+    trials = authors_trials(figure, n_trials)
     stages = np.unique(np.r_[np.linspace(1, horizon, min(GRID_POINTS, horizon)).round(), horizon]
                        ).astype(np.int64)
-    study = RofulStudy(figure, horizon, tuple(algorithms), stages,
+    study = RofulStudy(figure, horizon, algorithms, stages,
                        limits=np.array([t.problem.constraint.limit for t in trials]),
                        optima=np.array([t.problem.optimal_reward for t in trials]))
 
@@ -188,7 +196,7 @@ def run_roful_study(figure: str = "2a", *, n_trials: int = N_TRIALS, horizon: in
         import numba
 
         workers = numba.get_num_threads()
-    with ThreadPoolExecutor(max_workers=max(1, int(workers))) as pool:
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         for k, name, regret, violations, fallbacks in pool.map(play, jobs):
             study.regret[name][k] = regret
             study.violations[name][k] = violations

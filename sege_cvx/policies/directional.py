@@ -68,8 +68,9 @@ from ..simulation.loop import StageHooks, choose_loop, register_stage_hooks, sta
 #: Decision codes: the arm at its ray's cap (ROFUL: ``max(b~, mu) >= 1``), scaled down for
 #: safety, or the safe arm.
 FULL_STEP, SCALED_STEP, BASELINE = 0, 1, 2
-#: The two rules of :func:`ray_step`.
-ROFUL_RULE, GNOP_RULE = 0, 1
+#: The rules of :func:`ray_step`: ROFUL's, GNOP's and safe Thompson sampling's
+#: (:class:`~sege_cvx.SafeTS`).
+ROFUL_RULE, GNOP_RULE, TS_RULE = 0, 1, 2
 #: The fewest rays scanned on a convex set by default (CLUCB's count, which meets a reward
 #: tolerance at the set's support points, is 4 or 5 on a box: too few to come near the best arm
 #: on a constraint's face).
@@ -87,10 +88,12 @@ def _certified(s, cdot, w, beta, unorm, margin, S) -> bool:
 
 @njit(inline="always")
 def ray_step(algorithm, dot, cdot, norm, unorm, caps, beta, margin, S, value):
-    """ROFUL's or GNOP's choice (``algorithm``: :data:`ROFUL_RULE`, :data:`GNOP_RULE`) for one
-    run, the module docstring's rule on the per-ray terms.
+    """ROFUL's, GNOP's or SafeTS's choice (``algorithm``: :data:`ROFUL_RULE`, :data:`GNOP_RULE`,
+    :data:`TS_RULE`) for one run, the module docstring's rule on the per-ray terms (SafeTS: GNOP's
+    pessimistic scales, valued by a sampled parameter without a bonus).
 
-    ``dot[k] = <theta_hat, u_k>``, ``cdot[k] = <gamma_hat, u_k>``, ``norm[k] = ||u_k||_{V^{-1}}``,
+    ``dot[k] = <theta_hat, u_k>`` (SafeTS: ``<theta~, u_k>``), ``cdot[k] = <gamma_hat, u_k>``,
+    ``norm[k] = ||u_k||_{V^{-1}}``,
     ``unorm[k] = ||u_k||``, ``caps[k]`` the largest scale; ``margin`` is ``c`` less the safe
     arm's value; ``value``: scratch of length K.  Returns ``(k, s, code)``: play ``s u_k``
     (``s = 0`` and :data:`BASELINE`: the safe arm).
@@ -104,7 +107,7 @@ def ray_step(algorithm, dot, cdot, norm, unorm, caps, beta, margin, S, value):
             bonus = beta * norm[k]
         else:
             unit = cdot[k] + beta * norm[k]  # pessimistic constraint per unit step
-            bonus = kappa * beta * norm[k]
+            bonus = kappa * beta * norm[k] if algorithm == GNOP_RULE else 0.0
         sigma = min(margin / unit, caps[k]) if unit > 0.0 else caps[k]
         value[k] = sigma * (dot[k] + bonus)
         if value[k] > value[best]:
@@ -177,15 +180,33 @@ class DirectionalStages(NamedTuple):
     caps: np.ndarray
     margin: float
     S: float
+    draws: np.ndarray
 
 
 @njit(inline="always")
 def scratch(policy, d):
     """``L^{-1}`` and two vectors, the per-ray terms ``(4, K)``, :func:`observe_one`'s
-    ``V_new``, ``L`` and ``w``."""
+    ``V_new``, ``L`` and ``w``, SafeTS's sampled parameter."""
     K = policy.dirs_t.shape[1]
     return (np.empty((d + 2, d)), np.empty((4, K)), np.empty((d, d)), np.empty((d, d)),
-            np.empty(d))
+            np.empty(d), np.empty(d))
+
+
+@njit(inline="always")
+def sample_parameter(theta_hat, inv, beta, z, out) -> None:
+    """``out = theta_hat + beta L^{-T} eta`` with ``eta = z[:d] / ||z||`` (``z``: ``d + 2``
+    standard normals), uniform in the unit ball: ``out`` is uniform in the confidence ellipsoid
+    ``||theta - theta_hat||_V <= beta`` (``V = L L^T``, ``inv = L^{-1}``)."""
+    d = theta_hat.shape[0]
+    norm = 0.0
+    for k in range(z.shape[0]):
+        norm += z[k] * z[k]
+    norm = np.sqrt(norm)
+    for j in range(d):
+        acc = 0.0
+        for k in range(j, d):  # L^{-1} is lower triangular: (L^{-T})[j, k] = inv[k, j]
+            acc += inv[k, j] * z[k]
+        out[j] = theta_hat[j] + beta * (acc / norm)
 
 
 @njit(inline="always")
@@ -205,7 +226,12 @@ def choose_arm(policy, run, work, i, s, t, arm) -> int:
     beta = radius_one(policy.rule, policy.beta_table[policy.counts[i]], chol)
     inv = mat[:d]
     inverse_factor_one(chol, inv, mat[d], mat[d + 1])
-    directional_terms(inv, theta_hat, policy.dirs_t, terms)
+    if policy.algorithm == TS_RULE:
+        sampled = work[5]
+        sample_parameter(theta_hat, inv, beta, policy.draws[i, s], sampled)
+        directional_terms(inv, sampled, policy.dirs_t, terms)
+    else:
+        directional_terms(inv, theta_hat, policy.dirs_t, terms)
     cdot = terms[3]
     dirs_t = policy.dirs_t
     K = dirs_t.shape[1]
@@ -275,13 +301,16 @@ class DirectionalPolicy:
         arm_set: ArmSet = policy.arm_set
         name = type(policy).__name__
         if known.B is not None:
-            raise TypeError(f"{name} learns the constraint from its own feedback (gamma*'s model);"
-                            " this problem's constraint is <B x, theta*> <= c: use Safe-LUCB or "
-                            "SafeTS")
+            raise TypeError(f"{name} learns the constraint from its own feedback (gamma*'s "
+                            "model); this problem's constraint is <B x, theta*> <= c, whose "
+                            "feedback is the reward's")
         if np.any(policy.baseline_arm != 0.0):
             raise ValueError(f"{name} under a linear constraint scans rays from the origin, the "
                              "safe arm of its authors' model: give baseline_arm = 0 (got "
                              f"{policy.baseline_arm.tolist()})")
+        if known.safe_value != 0.0:
+            raise ValueError(f"the safe arm is the origin, whose constraint value is 0, but the "
+                             f"policy was told {known.safe_value!r}")
         d = arm_set.dim
         self.algorithm = algorithm
         self.delta = as_scalar("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
@@ -319,6 +348,14 @@ class DirectionalPolicy:
         self.fallbacks = np.zeros(n, dtype=np.int64)
         self.star = isinstance(arm_set, StarSet)
 
+    def draws(self, policy, n_stages: int) -> np.ndarray:
+        """SafeTS's standard normals for the next ``n_stages`` stages, ``d + 2`` a stage, each
+        run's from its own generator (the same numbers whatever the stages per call); an empty
+        ``(n_runs, 0, 0)`` for ROFUL and GNOP, which draw nothing."""
+        if self.algorithm != TS_RULE:
+            return np.empty((policy.n_runs, 0, 0))
+        return np.stack([rng.standard_normal((n_stages, policy.d + 2)) for rng in policy.rngs])
+
     def record(self, policy, n_stages: int) -> DirectionalStages:
         conf = self.confidence
         table = self._beta.covering(int(conf.counts.max()) + n_stages)
@@ -326,7 +363,7 @@ class DirectionalPolicy:
                                  self.xz_sum, self.gamma_hat, policy.decision_counts,
                                  policy.last_decision, self.fallbacks, self._radius.rule, table,
                                  self.algorithm, self.dirs_t, self.unorm, self.caps, self.margin,
-                                 policy.S)
+                                 policy.S, self.draws(policy, n_stages))
 
     def select(self, policy) -> tuple[np.ndarray, np.ndarray]:
         """Every run's arm and code (the compiled stage of :func:`choose_loop`), moved exactly

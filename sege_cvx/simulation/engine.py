@@ -268,9 +268,18 @@ def simulate(
                          f"linear constraint but {type(policy).__name__} was made "
                          f"{'without' if known is None else 'with'} one: give both the same "
                          "problem (BanditProblem.policy and BanditProblem.bandit do)")
-    if known is not None and (known.limit != bandit.constraint.limit
-                              or known.separate_feedback != (bandit.constraint.B is None)):
-        raise ValueError("the policy's constraint (its limit or its feedback) is not the bandit's")
+    if known is not None:
+        told = bandit.constraint.known(policy.baseline_arm, bandit.theta_star)
+        same_B = (told.B is None) == (known.B is None) and (
+            told.B is None or np.array_equal(told.B, known.B))
+        if not (known.limit == told.limit and known.safe_value == told.safe_value
+                and known.noise_sd == told.noise_sd and same_B):
+            raise ValueError(f"{type(policy).__name__} was told another constraint than the "
+                             f"bandit's: limit {known.limit!r}, safe arm's value "
+                             f"{known.safe_value!r}, noise sd {known.noise_sd!r} against "
+                             f"{told.limit!r}, {told.safe_value!r}, {told.noise_sd!r}"
+                             f"{'' if same_B else ', and another B'} (BanditProblem.policy and "
+                             "BanditProblem.bandit tell both the same)")
     if isinstance(bandit._noise, GivenNormals) and bandit._noise.available() < horizon:
         raise ValueError(f"the bandit's given draws cover {bandit._noise.available()} stages, "
                          f"fewer than the horizon {horizon}")

@@ -234,10 +234,14 @@ def _bound_to(function: Callable, bindings: dict[Callable, Callable]) -> Callabl
     return njit(cache=False, inline="always")(copy)
 
 
-def _parameter_count(hook: Callable) -> int:
-    """How many positional parameters the (numba) function ``hook`` takes."""
-    code = getattr(getattr(hook, "py_func", hook), "__code__", None)
-    return -1 if code is None else code.co_argcount
+def _required_parameters(hook: Callable) -> int:
+    """How many positional parameters without a default the (numba) function ``hook`` takes: a
+    ``learn`` hook of seven takes the reward alone, whatever optional ones follow."""
+    func = getattr(hook, "py_func", hook)
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return -1
+    return code.co_argcount - len(getattr(func, "__defaults__", None) or ())
 
 
 def _bind(template: Callable, record: type, geometry: type | None, **options):
@@ -260,7 +264,7 @@ def _bind(template: Callable, record: type, geometry: type | None, **options):
         bindings = arm_bindings(geometry)
         hooks = StageHooks(*(_bound_to(hook, bindings) for hook in hooks))
         name = f"{name}_{geometry.__name__}"
-    if _parameter_count(hooks.learn) == 7:  # a hook of the reward alone
+    if _required_parameters(hooks.learn) == 7:  # a hook of the reward alone
         hooks = hooks._replace(learn=_bound_to(_reward_only, {reward_learn: hooks.learn}))
     names = dict(template.__globals__, **hooks._asdict(), CHECK_CHOICES=not ours)
     fn = types.FunctionType(template.__code__, names, template.__name__, template.__defaults__)
