@@ -239,13 +239,13 @@ SETS = {
 }
 
 
-@pytest.mark.parametrize("rule", ["ROFUL", "GNOP"])
+@pytest.mark.parametrize("rule", ["ROFUL", "GNOP", "SafeTS"])
 @pytest.mark.parametrize("set_name", list(SETS))
 def test_no_violation_and_every_arm_exactly_in_the_set(rule, set_name):
     arm_set = SETS[set_name]()
     problem = constraint_problem(arm_set, limit=0.25, gamma=(0.7, 0.5), theta=(0.6, 0.3))
     n, T = 3, 150
-    policy = problem.policy(rule, n, n_directions=12)
+    policy = problem.policy(rule, n, seed=5, **({} if rule == "SafeTS" else {"n_directions": 12}))
     bandit = problem.bandit(sc.run_seeds(4, n)[1])
     gamma = np.array(problem.constraint.gamma_star)
     for _ in range(T):
@@ -264,14 +264,14 @@ def test_no_violation_and_every_arm_exactly_in_the_set(rule, set_name):
     assert played > T  # it left the safe arm
 
 
-@pytest.mark.parametrize("rule", ["ROFUL", "GNOP"])
+@pytest.mark.parametrize("rule", ["ROFUL", "GNOP", "SafeTS"])
 def test_compiled_stages_are_bitwise_the_step_api(rule):
     problem = constraint_problem(SETS["star"]())
     n, T = 5, 400
-    compiled = problem.policy(rule, n)
+    compiled = problem.policy(rule, n, seed=2)
     assert compiled.compiled_stages
     result = sc.simulate(compiled, problem.bandit(sc.run_seeds(8, n)[1]), T, traces=True)
-    stepped = problem.policy(rule, n)
+    stepped = problem.policy(rule, n, seed=2)
     bandit = problem.bandit(sc.run_seeds(8, n)[1])
     rewards = np.empty((T, n))
     for t in range(T):
@@ -431,7 +431,7 @@ class SafeOrigin(sc.Policy):
         self.seen += constraint_values
 
 
-@pytest.mark.parametrize("cls", [sc.ROFUL, sc.GNOP, SafeOrigin])
+@pytest.mark.parametrize("cls", [sc.ROFUL, sc.GNOP, sc.SafeTS, SafeOrigin])
 def test_check_policy_runs_the_constraint_model(cls):
     from sege_cvx.testing import check_policy, constrained_problem
 
@@ -460,3 +460,33 @@ def test_a_learn_hook_with_an_optional_eighth_parameter_still_takes_the_reward_a
     assert _required_parameters(reward_only) == 7
     assert _required_parameters(constrained) == 8
     assert _required_parameters(constrained_learn) == 8
+
+
+def test_safe_ts_samples_in_the_confidence_ellipsoid_and_solves_the_safe_set_program():
+    """SafeTS's star-set scan is the exact solution of its program over the star; on a convex
+    set the program's arm meets the estimated safe set and beats the safe arm for theta~."""
+    from sege_cvx.policies.directional import sample_parameter
+
+    rng = np.random.default_rng(4)
+    L = np.array([[2.0, 0.0], [0.5, 1.5]])
+    inv = np.linalg.inv(L)
+    theta_hat = np.array([0.3, -0.2])
+    for _ in range(200):
+        z = rng.standard_normal(4)
+        out = np.empty(2)
+        sample_parameter(theta_hat, inv, 0.7, z, out)
+        offset = out - theta_hat
+        assert offset @ (L @ L.T) @ offset <= 0.7 ** 2 * (1 + 1e-12)
+    problem = constraint_problem(SETS["box"](), limit=0.25)
+    policy = problem.policy("SafeTS", 4, seed=1)
+    bandit = problem.bandit(sc.run_seeds(2, 4)[1])
+    for _ in range(30):
+        arms = policy.select()
+        fb = bandit.feedback(arms)
+        policy.observe(arms, fb.observed, fb.observed_cost)
+    conf, beta = policy.confidence, policy.beta()
+    arms = policy.select()
+    width = np.sqrt(np.einsum("ij,ijk,ik->i", arms, np.linalg.inv(conf.V), arms))
+    ucb = np.einsum("ij,ij->i", arms, policy.gamma_hat) + beta * width
+    assert np.all(ucb <= 0.25) and np.all(np.abs(arms) <= 1.0)
+    assert (policy.last_decision != 2).all()  # theta_hat favours leaving the origin here

@@ -296,7 +296,7 @@ class DirectionalPolicy:
     :class:`~sege_cvx.ROFUL` and :class:`~sege_cvx.GNOP` policies, which hold one)."""
 
     def __init__(self, policy, algorithm: int, delta: float, radius: str | None,
-                 n_directions: int | None) -> None:
+                 n_directions: int | None, rays: bool = True) -> None:
         known: KnownConstraint = policy.constraint
         arm_set: ArmSet = policy.arm_set
         name = type(policy).__name__
@@ -318,6 +318,8 @@ class DirectionalPolicy:
         if isinstance(arm_set, StarSet):
             directions = np.array(arm_set.directions)
             caps = np.array(arm_set.caps)
+        elif not rays:  # the policy solves its own program over a convex set (SafeTS)
+            directions, caps = np.empty((0, d)), np.empty(0)
         else:
             if not arm_set.is_convex:
                 raise TypeError(f"{name} scans rays: give a sc.StarSet or a convex set, not "

@@ -1,0 +1,241 @@
+r"""Safe Thompson sampling under an unknown linear constraint: one SOCP a stage.
+
+The rule and its safety argument are this package's (not a published algorithm's code).  Each
+stage, for each run:
+
+1. sample ``theta~ = theta_hat + beta L^{-T} eta``, ``eta`` uniform in the unit ball
+   (``V = L L^T``): ``theta~`` is uniform in the confidence ellipsoid
+   ``||theta - theta_hat||_V <= beta`` (:func:`~sege_cvx.policies.directional.sample_parameter`);
+2. play the best arm for ``theta~`` over the *estimated safe set*
+
+   .. math:: \max_x \langle x, \tilde\theta \rangle \quad \text{s.t.} \quad x \in X,\;
+             \langle x, \hat\gamma \rangle + \beta \|x\|_{V^{-1}} \le c,
+
+   a second-order cone program (compiled once on Clarabel, :mod:`sege_cvx.conic`; on a
+   :class:`~sege_cvx.StarSet` its exact solution by a scan of the rays, compiled with the
+   stages); the safe arm (the origin) if that best value is not positive.
+
+**Why it is safe.**  Whatever ``theta~``, the arm's upper confidence bound on its constraint
+value is at most ``c``: on the event of the confidence set of ``gamma*`` (probability
+``1 - delta / 2``), ``<x, gamma*> <= <x, gamma_hat> + beta ||x||_{V^{-1}} <= c``.  The
+solver's point is certified before it is played: its bound is recomputed, and where rounding
+or the solver's tolerance leave it above ``c`` the arm is scaled toward the safe arm (the
+bound is positively homogeneous: ``UCB(t x) = t UCB(x)``) to ``(1 - 2^-40) c``; it is then moved
+exactly into ``X`` and checked once more.  A solver failure, or an arm that still fails, is
+replaced by the safe arm and counted in :attr:`SafeTS.solver_fallbacks` with its reason.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+from scipy.linalg import solve_triangular
+
+from .._random import SeedLike
+from ..arm_sets.base import ArmSet
+from ..arm_sets.star import StarSet
+from ..conic.errors import SolverFailure
+from ..constraint import KnownConstraint
+from .base import Policy
+from .directional import BASELINE, FULL_STEP, SCALED_STEP, SHRINK, TS_RULE, DirectionalPolicy
+
+#: A solver's point whose bound is within this fraction of ``c`` counts as cut by the
+#: constraint (code ``scaled_step``).
+ACTIVE = 1e-6
+
+
+class SafeTS(Policy):
+    r"""Safe Thompson sampling on ``n_runs`` runs at once (the rule and its safety argument are
+    in :mod:`sege_cvx.policies.safe_ts`): the best arm for a parameter sampled in the confidence
+    ellipsoid, over the estimated safe set, one SOCP a stage.
+
+    A policy of the linear-constraint model (``constraint`` required), learning ``gamma*`` from
+    its own feedback, with the origin as the safe arm.
+
+    Parameters
+    ----------
+    arm_set : ArmSet
+        A :class:`~sege_cvx.StarSet` (compiled stages) or a convex set holding the origin.
+    baseline_arm : array_like, shape (d,)
+        The safe arm: the origin.
+    baseline_reward, threshold : None
+    S, noise_sd : float
+        ``||theta*||, ||gamma*|| <= S``; the reward's noise level.
+    lam : float, default 1.0
+    delta : float, default 0.01
+        Overall risk, split between the two confidence sets.
+    radius : {"theorem1", "self_normalized"}, default "theorem1"
+    n_runs : int, default 1
+    seed : int, SeedSequence or list of SeedSequence, optional
+        Run ``i``'s samples come from :attr:`rngs` ``[i]`` alone.
+    constraint : KnownConstraint
+        What is known of the linear constraint.
+
+    Attributes
+    ----------
+    confidence : ConfidenceEllipsoid
+        ``V`` and ``theta_hat``; :attr:`gamma_hat` the constraint's estimate.
+    solver_fallbacks : ndarray of int, shape (n_runs,)
+        Stages whose arm could not be solved, certified or moved into the set (the safe arm was
+        played); :attr:`fallback_reasons` says why.
+
+    Examples
+    --------
+    >>> import sege_cvx as sc
+    >>> box = sc.Box([-1.0, -1.0], [1.0, 1.0])
+    >>> con = sc.LinearConstraint(0.3, gamma_star=[0.7, 0.5], noise_sd=0.1)
+    >>> problem = sc.BanditProblem(box, theta_star=[0.6, 0.3], baseline_arm=[0.0, 0.0],
+    ...                            S=1.0, noise_sd=0.1, lam=1.0, delta_bar=0.01, constraint=con)
+    >>> policy = problem.policy("SafeTS", 2, seed=0)
+    >>> result = sc.simulate(policy, problem.bandit(sc.run_seeds(1, 2)[1]), 50)
+    >>> int(result.stats.total_violations.sum()), int(policy.solver_fallbacks.sum())
+    (0, 0)
+    """
+
+    decision_names: tuple[str | None, ...] = ("full_step", "scaled_step", "baseline")
+    safety_models = ("linear_constraint",)
+
+    def __init__(
+        self,
+        arm_set: ArmSet,
+        baseline_arm: np.ndarray,
+        baseline_reward: float | None = None,
+        threshold: float | None = None,
+        *,
+        S: float,
+        noise_sd: float,
+        lam: float = 1.0,
+        delta: float = 0.01,
+        radius: str = "theorem1",
+        n_runs: int = 1,
+        seed: SeedLike = None,
+        constraint: KnownConstraint | None = None,
+    ) -> None:
+        if constraint is None:
+            raise TypeError("SafeTS is a policy of the linear-constraint model: give constraint= "
+                            "(BanditProblem(..., constraint=...).policy('SafeTS'))")
+        if isinstance(arm_set, ArmSet) and not (arm_set.is_convex or isinstance(arm_set, StarSet)):
+            raise TypeError(f"SafeTS needs a convex set or a sc.StarSet, not {arm_set!r}")
+        super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
+                         noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed,
+                         constraint=constraint)
+        star = isinstance(arm_set, StarSet)
+        self._directional = DirectionalPolicy(self, TS_RULE, delta, radius, None, rays=star)
+        self.delta, self.radius = self._directional.delta, self._directional.radius
+        self.confidence = self._directional.confidence
+        self._reasons: Counter[str] = Counter()
+        self._program = None if star else self._safe_set_program()
+
+    def _safe_set_program(self):
+        return _safe_set_program(self.arm_set, self._directional.margin)
+
+    def __getstate__(self) -> dict:
+        # Clarabel's solvers do not pickle; the program is compiled again on loading, and (it
+        # solves each instance from scratch) gives the same arms.
+        return {**self.__dict__, "_program": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if not self._directional.star:
+            self._program = self._safe_set_program()
+
+    @property
+    def gamma_hat(self) -> np.ndarray:
+        """Every run's estimate of ``gamma*``, shape ``(n_runs, d)``."""
+        return self._directional.gamma_hat
+
+    @property
+    def compiled_stages(self) -> bool:
+        return self._directional.star
+
+    @property
+    def compiled_kernels(self) -> tuple:
+        return self._directional.kernels
+
+    @property
+    def solver_fallbacks(self) -> np.ndarray:
+        return self._directional.fallbacks
+
+    @property
+    def fallback_reasons(self) -> Counter[str]:
+        """Why the safe arm replaced an arm: a solver status, ``"Uncertified"`` or
+        ``"NotMember"``."""
+        return self._reasons + self._directional.fallback_reasons()
+
+    def beta(self) -> np.ndarray:
+        """Every run's current confidence radius ``beta``."""
+        return self._directional.beta(self)
+
+    def summary(self, stats, stages: list[int]) -> dict:
+        """The confidence radius."""
+        return {"radius": self.radius}
+
+    def select(self) -> np.ndarray:
+        """Every run's arm (the module docstring's rule), certified before it is returned."""
+        if self._directional.star:
+            arms, self.last_decision = self._directional.select(self)
+            return arms
+        n, d = self.n_runs, self.d
+        conf, margin = self.confidence, self._directional.margin
+        beta = self.beta()
+        draws = self._directional.draws(self, 1)[:, 0]
+        arms = np.zeros((n, d))
+        codes = np.full(n, BASELINE, dtype=np.int8)
+        for i in range(n):
+            inv = solve_triangular(conf.chol[i], np.eye(d), lower=True)  # L^{-1}
+            eta = draws[i, :d] / np.linalg.norm(draws[i])
+            sampled = conf.theta_hat[i] + beta[i] * (inv.T @ eta)
+            try:
+                x = self._program.solve(sampled, self.gamma_hat[i], beta[i] * inv).x
+            except SolverFailure as exc:
+                self._reasons[exc.status] += 1
+                self._directional.fallbacks[i] += 1
+                continue
+            if not float(sampled @ x) > 0.0:
+                continue  # the safe arm is as good for theta~
+            ucb = float(x @ self.gamma_hat[i]) + beta[i] * float(np.linalg.norm(inv @ x))
+            code = SCALED_STEP if ucb >= (1.0 - ACTIVE) * margin else FULL_STEP
+            if ucb > (1.0 - SHRINK) * margin:
+                x = x * ((1.0 - SHRINK) * margin / ucb)
+            arms[i], codes[i] = x, code
+        played = codes != BASELINE
+        moved, inside = self.arm_set.pull_inside_unchecked(arms)
+        ok = ~played | (inside & self._directional.certified(self, moved))
+        if not ok.all():
+            self._reasons["Uncertified"] += int((~ok).sum())
+            self._directional.fallbacks[~ok] += 1
+            moved[~ok] = self.baseline_arm
+            codes[~ok] = BASELINE
+        moved[~played] = self.baseline_arm
+        self.last_decision = codes
+        return moved
+
+    def observe(self, x: np.ndarray, y: np.ndarray, constraint_values: np.ndarray) -> None:
+        """Record the rewards ``y`` and the constraint's values."""
+        self._directional.observe(x, y, constraint_values)
+
+    def stage_record(self, t0: int, n_stages: int):
+        """The record of the compiled stage loop (star sets)."""
+        return self._directional.record(self, n_stages)
+
+
+def _safe_set_program(arm_set: ArmSet, margin: float):
+    """``max <x, theta~>`` s.t. ``x`` in the set and ``<x, gamma_hat> + ||M x|| <= c`` with
+    ``M = beta L^{-1}``, compiled once (:class:`~sege_cvx.conic.compiled.CompiledConicProgram`):
+    ``.solve(theta~, gamma_hat, M)``."""
+    import cvxpy as cp
+
+    from ..conic.compiled import CompiledConicProgram
+    from ..conic.programs import auxiliary_variables
+
+    d = arm_set.dim
+    x = cp.Variable(d)
+    theta, gamma, M = cp.Parameter(d), cp.Parameter(d), cp.Parameter((d, d))
+    cons = [*arm_set.constraints(x), gamma @ x + cp.norm(M @ x, 2) <= margin]
+    problem = cp.Problem(cp.Maximize(theta @ x), cons)
+    return CompiledConicProgram(problem, x, [theta, gamma, M], None,
+                                auxiliary_variables(cons, [x]))
+
+
+__all__ = ["SafeTS"]
