@@ -22,7 +22,7 @@ _EXPORTS = {
     "ConfidenceEllipsoid": ".confidence", "confidence_radius": ".confidence", "lcb": ".confidence",
     "self_normalized_radius": ".confidence",
     "SolverFailure": ".conic", "CLUCB": ".policies", "GNOP": ".policies", "Policy": ".policies",
-    "ROFUL": ".policies", "SafeTS": ".policies",
+    "ROFUL": ".policies", "SafeTS": ".policies", "SafeLUCB": ".policies",
     "SEGE": ".policies", "policy_class": ".policies", "register_policy": ".policies",
     "registered_policies": ".policies", "grid_parameters": ".policies",
     "LinearBandit": ".simulation", "run_seeds": ".simulation", "simulate": ".simulation",

@@ -490,3 +490,68 @@ def test_safe_ts_samples_in_the_confidence_ellipsoid_and_solves_the_safe_set_pro
     ucb = np.einsum("ij,ij->i", arms, policy.gamma_hat) + beta * width
     assert np.all(ucb <= 0.25) and np.all(np.abs(arms) <= 1.0)
     assert (policy.last_decision != 2).all()  # theta_hat favours leaving the origin here
+
+
+# ----------------------------------------------------------------------------- Safe-LUCB
+B_THEIRS = np.array([[3.0, 9.0], [9.0, 2.0]]) / 5
+
+
+def b_problem(arm_set, limit=0.9):
+    """Safe-LUCB's model: the constraint on theta* itself (their problem, rewards maximized)."""
+    return sc.BanditProblem(arm_set, theta_star=-np.array([20.8, 1.0]) / 23,
+                            baseline_arm=(0.0, 0.0), S=1.0, noise_sd=0.01, lam=1.0,
+                            delta_bar=0.01, constraint=sc.LinearConstraint(limit, B=-B_THEIRS))
+
+
+@pytest.mark.parametrize("set_name", ["ball", "box", "cvxpy"])
+def test_safe_lucb_is_safe_and_exactly_in_the_set(set_name):
+    arm_set = SETS[set_name]()
+    problem = b_problem(arm_set, limit=0.3)
+    n = 2
+    policy = problem.policy("Safe-LUCB", n, seed=3, exploration_stages=40, R=1.0)
+    bandit = problem.bandit(sc.run_seeds(6, n)[1])
+    gamma = -B_THEIRS.T @ problem.theta_star  # B^T theta* with B = -B_theirs
+    for t in range(80):
+        arms = policy.select()
+        assert all(exactly_in(arm_set, x) for x in arms)
+        if t < 40:
+            # exploration: ||B x|| <= c / S, safe for every theta of norm <= S
+            assert np.all(np.linalg.norm(arms @ B_THEIRS.T, axis=1) <= 0.3)
+        assert np.all(arms @ gamma <= 0.3)
+        policy.observe(arms, bandit.feedback(arms).observed)
+    assert policy.decision_counts[:, 0].tolist() == [40, 40]
+    assert policy.decision_counts[:, 1].sum() > 0 and policy.solver_fallbacks.sum() == 0
+
+
+def test_safe_lucb_relaxation_contains_the_confidence_ellipsoid_and_checks_b():
+    problem = b_problem(SETS["box"]())
+    policy = problem.policy("Safe-LUCB", 1, seed=0, exploration_stages=5)
+    rng = np.random.default_rng(0)
+    for _ in range(12):
+        arms = policy.select()
+        policy.observe(arms, rng.normal(size=1))
+    corners = policy.vertices()[0]
+    conf, beta = policy.confidence, policy.beta()[0]
+    root = np.linalg.cholesky(conf.V[0])
+    # Points on the ellipsoid's boundary have l1-norm sqrt(d) beta at most in the vertices'
+    # coordinates u = V^{1/2}(theta - theta_hat): inside their convex hull.
+    values, vectors = np.linalg.eigh(conf.V[0])
+    half = (vectors * np.sqrt(values)) @ vectors.T
+    for _ in range(100):
+        u = rng.normal(size=2)
+        theta = conf.theta_hat[0] + np.linalg.solve(root.T, beta * u / np.linalg.norm(u))
+        assert np.abs(half @ (theta - conf.theta_hat[0])).sum() <= np.sqrt(2) * beta * (1 + 1e-9)
+    assert corners.shape == (4, 2)
+    singular = sc.LinearConstraint(0.5, B=[[1.0, 2.0], [2.0, 4.0]])
+    p2 = sc.BanditProblem(SETS["box"](), theta_star=(0.3, 0.1), baseline_arm=(0.0, 0.0),
+                          constraint=singular)
+    with pytest.raises(ValueError, match="Safe-LUCB needs B invertible"):
+        p2.policy("Safe-LUCB", 1)
+    with pytest.raises(TypeError, match="Safe-LUCB is a policy of the linear constraint <B x"):
+        constraint_problem(SETS["box"]()).policy("Safe-LUCB", 1)
+
+
+def test_check_policy_runs_safe_lucb():
+    from sege_cvx.testing import check_policy
+
+    check_policy(sc.SafeLUCB, b_problem(SETS["box"]()), stages=12, exploration_stages=6)

@@ -1,0 +1,281 @@
+r"""Safe-LUCB (Amani, Alizadeh and Thrampoulidis, NeurIPS 2019) as its first author's code
+defines it (``Codes/CLBwithD_0.m`` of ``sanaeamani/SafeLinearBandits``).
+
+The model: the constraint is on the reward's own parameter, ``<B x, theta*> <= c`` with ``B``
+known and invertible (:class:`~sege_cvx.LinearConstraint` with ``B``), the origin safe, the
+reward the only feedback.  (Their code minimizes a loss ``<x, mu*>`` under ``<B x, mu*> <= c``:
+with ``theta* = -mu*`` and ``B`` replaced by ``-B`` it is this model.)
+
+**Pure exploration** for the first ``exploration_stages`` stages (their ``tp = 10000``): the arm
+``x = B^{-1} r``, ``r`` uniform in the ball of radius ``c / S``.  It is safe for every
+``theta*`` of norm at most ``S``: ``<B x, theta*> = <r, theta*> <= ||r|| S <= c``.
+
+**Then optimism over a relaxed confidence set.**  The confidence ellipsoid
+``||theta - theta_hat||_V <= beta`` (``beta`` their ``sqrt(beta_t)``, the ``"theorem1"`` radius
+with their ``R``, ``L``, ``lambda``, ``delta``) lies inside the polytope with the ``2d``
+vertices ``w_k = theta_hat +- sqrt(d) beta V^{-1/2} e_i`` (an l2 ball inside the l1 ball
+``sqrt(d)`` times larger).  The estimated safe set is the polytope's pessimism,
+``{x in X : <B x, w_k> <= c for every k}``, and the optimistic arm maximizes ``<x, theta>`` over
+it and over the relaxed confidence set: a bilinear program, which the maximum over the ``2d``
+vertices splits into ``2d`` linear programs (conic programs on a conic arm set) over the
+estimated safe set, one per vertex (their code enumerates the safe polytope's vertices instead;
+on a box, as there, the two agree), compiled once on Clarabel.  Ties go to the first vertex.
+
+**Certified before it is played.**  An exploration arm is drawn within ``(1 - 2^-40) c / S``
+and must lie in ``X`` exactly (the exploration ellipsoid is certified inside ``X`` once where
+the set can, else each arm is checked and the safe arm played in its place, counted).  An
+optimistic arm's largest ``<B x, w_k>`` is recomputed and the arm scaled toward the safe arm
+where the solver's tolerance leaves it above ``(1 - 2^-40) c`` (the values are linear in
+``x``), moved exactly into ``X`` and checked again; a solver failure or an arm that still fails
+plays the safe arm, counted with its reason.  On the confidence event (probability
+``1 - delta``) every ``w_k`` bound holds for ``theta*``, so ``<B x, theta*> <= c``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from .._random import SeedLike
+from .._validation import as_nonnegative_int, as_scalar
+from ..arm_sets.base import ArmSet
+from ..confidence.ellipsoid import ConfidenceEllipsoid
+from ..confidence.radius import ConfidenceRadius, CountTable, check_radius, radii_all
+from ..conic.errors import SolverFailure
+from ..constraint import KnownConstraint
+from .base import Policy
+from .directional import SHRINK
+
+#: Decision codes: an exploration arm, an optimistic arm, the safe arm.
+EXPLORE, OPTIMISTIC, BASELINE = 0, 1, 2
+
+
+class SafeLUCB(Policy):
+    r"""Safe-LUCB on ``n_runs`` runs at once (the rule, its relaxation and its safety argument
+    are in :mod:`sege_cvx.policies.safe_lucb`): pure exploration in the certified-safe
+    ellipsoid, then optimism over the estimated safe set, ``2d`` linear programs a stage.
+
+    Registered as ``"Safe-LUCB"``.  A policy of the linear-constraint model with a known ``B``
+    (``LinearConstraint(c, B=...)``), with the origin as the safe arm, on a convex set.
+
+    Parameters
+    ----------
+    arm_set : ArmSet
+        A convex set holding the origin.
+    baseline_arm : array_like, shape (d,)
+        The safe arm: the origin.
+    baseline_reward, threshold : None
+    S, noise_sd : float
+        ``||theta*|| <= S``; the reward's noise level.
+    lam : float, default 1.0
+    delta : float, default 0.01
+    exploration_stages : int, default 10000
+        The pure-exploration phase (their code's ``tp``).
+    R : float, optional
+        The noise's sub-Gaussian constant in ``beta`` (default ``noise_sd``; their code: 1).
+    radius : {"theorem1", "self_normalized"}, default "theorem1"
+    n_runs : int, default 1
+    seed : int, SeedSequence or list of SeedSequence, optional
+        Run ``i``'s exploration arms come from :attr:`rngs` ``[i]`` alone.
+    constraint : KnownConstraint
+        With ``B`` (invertible).
+
+    Attributes
+    ----------
+    B_inverse : ndarray, shape (d, d)
+    confidence : ConfidenceEllipsoid
+    solver_fallbacks : ndarray of int, shape (n_runs,)
+        Stages whose arm could not be solved, certified or found in the set (the safe arm was
+        played); :attr:`fallback_reasons` says why.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import sege_cvx as sc
+    >>> box = sc.Box([-1.0, -1.0], [1.0, 1.0])
+    >>> con = sc.LinearConstraint(0.9, B=-np.array([[3.0, 9.0], [9.0, 2.0]]) / 5)
+    >>> problem = sc.BanditProblem(box, theta_star=-np.array([20.8, 1.0]) / 23,
+    ...                            baseline_arm=[0.0, 0.0], S=1.0, noise_sd=0.01, lam=1.0,
+    ...                            delta_bar=0.01, constraint=con)
+    >>> policy = problem.policy("Safe-LUCB", 2, seed=0, exploration_stages=20)
+    >>> result = sc.simulate(policy, problem.bandit(sc.run_seeds(1, 2)[1]), 40)
+    >>> policy.decision_counts.tolist(), int(result.stats.total_violations.sum())
+    ([[20, 20, 0], [20, 20, 0]], 0)
+    """
+
+    decision_names: tuple[str | None, ...] = ("explore", "optimistic", "baseline")
+    safety_models = ("linear_constraint",)
+
+    def __init__(
+        self,
+        arm_set: ArmSet,
+        baseline_arm: np.ndarray,
+        baseline_reward: float | None = None,
+        threshold: float | None = None,
+        *,
+        S: float,
+        noise_sd: float,
+        lam: float = 1.0,
+        delta: float = 0.01,
+        exploration_stages: int = 10_000,
+        R: float | None = None,
+        radius: str = "theorem1",
+        n_runs: int = 1,
+        seed: SeedLike = None,
+        constraint: KnownConstraint | None = None,
+    ) -> None:
+        if constraint is None or constraint.B is None:
+            raise TypeError("Safe-LUCB is a policy of the linear constraint <B x, theta*> <= c "
+                            "with B known: give a problem with sc.LinearConstraint(c, B=...)")
+        if isinstance(arm_set, ArmSet) and not arm_set.is_convex:
+            raise TypeError(f"Safe-LUCB needs a convex arm set (it solves programs over it), "
+                            f"not {arm_set!r}")
+        super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
+                         noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed,
+                         constraint=constraint)
+        if np.any(self.baseline_arm != 0.0) or constraint.safe_value != 0.0:
+            raise ValueError("Safe-LUCB's safe arm is the origin (constraint value 0): give "
+                             f"baseline_arm = 0 (got {self.baseline_arm.tolist()})")
+        d = self.d
+        B = constraint.B
+        if np.linalg.matrix_rank(B) < d or not np.isfinite(np.linalg.cond(B)) \
+                or np.linalg.cond(B) > 1e12:
+            raise ValueError(f"Safe-LUCB needs B invertible (its exploration plays B^-1 r), "
+                             f"but B has condition number {np.linalg.cond(B):.3g}")
+        self.B = B
+        self.B_inverse = np.linalg.inv(B)
+        self.delta = as_scalar("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+        self.exploration_stages = as_nonnegative_int("exploration_stages", exploration_stages)
+        self.R = self.noise_sd if R is None else as_scalar("R", R, low=0.0)
+        self.radius = check_radius(radius)
+        self.margin = float(constraint.margin)
+        self.L = arm_set.norm_bound()
+        self._check_lam(self.L)
+        self._radius = ConfidenceRadius(self.radius, d, self.R, self.lam, self.S, self.L)
+        self._beta = CountTable(self._radius, self.delta)
+        self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
+        self.solver_fallbacks = np.zeros(self.n_runs, dtype=np.int64)
+        self._reasons: Counter[str] = Counter()
+        # The exploration ellipsoid {B^-1 r : ||r|| <= c / S}, certified inside the set once
+        # where the set can; otherwise each exploration arm is checked.
+        scale = (1.0 - SHRINK) * self.margin / self.S
+        try:
+            self._exploration_inside = bool(arm_set._contains_ellipsoid(
+                np.zeros(d), scale * self.B_inverse))
+        except ValueError:
+            self._exploration_inside = False
+        self._program = self._optimistic_program()
+
+    def _optimistic_program(self):
+        return _optimistic_program(self.arm_set, 2 * self.d, self.margin)
+
+    def __getstate__(self) -> dict:
+        # Clarabel's solvers do not pickle; the program is compiled again on loading and, as
+        # it solves each instance from scratch, gives the same arms.
+        return {**self.__dict__, "_program": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._program = self._optimistic_program()
+
+    @property
+    def fallback_reasons(self) -> Counter[str]:
+        """Why the safe arm replaced an arm: a solver status, ``"Uncertified"`` or
+        ``"NotMember"``."""
+        return self._reasons.copy()
+
+    def beta(self) -> np.ndarray:
+        """Every run's current confidence radius ``beta``."""
+        conf = self.confidence
+        return radii_all(self._radius.rule, self._beta[conf.counts], conf.chol)
+
+    def summary(self, stats, stages: list[int]) -> dict:
+        """The exploration phase and the confidence radius."""
+        return {"exploration_stages": self.exploration_stages, "radius": self.radius}
+
+    def vertices(self) -> np.ndarray:
+        """Every run's relaxed confidence set: its ``2d`` vertices
+        ``theta_hat +- sqrt(d) beta V^{-1/2} e_i`` (``+`` first), shape ``(n_runs, 2d, d)``."""
+        conf, d = self.confidence, self.d
+        beta = self.beta()
+        out = np.empty((self.n_runs, 2 * d, d))
+        for i in range(self.n_runs):
+            values, vectors = np.linalg.eigh(conf.V[i])
+            root = (vectors / np.sqrt(values)) @ vectors.T  # V^{-1/2}
+            spread = np.sqrt(d) * beta[i] * root.T  # row j: sqrt(d) beta V^{-1/2} e_j
+            out[i, :d] = conf.theta_hat[i] + spread
+            out[i, d:] = conf.theta_hat[i] - spread
+        return out
+
+    def select(self) -> np.ndarray:
+        """Every run's arm: an exploration arm for the first ``exploration_stages`` stages, then
+        the optimistic arm over the estimated safe set, each certified."""
+        n, d = self.n_runs, self.d
+        arms = np.zeros((n, d))
+        codes = np.full(n, BASELINE, dtype=np.int8)
+        if self.t < self.exploration_stages:
+            radius = (1.0 - SHRINK) * self.margin / self.S
+            for i, rng in enumerate(self.rngs):
+                z = rng.standard_normal(d + 2)  # z[:d] / ||z||: uniform in the unit ball
+                arms[i] = self.B_inverse @ (radius * z[:d] / np.linalg.norm(z))
+            codes[:] = EXPLORE
+            if not self._exploration_inside:
+                inside = self.arm_set.contains(arms, tol=0.0)
+                if not inside.all():
+                    self._reasons["NotMember"] += int((~inside).sum())
+                    self.solver_fallbacks += ~inside
+                    arms[~inside], codes[~inside] = 0.0, BASELINE
+            self.last_decision = codes
+            return arms
+        corners = self.vertices()
+        bounds = corners @ self.B  # rows: B^T w_k, the estimated safe set's normals
+        for i, vertices in enumerate(corners):
+            best, value = None, -np.inf
+            try:
+                for w in vertices:
+                    x = self._program.solve(w, bounds[i]).x
+                    if float(w @ x) > value:
+                        best, value = x, float(w @ x)
+            except SolverFailure as exc:
+                self._reasons[exc.status] += 1
+                self.solver_fallbacks[i] += 1
+                continue
+            top = float(np.max(bounds[i] @ best))
+            if top > (1.0 - SHRINK) * self.margin:
+                best = best * ((1.0 - SHRINK) * self.margin / top)
+            arms[i], codes[i] = best, OPTIMISTIC
+        played = codes != BASELINE
+        moved, inside = self.arm_set.pull_inside_unchecked(arms)
+        safe = np.einsum("ikj,ij->ik", bounds, moved).max(axis=1) <= self.margin
+        ok = ~played | (inside & safe)
+        if not ok.all():
+            self._reasons["Uncertified"] += int((~ok).sum())
+            self.solver_fallbacks += ~ok
+            codes[~ok] = BASELINE
+        moved[codes == BASELINE] = 0.0
+        self.last_decision = codes
+        return moved
+
+    def observe(self, x: np.ndarray, y: np.ndarray) -> None:
+        """Record the rewards (the constraint's feedback is the reward's)."""
+        self.confidence.update(x, y)
+
+
+def _optimistic_program(arm_set: ArmSet, n_bounds: int, margin: float):
+    """``max <x, w>`` s.t. ``x`` in the set and ``G x <= c`` (``G``: ``n_bounds`` rows), compiled
+    once (:class:`~sege_cvx.conic.compiled.CompiledConicProgram`): ``.solve(w, G)``."""
+    import cvxpy as cp
+
+    from ..conic.compiled import CompiledConicProgram
+    from ..conic.programs import auxiliary_variables
+
+    d = arm_set.dim
+    x = cp.Variable(d)
+    w, G = cp.Parameter(d), cp.Parameter((n_bounds, d))
+    cons = [*arm_set.constraints(x), G @ x <= margin]
+    problem = cp.Problem(cp.Maximize(w @ x), cons)
+    return CompiledConicProgram(problem, x, [w, G], None, auxiliary_variables(cons, [x]))
+
+
+__all__ = ["SafeLUCB"]
