@@ -102,7 +102,7 @@ def run_ours_arms(trial, name: str, horizon: int) -> np.ndarray:
     for t in range(horizon):
         x = policy.select()
         feedback = bandit.feedback(x[None])
-        policy.observe(x, feedback.observed, feedback.observed_cost)
+        policy.observe(x, feedback.observed, feedback.observed_constraint)
         arms[t] = x
     return arms
 

@@ -1,15 +1,16 @@
 """
 ROFUL, GNOP and SafeTS under an unknown linear constraint
-========================================================
+=========================================================
 
 The other safety model (:doc:`../user_guide/safety_models`): every stage must keep
 ``<x_t, gamma*> <= c`` for an unknown ``gamma*``, observed with noise beside the reward, and the
 origin is the known safe arm. ROFUL and GNOP, as their authors' code defines them, and SafeTS
 (a sample from the confidence ellipsoid, its best arm over the estimated safe set: one SOCP a
 stage on the box), on a box and on the ROFUL paper's kind of arm set, a star of rays, with the
-same seeded runs. Regret is against
-the best arm meeting the constraint (on the box, the rays are CLUCB's discretization of it, so
-regret also carries that discretization's error); neither algorithm breaks the constraint.
+same seeded runs. Regret is against the best arm meeting the constraint (on the box, ROFUL and
+GNOP scan 64 well-spread rays from the origin, so their regret also carries that
+discretization's error; SafeTS solves its program over the box itself); no algorithm breaks the
+constraint.
 """
 
 import matplotlib.pyplot as plt

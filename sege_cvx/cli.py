@@ -307,7 +307,8 @@ def _add_algorithms_option(parser: argparse.ArgumentParser, default=("SEGE", "CL
     parser.add_argument("--algorithms", nargs="+", default=None if default is None else
                         list(default), metavar="NAME",
                         help="the policies to run, in this order, each once: registered names "
-                             "(built in: SEGE, CLUCB, ROFUL, GNOP) or import paths module:Class of "
+                             "(built in: SEGE, CLUCB, ROFUL; under a linear constraint ROFUL, GNOP, "
+                             "SafeTS, Safe-LUCB) or import paths module:Class of "
                              "a module in the current directory or on PYTHONPATH (default: SEGE "
                              "CLUCB; roful-2024: ROFUL GNOP)")
 
@@ -477,14 +478,12 @@ def _validate(args: argparse.Namespace) -> None:
         args.grid_parameters = _algorithm_parameters(algorithms)
         model = ("linear_constraint" if getattr(args, "study", None) == "roful-2024"
                  else "stagewise")
+        from .policies.base import safety_model_problem
         from .policies.registry import policy_class
 
         for name in algorithms:
-            if model not in getattr(policy_class(name), "safety_models", ("stagewise",)):
-                study = ("the ROFUL paper's study has an unknown linear constraint"
-                         if model == "linear_constraint" else
-                         "this study is of the stagewise model (a reward floor)")
-                raise ValueError(f"argument --algorithms: {name} does not run here: {study}")
+            if (wrong := safety_model_problem(policy_class(name), model)) is not None:
+                raise ValueError(f"argument --algorithms: {wrong}")
     if (getattr(args, "horizon", 0) or 0) > MAX_HORIZON:
         raise ValueError(f"argument --horizon: must be at most 2**53 = {MAX_HORIZON}, got "
                          f"{args.horizon}")

@@ -52,6 +52,14 @@ class KnownConstraint:
         is a separate vector with its own feedback.
     noise_sd : float or None
         The sd of the constraint's own feedback (None in the ``B`` model: the reward's is used).
+
+    Examples
+    --------
+    >>> import sege_cvx as sc
+    >>> known = sc.LinearConstraint(0.5, gamma_star=[0.3, -0.4], noise_sd=0.1).known(
+    ...     [0.0, 0.0], theta_star=[0.6, 0.8])
+    >>> known.limit, known.safe_value, known.margin, known.separate_feedback
+    (0.5, 0.0, 0.5, True)
     """
 
     limit: float
@@ -157,14 +165,14 @@ class LinearConstraint:
     def dim(self) -> int:
         return len(self.gamma_star) if self.gamma_star is not None else self.B.shape[0]
 
-    def vector(self, theta_star) -> np.ndarray:
+    def vector(self, theta_star: np.ndarray) -> np.ndarray:
         """``gamma*``: the given vector, or ``B^T theta*`` (each entry summed in index order)."""
         if self.gamma_star is not None:
             return np.array(self.gamma_star)
         theta = as_vector("theta_star", theta_star, self.dim)
         return np.array([math.fsum(self.B[:, j] * theta) for j in range(self.dim)])
 
-    def known(self, safe_arm, theta_star) -> KnownConstraint:
+    def known(self, safe_arm: np.ndarray, theta_star: np.ndarray) -> KnownConstraint:
         """What a policy is told: the limit, the safe arm's value ``<x0, gamma*>``, ``B`` and the
         feedback's sd.  Raises ``ValueError`` if the safe arm is not strictly safe."""
         x0 = as_vector("safe arm", safe_arm, self.dim)
@@ -175,7 +183,7 @@ class LinearConstraint:
                              f"constraint value {value:.6g} is not below the limit {self.limit:.6g}")
         return KnownConstraint(self.limit, value, self.B, self.noise_sd)
 
-    def violations(self, S: float, theta_star) -> list[str]:
+    def violations(self, S: float) -> list[str]:
         """The model's assumptions it breaks, one sentence each: ``||gamma*|| <= S``."""
         if self.gamma_star is None:
             return []

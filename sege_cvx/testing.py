@@ -16,8 +16,8 @@ from ._random import run_seeds
 from ._validation import as_positive_int
 from .arm_sets.base import ArmSet
 from .experiments.problem import BanditProblem, paper_problem
-from .policies.base import Policy, decision_names_problem
-from .simulation.engine import simulate
+from .policies.base import Policy, decision_names_problem, safety_model_problem
+from .simulation.engine import observe, simulate
 from .simulation.statistics import decision_count_problem
 
 __all__ = ["check_arm_set", "check_policy", "constrained_problem"]
@@ -85,12 +85,10 @@ def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int
     if (too_many := decision_count_problem(cls)) is not None:
         raise AssertionError(f"check_policy: {too_many}")
     if problem is None:
-        problem = (paper_problem() if "stagewise" in getattr(cls, "safety_models", ("stagewise",))
+        problem = (paper_problem() if safety_model_problem(cls, "stagewise") is None
                    else constrained_problem())
-    if problem.safety_model not in getattr(cls, "safety_models", ("stagewise",)):
-        raise AssertionError(f"check_policy: {name} does not run on the problem's safety model "
-                             f"({problem.safety_model}; its safety_models: "
-                             f"{getattr(cls, 'safety_models', None)})")
+    if (wrong := safety_model_problem(cls, problem.safety_model)) is not None:
+        raise AssertionError(f"check_policy: {wrong}")
     known = problem.known_constraint()
     try:
         pickle.dumps(problem.arm_set)
@@ -224,14 +222,8 @@ def _play(policy: Policy, problem: BanditProblem, noise_seeds, stages: int, name
 
 
 def _observe(policy: Policy, bandit, arms: np.ndarray) -> None:
-    """``policy.observe`` with ``arms``' rewards, and the constraint's values where the problem
-    has a constraint with its own feedback."""
-    feedback = bandit.feedback(arms)
-    shown = arms if policy.n_runs > 1 else arms[0]
-    if policy.constraint is not None and policy.constraint.separate_feedback:
-        policy.observe(shown, feedback.observed, feedback.observed_cost)
-    else:
-        policy.observe(shown, feedback.observed)
+    """:func:`~sege_cvx.simulation.engine.observe` of ``arms`` (one run's as ``(d,)``)."""
+    observe(policy, arms if policy.n_runs > 1 else arms[0], bandit.feedback(arms))
 
 
 def constrained_problem() -> BanditProblem:

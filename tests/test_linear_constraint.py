@@ -127,7 +127,9 @@ def test_problem_with_a_constraint_refuses_stagewise_policies_and_checks_gamma()
     star = sc.StarSet([[1.0, 0.0], [0.0, 1.0]], 1.0)
     problem = constraint_problem(star, gamma=(0.7, 0.5))
     for name in ("SEGE", "CLUCB"):
-        with pytest.raises(TypeError, match=f"{name} is a policy of the stagewise model"):
+        with pytest.raises(TypeError, match=f"{name} runs on the stagewise floor .*, not on an "
+                                            "unknown linear constraint with its own feedback: "
+                                            "use ROFUL, GNOP, SafeTS"):
             problem.policy(name, 1)
     with pytest.raises(ValueError, match=r"\|\|gamma\*\|\| = 1.41421 exceeds S = 1"):
         constraint_problem(star, gamma=(1.0, 1.0))
@@ -138,12 +140,15 @@ def test_problem_with_a_constraint_refuses_stagewise_policies_and_checks_gamma()
         sc.GNOP(star, [0.0, 0.0], S=1.0, noise_sd=0.1)
     b_problem = sc.BanditProblem(star, theta_star=(0.6, 0.3), baseline_arm=(0.0, 0.0),
                                  constraint=sc.LinearConstraint(0.5, B=np.eye(2)))
-    with pytest.raises(TypeError, match="ROFUL learns the constraint from its own feedback"):
+    with pytest.raises(TypeError, match="ROFUL runs on .*, not on a linear constraint <B x, "
+                                        r"theta\*> <= c on the reward's parameter: use Safe-LUCB"):
         b_problem.policy("ROFUL", 1)
+    with pytest.raises(TypeError, match="ROFUL learns the constraint from its own feedback"):
+        sc.ROFUL(star, [0.0, 0.0], S=1.0, noise_sd=0.1, constraint=b_problem.known_constraint())
     off = sc.BanditProblem(sc.Ball([0.0, 0.0], 1.0), theta_star=(0.6, 0.3),
                            baseline_arm=(0.1, 0.0), constraint=sc.LinearConstraint(
                                0.5, gamma_star=(0.5, 0.5), noise_sd=0.1))
-    with pytest.raises(ValueError, match="scans rays from the origin"):
+    with pytest.raises(ValueError, match="GNOP works from the origin"):
         off.policy("GNOP", 1)
 
 
@@ -258,7 +263,7 @@ def test_no_violation_and_every_arm_exactly_in_the_set(rule, set_name):
         assert np.all((ucb <= 0.25 * (1 + 1e-9)) | (np.linalg.norm(arms, axis=1) <= 0.25))
         assert np.all(arms @ gamma <= 0.25)
         feedback = bandit.feedback(arms)
-        policy.observe(arms, feedback.observed, feedback.observed_cost)
+        policy.observe(arms, feedback.observed, feedback.observed_constraint)
     assert policy.solver_fallbacks.sum() == 0
     played = policy.decision_counts[:, :2].sum()
     assert played > T  # it left the safe arm
@@ -277,7 +282,7 @@ def test_compiled_stages_are_bitwise_the_step_api(rule):
     for t in range(T):
         arms = stepped.select()
         feedback = bandit.feedback(arms)
-        stepped.observe(arms, feedback.observed, feedback.observed_cost)
+        stepped.observe(arms, feedback.observed, feedback.observed_constraint)
         rewards[t] = feedback.mean
     assert np.array_equal(rewards, result.expected_reward)
     assert np.array_equal(stepped.decision_counts, compiled.decision_counts)
@@ -339,8 +344,12 @@ def test_reproduce_roful_2024_writes_the_figure_table_and_summary(tmp_path, caps
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--study", "roful-2024", "--algorithms", "SEGE"],
-     "SEGE does not run here: the ROFUL paper's study has an unknown linear constraint"),
-    (["--algorithms", "GNOP"], "GNOP does not run here: this study is of the stagewise model"),
+     "SEGE runs on the stagewise floor (a reward floor below a known baseline arm), not on an "
+     "unknown linear constraint"),
+    (["--study", "roful-2024", "--algorithms", "Safe-LUCB"], "Safe-LUCB runs on a linear "
+     "constraint <B x, theta*> <= c on the reward's parameter, not on an unknown linear"),
+    (["--algorithms", "GNOP"], "GNOP runs on an unknown linear constraint with its own feedback,"
+     " not on the stagewise floor"),
     (["--study", "roful-2024", "--horizon", "60000"],
      "--horizon: at most 50000 for Figure(s) 2a 2b, got 60000"),
 ])
@@ -395,8 +404,8 @@ def test_a_sweep_puts_both_models_side_by_side(tmp_path, monkeypatch):
     table = (tmp_path / "report" / "table.md").read_text()
     assert "| starprobs:star |   2 |    - |     - |     0.3 |" in table
     wrong = dict(spec, algorithms=[{"name": "SEGE"}])
-    with pytest.raises(SpecError, match="SEGE does not run on problem starprobs:star, which has "
-                                        "an unknown linear constraint; name the problems"):
+    with pytest.raises(SpecError, match="SEGE runs on the stagewise floor .* name the problems "
+                                        "SEGE runs on in its"):
         sc.run_sweep(wrong, tmp_path / "wrong", workers=1, progress=False)
     with pytest.raises(SpecError, match=r"algorithms\[0\].problems: 'nope' is not a problem"):
         sc.StudySpec.from_dict(dict(spec, algorithms=[{"name": "SEGE", "problems": ["nope"]}]))
@@ -442,7 +451,7 @@ def test_check_policy_runs_the_constraint_model(cls):
 def test_check_policy_refuses_a_policy_on_another_model():
     from sege_cvx.testing import check_policy, constrained_problem
 
-    with pytest.raises(AssertionError, match="SEGE does not run on the problem's safety model"):
+    with pytest.raises(AssertionError, match="check_policy: SEGE runs on the stagewise floor"):
         check_policy(sc.SEGE, constrained_problem())
     check_policy(sc.GNOP, stages=5)  # its default problem is of its model
 
@@ -483,7 +492,7 @@ def test_safe_ts_samples_in_the_confidence_ellipsoid_and_solves_the_safe_set_pro
     for _ in range(30):
         arms = policy.select()
         fb = bandit.feedback(arms)
-        policy.observe(arms, fb.observed, fb.observed_cost)
+        policy.observe(arms, fb.observed, fb.observed_constraint)
     conf, beta = policy.confidence, policy.beta()
     arms = policy.select()
     width = np.sqrt(np.einsum("ij,ijk,ik->i", arms, np.linalg.inv(conf.V), arms))
@@ -547,8 +556,11 @@ def test_safe_lucb_relaxation_contains_the_confidence_ellipsoid_and_checks_b():
                           constraint=singular)
     with pytest.raises(ValueError, match="Safe-LUCB needs B invertible"):
         p2.policy("Safe-LUCB", 1)
-    with pytest.raises(TypeError, match="Safe-LUCB is a policy of the linear constraint <B x"):
+    with pytest.raises(TypeError, match="Safe-LUCB runs on a linear constraint <B x"):
         constraint_problem(SETS["box"]()).policy("Safe-LUCB", 1)
+    with pytest.raises(TypeError, match="Safe-LUCB is a policy of the linear constraint <B x"):
+        sc.SafeLUCB(SETS["box"](), [0.0, 0.0], S=1.0, noise_sd=0.1,
+                    constraint=constraint_problem(SETS["box"]()).known_constraint())
 
 
 def test_check_policy_runs_safe_lucb():

@@ -116,11 +116,12 @@ def _norm(u: np.ndarray) -> float:
 
 
 class StarSet(ArmSet):
-    """The finite star ``{s u_k : 0 <= s <= radius}`` (see the module docstring).
+    """The finite star ``{s u_k : 0 <= s <= cap_k}``, ``cap_k = radius / ||u_k||`` (see the
+    module docstring).
 
-    Not convex: :class:`~sege_cvx.ROFUL` and :class:`~sege_cvx.GNOP` scan its rays; SEGE
-    refuses it.  Its arms are the float products ``fl(s u_k)`` (module docstring); the origin is
-    an arm (``s = 0``), the safe arm of the ROFUL paper's experiments.
+    Not convex: :class:`~sege_cvx.ROFUL`, :class:`~sege_cvx.GNOP` and :class:`~sege_cvx.SafeTS`
+    scan its rays; SEGE refuses it.  Its arms are the float products ``fl(s u_k)`` (module
+    docstring); the origin is an arm (``s = 0``), the safe arm of the ROFUL paper's experiments.
 
     Parameters
     ----------

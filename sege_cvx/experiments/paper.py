@@ -19,6 +19,7 @@ from .._deprecation import deprecated_names
 from .._numba import cached, compile_timer, has_disk_cache
 from .._validation import as_positive_int
 from ..arm_sets import Ball
+from ..policies.base import safety_model_problem
 from ..policies.registry import (
     grid_parameters,
     policy_class,
@@ -479,7 +480,7 @@ def _arrays(study: StudyResult) -> dict[str, np.ndarray]:
 __getattr__ = deprecated_names(__name__, {
     "STUDY_ALGORITHMS": (registered_policies, "sege_cvx.registered_policies()"),
     "STAGE_LOOPS": (lambda: {name: kernels[0] for name in registered_policies()
-                             if "stagewise" in policy_class(name).safety_models
+                             if safety_model_problem(policy_class(name), "stagewise") is None
                              and (kernels := _compiled_kernels(name, paper_problem(), "auto"))},
                     "sege_cvx.experiments.paper_problem().policy(name).compiled_kernels"),
 })

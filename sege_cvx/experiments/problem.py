@@ -19,7 +19,8 @@ from .._validation import as_scalar, as_vector, scaled_norm
 from ..arm_sets import ArmSet, Ball
 from ..constraint import KnownConstraint, LinearConstraint
 from ..policies import CLUCB, ROFUL, SEGE, Policy
-from ..policies.registry import grid_parameters, policy_class, registered_policies
+from ..policies.base import safety_model_problem
+from ..policies.registry import grid_parameters, policy_class
 from ..simulation.engine import LinearBandit
 
 
@@ -47,8 +48,8 @@ class BanditProblem:
     safety model: every stage must keep ``<x_t, gamma*> <= limit``, the baseline arm is the
     known safe arm (its constraint value known to the learner, as ``b0`` is in the stagewise
     model), regret is against the best arm meeting the constraint, and ``threshold_fraction`` and
-    ``b0`` play no part.  Only policies with a ``constraint`` parameter run on it (ROFUL, GNOP);
-    SEGE and CLUCB are refused in one line.
+    ``b0`` play no part.  Only policies that declare its model in their
+    :attr:`~sege_cvx.Policy.safety_models` run on it; others are refused in one line.
 
     The paper's assumptions are checked when the problem is made: ``||theta*|| <= S``
     (Assumption 1, on which every confidence set and SEGE's safety rest) and
@@ -146,8 +147,11 @@ class BanditProblem:
                              "misspecified problem")
 
     @property
-    def baseline_reward(self) -> float:
-        """``b0``: the given bound, or the baseline arm's true reward ``<x0, theta*>``."""
+    def baseline_reward(self) -> float | None:
+        """``b0``: the given bound, or the baseline arm's true reward ``<x0, theta*>``; None
+        under a linear constraint (no reward floor)."""
+        if self.constraint is not None:
+            return None
         if self.b0 is not None:
             return self.b0
         # Summed left to right in Python floats, not by np.dot: BLAS kernels (which one a CPU
@@ -155,7 +159,10 @@ class BanditProblem:
         return float(sum(x * t for x, t in zip(self.baseline_arm, self.theta_star, strict=True)))
 
     @property
-    def threshold(self) -> float:
+    def threshold(self) -> float | None:
+        """``b = threshold_fraction * b0``; None under a linear constraint."""
+        if self.constraint is not None:
+            return None
         return self.threshold_fraction * self.baseline_reward
 
     def assumption_violations(self) -> list[str]:
@@ -172,7 +179,7 @@ class BanditProblem:
             broken.append(f"||theta*|| = {norm:.6g} exceeds S = {self.S:.6g} (the paper's "
                           "Assumption 1)")
         if self.constraint is not None:
-            broken.extend(self.constraint.violations(self.S, theta))
+            broken.extend(self.constraint.violations(self.S))
         if self.b0 is not None and self.constraint is None:
             reward = math.fsum(x0 * theta)
             if reward < self.b0 - 2 * (d + 1) * eps * math.fsum(np.abs(x0 * theta)):
@@ -182,8 +189,12 @@ class BanditProblem:
 
     @property
     def safety_model(self) -> str:
-        """``"stagewise"`` (a reward floor) or ``"linear_constraint"`` (:attr:`constraint`)."""
-        return "stagewise" if self.constraint is None else "linear_constraint"
+        """``"stagewise"`` (a reward floor), ``"linear_constraint"`` (``gamma*`` with its own
+        feedback) or ``"linear_constraint_on_theta"`` (``B`` known): the keys of
+        :data:`~sege_cvx.policies.base.SAFETY_MODELS`."""
+        if self.constraint is None:
+            return "stagewise"
+        return "linear_constraint" if self.constraint.B is None else "linear_constraint_on_theta"
 
     def known_constraint(self) -> KnownConstraint | None:
         """What a policy is told of the constraint (:meth:`LinearConstraint.known
@@ -192,7 +203,7 @@ class BanditProblem:
             return None
         return self.constraint.known(self.baseline_arm, self.theta_star)
 
-    def bandit(self, noise_seeds) -> LinearBandit:
+    def bandit(self, noise_seeds: list[np.random.SeedSequence]) -> LinearBandit:
         """The environment of this problem, one noise stream per seed: ``theta*``, the noise and
         the constraint (:class:`~sege_cvx.LinearBandit`)."""
         return LinearBandit(self.theta_star, self.noise_sd, noise_seeds, constraint=self.constraint)
@@ -271,15 +282,8 @@ class BanditProblem:
         params = {key: value for key, value in self.policy_defaults().items()
                   if key in accepted and value is not None}
         params.update(settings)
-        models = getattr(cls, "safety_models", ("stagewise",))
-        if self.safety_model not in models:
-            runs_here = [name for name in registered_policies()
-                         if self.safety_model in policy_class(name).safety_models]
-            what = {"stagewise": "the stagewise model (a reward floor below a known baseline)",
-                    "linear_constraint": "a linear constraint"}
-            raise TypeError(f"{cls.__name__} is a policy of {' and '.join(what[m] for m in models)}"
-                            f"; problem {self.name or '(unnamed)'} has "
-                            f"{what[self.safety_model]}: use {', '.join(runs_here)}")
+        if (wrong := safety_model_problem(cls, self.safety_model)) is not None:
+            raise TypeError(f"{wrong} (problem {self.name or '(unnamed)'})")
         if self.constraint is None:
             return cls(self.arm_set, self.baseline_arm, self.baseline_reward, self.threshold,
                        S=self.S, noise_sd=self.noise_sd, n_runs=n_runs, seed=seed, **params)

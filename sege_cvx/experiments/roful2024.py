@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +47,14 @@ GRID_POINTS = 500
 @dataclass(frozen=True)
 class AuthorsTrial:
     """One trial of the authors' experiment: its problem and its standard normal noise
-    ``(T, 2)`` (reward's, constraint's)."""
+    ``(T, 2)`` (reward's, constraint's).
+
+    Examples
+    --------
+    >>> trial = authors_trials("2a", 1)[0]
+    >>> trial.problem.arm_set, trial.draws.shape, round(trial.problem.constraint.limit, 4)
+    (StarSet(10 directions in R^2, radius=1.0), (50000, 2), 0.86)
+    """
 
     problem: BanditProblem
     draws: np.ndarray
@@ -101,6 +109,12 @@ class RofulStudy:
         Each trial's ``c`` and its best reward within the constraint.
     seconds : float
         Wall time of the simulations.
+
+    Examples
+    --------
+    >>> study = run_roful_study("2a", n_trials=2, horizon=100)
+    >>> study.regret["ROFUL"].shape, study.stages[-1], int(study.violations["GNOP"].sum())
+    ((2, 100), np.int64(100), 0)
     """
 
     figure: str
@@ -136,9 +150,11 @@ class RofulStudy:
 
 
 def run_roful_study(figure: str = "2a", *, n_trials: int = N_TRIALS, horizon: int | None = None,
-                    algorithms=("ROFUL", "GNOP"), workers: int | None = None) -> RofulStudy:
+                    algorithms: str | Sequence[str] = ("ROFUL", "GNOP"),
+                    workers: int | None = None) -> RofulStudy:
     """Play ``algorithms`` on the authors' trials of Figure ``figure`` (:func:`authors_trials`),
-    each trial with its own noise replayed, ``workers`` simulations at a time (threads: the
+    each trial with its own noise replayed (and a policy that draws, SafeTS, seeded by the
+    trial's index), ``workers`` simulations at a time (threads: the
     compiled stages release the GIL; default as many as numba's threads, every core unless
     ``NUMBA_NUM_THREADS`` says otherwise).
 
@@ -179,7 +195,7 @@ def run_roful_study(figure: str = "2a", *, n_trials: int = N_TRIALS, horizon: in
         k, name = job
         trial = trials[k]
         problem = trial.problem
-        policy = problem.policy(name, 1)
+        policy = problem.policy(name, 1, seed=k)  # trial k's draws (SafeTS) from seed k
         bandit = LinearBandit(problem.theta_star, problem.noise_sd,
                               draws=trial.draws[None, :horizon], constraint=problem.constraint)
         result = simulate(policy, bandit, horizon, checkpoints=stages.tolist())

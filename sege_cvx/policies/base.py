@@ -24,6 +24,33 @@ RESERVED_PREFIXES = ("regret", "reward", "curve_", "decisions_")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+#: The safety models, and what each says of a problem (:attr:`Policy.safety_models`).
+SAFETY_MODELS = {
+    "stagewise": "the stagewise floor (a reward floor below a known baseline arm)",
+    "linear_constraint": "an unknown linear constraint with its own feedback",
+    "linear_constraint_on_theta": "a linear constraint <B x, theta*> <= c on the reward's "
+                                  "parameter",
+}
+
+
+def safety_model_problem(cls: type, model: str) -> str | None:
+    """Why policy class ``cls`` does not run on a problem of safety model ``model``, in one
+    sentence naming the registered policies that do (None if it runs)."""
+    models = getattr(cls, "safety_models", ("stagewise",))
+    if model in models:
+        return None
+    from .registry import policy_class, registered_policies
+
+    names = {name: policy_class(name) for name in registered_policies()}
+    fits = [name for name, klass in names.items()
+            if model in getattr(klass, "safety_models", ())]
+    called = next((name for name, klass in names.items() if klass is cls),
+                  getattr(cls, "__name__", cls))  # its registered name, if any
+    runs_on = " and on ".join(SAFETY_MODELS.get(m, m) for m in models)
+    return (f"{called} runs on {runs_on}, not on "
+            f"{SAFETY_MODELS.get(model, model)}: use {', '.join(fits) or 'another policy'}")
+
+
 def reserved_name(name: str) -> bool:
     """Whether ``name`` is, or begins like, a column of the results tables (:data:`RESERVED_NAMES`,
     :data:`RESERVED_PREFIXES`): no decision or grid parameter may be named so."""
@@ -164,10 +191,12 @@ class Policy:
     _pending: np.ndarray | None = None
     _inside_call: bool = False
     constraint: KnownConstraint | None = None
-    #: The safety models the policy runs on (:mod:`sege_cvx.constraint`): ``"stagewise"`` (a
-    #: reward floor below a known baseline arm) and ``"linear_constraint"`` (an unknown linear
-    #: constraint; the constructor then takes ``constraint``).
-    #: :meth:`BanditProblem.policy <sege_cvx.BanditProblem.policy>` refuses the others.
+    #: The safety models the policy runs on (:data:`SAFETY_MODELS`): ``"stagewise"`` (a reward
+    #: floor below a known baseline arm), ``"linear_constraint"`` (an unknown ``gamma*`` with its
+    #: own feedback) and ``"linear_constraint_on_theta"`` (``<B x, theta*> <= c``, ``B`` known);
+    #: under a constraint the constructor takes ``constraint``.  :meth:`BanditProblem.policy
+    #: <sege_cvx.BanditProblem.policy>`, sweeps and :func:`~sege_cvx.testing.check_policy`
+    #: refuse the others (:func:`safety_model_problem`).
     safety_models: tuple[str, ...] = ("stagewise",)
     #: Whether :meth:`stage_record` gives a stage record for the compiled stage loop
     #: (:mod:`sege_cvx.simulation.loop`): :func:`~sege_cvx.simulate` then plays many
@@ -401,10 +430,6 @@ class Policy:
         if constraint.B is not None and constraint.B.shape != (arm_set.dim, arm_set.dim):
             raise ValueError(f"the constraint's B has shape {constraint.B.shape}, not "
                              f"({arm_set.dim}, {arm_set.dim})")
-        if not constraint.margin > 0.0:
-            raise ValueError(f"the safe arm is not strictly safe: its constraint value "
-                             f"{constraint.safe_value!r} is not below the limit "
-                             f"{constraint.limit!r}")
         self.baseline_arm = np.array(x0)
         self.baseline_witness = np.empty(0)
         self.baseline_shift = 0.0

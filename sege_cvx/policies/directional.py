@@ -65,8 +65,8 @@ from ..confidence.radius import ConfidenceRadius, CountTable, check_radius, radi
 from ..constraint import KnownConstraint
 from ..simulation.loop import StageHooks, choose_loop, register_stage_hooks, stage_loop
 
-#: Decision codes: the arm at its ray's cap (ROFUL: ``max(b~, mu) >= 1``), scaled down for
-#: safety, or the safe arm.
+#: Decision codes: the step played in full (ROFUL: ``max(b~, mu) >= 1``; GNOP and SafeTS: at
+#: the ray's cap), scaled down to the certificate's boundary, or the safe arm.
 FULL_STEP, SCALED_STEP, BASELINE = 0, 1, 2
 #: The rules of :func:`ray_step`: ROFUL's, GNOP's and safe Thompson sampling's
 #: (:class:`~sege_cvx.SafeTS`).
@@ -96,7 +96,8 @@ def ray_step(algorithm, dot, cdot, norm, unorm, caps, beta, margin, S, value):
     ``norm[k] = ||u_k||_{V^{-1}}``,
     ``unorm[k] = ||u_k||``, ``caps[k]`` the largest scale; ``margin`` is ``c`` less the safe
     arm's value; ``value``: scratch of length K.  Returns ``(k, s, code)``: play ``s u_k``
-    (``s = 0`` and :data:`BASELINE`: the safe arm).
+    (``s = 0`` and :data:`BASELINE`: the safe arm is the best; ``s < 0``: no scale passed the
+    certificate, the safe arm is played and counted as a fallback).
     """
     K = caps.shape[0]
     kappa = 1.0 + 2.0 * S / margin  # GNOP's exploration bonus
@@ -117,19 +118,23 @@ def ray_step(algorithm, dot, cdot, norm, unorm, caps, beta, margin, S, value):
     k = best
     unit = cdot[k] - beta * norm[k] if algorithm == ROFUL_RULE else cdot[k] + beta * norm[k]
     sigma = min(margin / unit, caps[k]) if unit > 0.0 else caps[k]
-    s = sigma
+    s, code = sigma, FULL_STEP
     if algorithm == ROFUL_RULE:
         pessimistic = sigma * (cdot[k] + beta * norm[k])  # <gamma_hat, x~> + beta ||x~||
         mu = min(margin / pessimistic, 1.0) if pessimistic > 0.0 else 1.0
         length = sigma * unorm[k]  # ||x~||
         known_safe = min((margin / S) / length, 1.0) if length > 0.0 else 1.0
-        s = max(known_safe, mu) * sigma
-    code = FULL_STEP
-    if s < caps[k]:  # on a boundary of the certificate: room for its rounding
-        s = s * (1.0 - SHRINK)
+        gamma = max(known_safe, mu)
+        if gamma < 1.0:  # x~ scaled to the certificate's boundary (mu or the known-safe ball)
+            s, code = gamma * sigma, SCALED_STEP
+    elif sigma < caps[k]:  # cut at the pessimistic boundary, the certificate's
         code = SCALED_STEP
+    if code == SCALED_STEP:
+        s = s * (1.0 - SHRINK)  # room for the certificate's rounding
     if not _certified(s, cdot[k], norm[k], beta, unorm[k], margin, S):
-        return k, -1.0, BASELINE  # s < 0: a fallback
+        s = s * (1.0 - SHRINK)  # a boundary reached otherwise (mu = 1 exactly)
+        if not _certified(s, cdot[k], norm[k], beta, unorm[k], margin, S):
+            return k, -1.0, BASELINE  # s < 0: a fallback
     return k, s, code
 
 
@@ -291,6 +296,18 @@ def learn_all(V, chol, xy_sum, theta_hat, counts, xz_sum, gamma_hat, x, y, z) ->
     return -1
 
 
+def require_origin(policy) -> None:
+    """Refuse a safe arm other than the origin, the safe arm of the ROFUL and Safe-LUCB papers'
+    models, whose constraint value is 0 whatever ``gamma*``."""
+    name = type(policy).__name__
+    if np.any(policy.baseline_arm != 0.0):
+        raise ValueError(f"{name} works from the origin, the safe arm of its authors' model: give "
+                         f"baseline_arm = 0 (got {policy.baseline_arm.tolist()})")
+    if policy.constraint.safe_value != 0.0:
+        raise ValueError(f"the safe arm is the origin, whose constraint value is 0, but {name} "
+                         f"was told {policy.constraint.safe_value!r}")
+
+
 class DirectionalPolicy:
     """The state and the step API of ROFUL and GNOP under a linear constraint (a part of the
     :class:`~sege_cvx.ROFUL` and :class:`~sege_cvx.GNOP` policies, which hold one)."""
@@ -304,13 +321,7 @@ class DirectionalPolicy:
             raise TypeError(f"{name} learns the constraint from its own feedback (gamma*'s "
                             "model); this problem's constraint is <B x, theta*> <= c, whose "
                             "feedback is the reward's")
-        if np.any(policy.baseline_arm != 0.0):
-            raise ValueError(f"{name} under a linear constraint scans rays from the origin, the "
-                             "safe arm of its authors' model: give baseline_arm = 0 (got "
-                             f"{policy.baseline_arm.tolist()})")
-        if known.safe_value != 0.0:
-            raise ValueError(f"the safe arm is the origin, whose constraint value is 0, but the "
-                             f"policy was told {known.safe_value!r}")
+        require_origin(policy)
         d = arm_set.dim
         self.algorithm = algorithm
         self.delta = as_scalar("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)

@@ -21,9 +21,14 @@ at the full step ``s_j = ||p_j - x0||``.  Each stage, with ``w_j = ||u_j||_{V^{-
    exactly into the set if rounding left it outside (as every arm of the package; on a lifted
    set with the witness ``(1 - tau) w0 + tau w_j*`` of the baseline's and the point's).
 
-The rule is written once (:func:`step_one`); :class:`ROFULStages` and its hooks put it in the
-compiled stage loop (:mod:`sege_cvx.simulation.loop`), many stages of a block of runs in
-one compiled call (blocks on threads), on sets whose exact membership is compiled
+The rule is its authors' (:func:`~sege_cvx.policies.directional.ray_step`, written once for
+both safety models: the floor is the constraint ``<x', -theta*> <= m``), applied here by
+:func:`step_one`; as there, a step scaled to the certificate's boundary (``gamma < 1``) is shrunk
+by a relative ``2^-40`` and every step is certified before it is played (the pessimistic loss at
+most ``m``, or ``||x - x0|| <= m / S``), the baseline arm counted as a fallback otherwise.
+:class:`ROFULStages` and its hooks put it in the compiled stage loop
+(:mod:`sege_cvx.simulation.loop`), many stages of a block of runs in one compiled call (blocks
+on threads), on sets whose exact membership is compiled
 (ellipsoids, balls, boxes, polytopes: :data:`~sege_cvx.fast_paths.stage_arms.PULL_IN`), and
 :meth:`ROFUL.select` applies the same function around any other convex set's own membership
 test.
@@ -48,7 +53,7 @@ from ..constraint import KnownConstraint
 from ..fast_paths.stage_arms import PULL_IN, pull_in
 from ..simulation.loop import StageHooks, register_stage_hooks, stage_loop
 from .base import Policy
-from .directional import ROFUL_RULE, DirectionalPolicy
+from .directional import ROFUL_RULE, DirectionalPolicy, ray_step
 
 #: Decision codes recorded per stage (``ROFUL.last_decision``): the step ``x~`` played in full
 #: (``gamma = 1``), scaled down for safety (``gamma < 1``), or the baseline arm (``x~ = 0``, or a
@@ -61,51 +66,44 @@ MIN_STEP = 1e-9
 
 
 @njit(inline="always")
-def step_one(chol, theta_hat, rule, beta_value, dirs_t, steps, margin, S, work, dir_work):
-    """ROFUL's rule for one run (steps 1-3 of the module docstring).
+def step_one(chol, theta_hat, rule, beta_value, dirs_t, steps, unorm, margin, S, work, dir_work):
+    """ROFUL's rule for one run (steps 1-3 of the module docstring): the authors' rule
+    (:func:`~sege_cvx.policies.directional.ray_step`, written once for both models) with the
+    floor as a constraint, ``gamma_hat = -theta_hat`` (``<x', -theta*> <= m``).
 
     Returns ``(j, tau, code)``: play ``x0 + tau (p_j - x0)``; ``code`` is :data:`FULL_STEP`,
-    :data:`SCALED_STEP` or :data:`BASELINE` (then ``tau = 0``).  ``dirs_t``: the unit directions
-    as columns, shape ``(d, K)``; ``steps``: ``s_j``; ``work``: scratch ``(d + 2, d)``;
-    ``dir_work``: scratch ``(3, K)``.
+    :data:`SCALED_STEP` or :data:`BASELINE` (then ``tau = 0``; ``tau < 0`` if no scale passed
+    the certificate).  ``dirs_t``: the unit directions as columns, shape ``(d, K)``; ``steps``:
+    ``s_j``; ``unorm``: the directions' norms (1); ``work``: scratch ``(d + 2, d)``;
+    ``dir_work``: scratch ``(4, K)``.
     """
     d, K = dirs_t.shape
     beta = radius_one(rule, beta_value, chol)
     inv = work[:d]
     inverse_factor_one(chol, inv, work[d], work[d + 1])
     directional_terms(inv, theta_hat, dirs_t, dir_work)
-    dot, norm, value = dir_work[0], dir_work[1], dir_work[2]
-    best = 0
+    dot, norm, value, cdot = dir_work[0], dir_work[1], dir_work[2], dir_work[3]
     for k in range(K):
-        loss = -dot[k] - beta * norm[k]  # optimistic loss per unit step
-        sigma = min(margin / loss, steps[k]) if loss > 0.0 else steps[k]
-        value[k] = sigma * (dot[k] + beta * norm[k])
-        if value[k] > value[best]:
-            best = k
-    if value[best] < 0.0:
-        return 0, 0.0, BASELINE
-    loss = -dot[best] - beta * norm[best]
-    sigma = min(margin / loss, steps[best]) if loss > 0.0 else steps[best]
-    pessimistic = sigma * (beta * norm[best] - dot[best])  # -<theta_hat, x~> + beta ||x~||
-    mu = min(margin / pessimistic, 1.0) if pessimistic > 0.0 else 1.0
-    kappa = min((margin / S) / sigma, 1.0) if sigma > 0.0 else 1.0  # ||x~|| = sigma ||u|| = sigma
-    gamma = max(kappa, mu)
-    tau = min(gamma * sigma / steps[best], 1.0)
-    return best, tau, FULL_STEP if gamma >= 1.0 else SCALED_STEP
+        cdot[k] = -dot[k]  # the floor's constraint vector is -theta
+    j, s, code = ray_step(ROFUL_RULE, dot, cdot, norm, unorm, steps, beta, margin, S, value)
+    if s < 0.0:
+        return j, -1.0, BASELINE
+    return j, min(s / steps[j], 1.0), code
 
 
 @njit
-def step_all(chol, theta_hat, rule, beta_values, dirs_t, steps, margin, S) -> tuple:
+def step_all(chol, theta_hat, rule, beta_values, dirs_t, steps, unorm, margin, S) -> tuple:
     """:func:`step_one` for every run (the step API's ``select``): ``(j, tau, code)`` per run."""
     n, d = theta_hat.shape
     work = np.empty((d + 2, d))
-    dir_work = np.empty((3, dirs_t.shape[1]))
+    dir_work = np.empty((4, dirs_t.shape[1]))
     out_j = np.empty(n, dtype=np.int64)
     out_tau = np.empty(n)
     out_code = np.empty(n, dtype=np.int8)
     for i in range(n):
         out_j[i], out_tau[i], out_code[i] = step_one(chol[i], theta_hat[i], rule, beta_values[i],
-                                                     dirs_t, steps, margin, S, work, dir_work)
+                                                     dirs_t, steps, unorm, margin, S, work,
+                                                     dir_work)
     return out_j, out_tau, out_code
 
 
@@ -139,6 +137,7 @@ class ROFULStages(NamedTuple):
     dirs_t: np.ndarray
     steps: np.ndarray
     offsets: np.ndarray
+    unorm: np.ndarray
     margin: float
     S: float
     baseline: np.ndarray
@@ -148,9 +147,9 @@ class ROFULStages(NamedTuple):
 
 @njit(inline="always")
 def scratch(policy, d):
-    """:func:`step_one`'s ``(d + 2, d)`` and ``(3, K)`` scratch, the arm relative to the
+    """:func:`step_one`'s ``(d + 2, d)`` and ``(4, K)`` scratch, the arm relative to the
     baseline, ``pull_in``'s ``(2, d)``, :func:`observe_one`'s ``V_new``, ``L`` and ``w``."""
-    return (np.empty((d + 2, d)), np.empty((3, policy.dirs_t.shape[1])), np.empty(d),
+    return (np.empty((d + 2, d)), np.empty((4, policy.dirs_t.shape[1])), np.empty(d),
             np.empty((2, d)), np.empty((d, d)), np.empty((d, d)), np.empty(d))
 
 
@@ -166,12 +165,12 @@ def choose_arm(policy, run, work, i, s, t, arm) -> int:
     set (the set's geometry record, :func:`~sege_cvx.fast_paths.stage_arms.pull_in`; the
     baseline arm, counted in ``fallbacks``, if it cannot be)."""
     j, tau, code = step_one(run[1], run[3], policy.rule, policy.beta_table[policy.counts[i]],
-                            policy.dirs_t, policy.steps, policy.margin, policy.S, work[0],
-                            work[1])
+                            policy.dirs_t, policy.steps, policy.unorm, policy.margin, policy.S,
+                            work[0], work[1])
     baseline = policy.baseline
-    segment_point(baseline, policy.offsets, j, tau, arm)
+    segment_point(baseline, policy.offsets, j, max(tau, 0.0), arm)
     pull_work = work[3]
-    if not pull_in(policy.geometry, arm, pull_work[0], pull_work[1]):
+    if tau < 0.0 or not pull_in(policy.geometry, arm, pull_work[0], pull_work[1]):
         policy.fallbacks[i] += 1
         code = BASELINE
         for k in range(arm.shape[0]):
@@ -348,6 +347,7 @@ class ROFUL(Policy):
         self.steps = np.ascontiguousarray(steps[keep])
         self.directions = self._offsets / self.steps[:, None]
         self._dirs_t = np.ascontiguousarray(self.directions.T)  # columns: vectorized scans
+        self._unorm = np.ones(len(self.steps))  # the rule's ||u_j||: unit directions
         self.L = arm_set.distance_bound(self.baseline_arm)
         self._check_lam(self.L)
         self.radius = radius
@@ -417,14 +417,17 @@ class ROFUL(Policy):
             return arms
         conf = self.confidence
         j, tau, code = step_all(conf.chol, conf.theta_hat, self._radius.rule,
-                                self._beta[conf.counts], self._dirs_t, self.steps, self.margin,
-                                self.S)
+                                self._beta[conf.counts], self._dirs_t, self.steps, self._unorm,
+                                self.margin, self.S)
+        uncertified = tau < 0.0
+        tau = np.maximum(tau, 0.0)
         arms = _segment_points(self.baseline_arm, self._offsets, j, tau)
         witnesses = None
         if self.arm_set.witness_dim:  # the same convex combination of the witnesses
             witnesses = ((1.0 - tau)[:, None] * self.baseline_witness
                          + tau[:, None] * self._point_witnesses[j])
         arms, inside = self.arm_set.pull_inside_unchecked(arms, witnesses)
+        inside &= ~uncertified
         if not inside.all():
             self._fallbacks += ~inside
             arms[~inside] = self.baseline_arm
@@ -452,7 +455,7 @@ class ROFUL(Policy):
         return ROFULStages(conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
                            self.decision_counts, self.last_decision, self._fallbacks,
                            self._radius.rule, table, self._dirs_t, self.steps, self._offsets,
-                           self.margin, self.S, self.baseline_arm, self.baseline_reward,
+                           self._unorm, self.margin, self.S, self.baseline_arm, self.baseline_reward,
                            self._geometry)
 
 

@@ -21,9 +21,9 @@ vertices splits into ``2d`` linear programs (conic programs on a conic arm set) 
 estimated safe set, one per vertex (their code enumerates the safe polytope's vertices instead;
 on a box, as there, the two agree), compiled once on Clarabel.  Ties go to the first vertex.
 
-**Certified before it is played.**  An exploration arm is drawn within ``(1 - 2^-40) c / S``
-and must lie in ``X`` exactly (the exploration ellipsoid is certified inside ``X`` once where
-the set can, else each arm is checked and the safe arm played in its place, counted).  An
+**Certified before it is played.**  An exploration arm is drawn within ``(1 - e) c / S``, ``e``
+the larger of ``2^-40`` and ``16 d eps cond(B)`` (the rounding of ``B^{-1} r``), and is played
+only if it lies in ``X`` exactly and ``S ||B x|| <= c``; else the safe arm, counted.  An
 optimistic arm's largest ``<B x, w_k>`` is recomputed and the arm scaled toward the safe arm
 where the solver's tolerance leaves it above ``(1 - 2^-40) c`` (the values are linear in
 ``x``), moved exactly into ``X`` and checked again; a solver failure or an arm that still fails
@@ -45,7 +45,7 @@ from ..confidence.radius import ConfidenceRadius, CountTable, check_radius, radi
 from ..conic.errors import SolverFailure
 from ..constraint import KnownConstraint
 from .base import Policy
-from .directional import SHRINK
+from .directional import SHRINK, require_origin
 
 #: Decision codes: an exploration arm, an optimistic arm, the safe arm.
 EXPLORE, OPTIMISTIC, BASELINE = 0, 1, 2
@@ -105,7 +105,7 @@ class SafeLUCB(Policy):
     """
 
     decision_names: tuple[str | None, ...] = ("explore", "optimistic", "baseline")
-    safety_models = ("linear_constraint",)
+    safety_models = ("linear_constraint_on_theta",)
 
     def __init__(
         self,
@@ -134,9 +134,7 @@ class SafeLUCB(Policy):
         super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
                          noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed,
                          constraint=constraint)
-        if np.any(self.baseline_arm != 0.0) or constraint.safe_value != 0.0:
-            raise ValueError("Safe-LUCB's safe arm is the origin (constraint value 0): give "
-                             f"baseline_arm = 0 (got {self.baseline_arm.tolist()})")
+        require_origin(self)
         d = self.d
         B = constraint.B
         if np.linalg.matrix_rank(B) < d or not np.isfinite(np.linalg.cond(B)) \
@@ -157,14 +155,9 @@ class SafeLUCB(Policy):
         self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
         self.solver_fallbacks = np.zeros(self.n_runs, dtype=np.int64)
         self._reasons: Counter[str] = Counter()
-        # The exploration ellipsoid {B^-1 r : ||r|| <= c / S}, certified inside the set once
-        # where the set can; otherwise each exploration arm is checked.
-        scale = (1.0 - SHRINK) * self.margin / self.S
-        try:
-            self._exploration_inside = bool(arm_set._contains_ellipsoid(
-                np.zeros(d), scale * self.B_inverse))
-        except ValueError:
-            self._exploration_inside = False
+        # Room for the rounding of B^-1 r, which grows with B's condition number.
+        slack = max(SHRINK, 16.0 * d * np.finfo(float).eps * np.linalg.cond(B))
+        self._exploration_radius = (1.0 - slack) * self.margin / self.S
         self._program = self._optimistic_program()
 
     def _optimistic_program(self):
@@ -215,17 +208,17 @@ class SafeLUCB(Policy):
         arms = np.zeros((n, d))
         codes = np.full(n, BASELINE, dtype=np.int8)
         if self.t < self.exploration_stages:
-            radius = (1.0 - SHRINK) * self.margin / self.S
             for i, rng in enumerate(self.rngs):
                 z = rng.standard_normal(d + 2)  # z[:d] / ||z||: uniform in the unit ball
-                arms[i] = self.B_inverse @ (radius * z[:d] / np.linalg.norm(z))
+                arms[i] = self.B_inverse @ (self._exploration_radius * z[:d] / np.linalg.norm(z))
             codes[:] = EXPLORE
-            if not self._exploration_inside:
-                inside = self.arm_set.contains(arms, tol=0.0)
-                if not inside.all():
-                    self._reasons["NotMember"] += int((~inside).sum())
-                    self.solver_fallbacks += ~inside
-                    arms[~inside], codes[~inside] = 0.0, BASELINE
+            inside = self.arm_set.contains(arms, tol=0.0)
+            safe = self.S * np.linalg.norm(arms @ self.B.T, axis=1) <= self.margin
+            for reason, failed in (("NotMember", ~inside), ("Uncertified", inside & ~safe)):
+                if failed.any():
+                    self._reasons[reason] += int(failed.sum())
+                    self.solver_fallbacks += failed
+                    arms[failed], codes[failed] = 0.0, BASELINE
             self.last_decision = codes
             return arms
         corners = self.vertices()

@@ -30,15 +30,23 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
-from scipy.linalg import solve_triangular
 
 from .._random import SeedLike
 from ..arm_sets.base import ArmSet
 from ..arm_sets.star import StarSet
+from ..confidence.cholesky import inverse_factor_one
 from ..conic.errors import SolverFailure
 from ..constraint import KnownConstraint
 from .base import Policy
-from .directional import BASELINE, FULL_STEP, SCALED_STEP, SHRINK, TS_RULE, DirectionalPolicy
+from .directional import (
+    BASELINE,
+    FULL_STEP,
+    SCALED_STEP,
+    SHRINK,
+    TS_RULE,
+    DirectionalPolicy,
+    sample_parameter,
+)
 
 #: A solver's point whose bound is within this fraction of ``c`` counts as cut by the
 #: constraint (code ``scaled_step``).
@@ -161,7 +169,9 @@ class SafeTS(Policy):
     def fallback_reasons(self) -> Counter[str]:
         """Why the safe arm replaced an arm: a solver status, ``"Uncertified"`` or
         ``"NotMember"``."""
-        return self._reasons + self._directional.fallback_reasons()
+        if self._directional.star:
+            return self._directional.fallback_reasons()
+        return self._reasons.copy()
 
     def beta(self) -> np.ndarray:
         """Every run's current confidence radius ``beta``."""
@@ -182,10 +192,10 @@ class SafeTS(Policy):
         draws = self._directional.draws(self, 1)[:, 0]
         arms = np.zeros((n, d))
         codes = np.full(n, BASELINE, dtype=np.int8)
+        inv, e, col, sampled = np.empty((d, d)), np.empty(d), np.empty(d), np.empty(d)
         for i in range(n):
-            inv = solve_triangular(conf.chol[i], np.eye(d), lower=True)  # L^{-1}
-            eta = draws[i, :d] / np.linalg.norm(draws[i])
-            sampled = conf.theta_hat[i] + beta[i] * (inv.T @ eta)
+            inverse_factor_one(conf.chol[i], inv, e, col)  # L^{-1}
+            sample_parameter(conf.theta_hat[i], inv, beta[i], draws[i], sampled)
             try:
                 x = self._program.solve(sampled, self.gamma_hat[i], beta[i] * inv).x
             except SolverFailure as exc:

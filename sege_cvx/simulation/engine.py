@@ -30,12 +30,22 @@ class Feedback(NamedTuple):
     """One stage of every run (:meth:`LinearBandit.feedback`), each of shape ``(n_runs,)``:
     expected and observed rewards, the constraint's value ``<x, gamma*>`` (NaN without a
     constraint) and its observed value (NaN where the model has no separate feedback), and
-    whether the stage violated the constraint (False without one)."""
+    whether the stage violated the constraint (False without one).
+
+    Examples
+    --------
+    >>> import sege_cvx as sc
+    >>> con = sc.LinearConstraint(0.5, gamma_star=[1.0, 0.0], noise_sd=0.0)
+    >>> bandit = sc.LinearBandit([0.6, 0.8], 0.0, sc.run_seeds(0, 1)[1], constraint=con)
+    >>> fb = bandit.feedback([[0.7, 0.1]])
+    >>> float(fb.mean[0]), float(fb.constraint_value[0]), bool(fb.violated[0])
+    (0.5, 0.7, True)
+    """
 
     mean: np.ndarray
     observed: np.ndarray
-    cost: np.ndarray
-    observed_cost: np.ndarray
+    constraint_value: np.ndarray
+    observed_constraint: np.ndarray
     violated: np.ndarray
 
 
@@ -72,7 +82,8 @@ class LinearBandit:
 
     def __init__(self, theta_star: np.ndarray, noise_sd: float,
                  seeds: Sequence[np.random.SeedSequence] | None = None, *,
-                 constraint: LinearConstraint | None = None, draws=None) -> None:
+                 constraint: LinearConstraint | None = None,
+                 draws: np.ndarray | None = None) -> None:
         self.theta_star = as_vector("theta_star", theta_star)
         self.dim = self.theta_star.shape[0]
         # noise_sd times a normal draw (|z| < 40 in practice) must stay within the float range.
@@ -144,10 +155,10 @@ class LinearBandit:
         nan = np.full(len(mean), np.nan)
         if self.constraint is None:
             return Feedback(mean, observed, nan, nan, np.zeros(len(mean), dtype=bool))
-        cost = row_dot(arms, self.gamma_star)
-        observed_cost = (cost + self.constraint.noise_sd * draws[:, 1]
-                         if draws.shape[1] > 1 else nan)
-        return Feedback(mean, observed, cost, observed_cost, cost > self.constraint.limit)
+        value = row_dot(arms, self.gamma_star)
+        observed_value = (value + self.constraint.noise_sd * draws[:, 1]
+                          if draws.shape[1] > 1 else nan)
+        return Feedback(mean, observed, value, observed_value, value > self.constraint.limit)
 
 
 @dataclass
@@ -194,6 +205,16 @@ class SimulationResult:
             raise ValueError("per-stage regret needs simulate(..., traces=True); "
                              "stats.regret holds it at the checkpoint stages")
         return np.cumsum(self.optimal_reward - self.expected_reward, axis=0)
+
+
+def observe(policy: Policy, arms: np.ndarray, feedback: Feedback) -> None:
+    """``policy.observe`` of ``arms`` with their :class:`Feedback`: the rewards, and the
+    constraint's values where the policy's constraint has its own feedback."""
+    known = policy.constraint
+    if known is not None and known.separate_feedback:
+        policy.observe(arms, feedback.observed, feedback.observed_constraint)
+    else:
+        policy.observe(arms, feedback.observed)
 
 
 def simulate(
@@ -375,10 +396,7 @@ def simulate(
         codes = np.array(policy.last_decision, dtype=np.int8)
         feedback = bandit._feedback(arms.reshape(n, -1))
         mean = feedback.mean
-        if known is not None and known.separate_feedback:
-            policy.observe(arms, feedback.observed, feedback.observed_cost)
-        else:
-            policy.observe(arms, feedback.observed)
+        observe(policy, arms, feedback)
         violated = feedback.violated if known is not None else mean < threshold
         stats.record(t, mean, violated, codes, optimal, threshold, row)
         row += t == grid[row]

@@ -26,6 +26,7 @@ def check_cells(spec: StudySpec) -> dict[str, dict]:
         ``safety_model`` and the ``constraint_limit``), its ``fingerprint``, whether it is
         ``misspecified`` and the assumptions it breaks.
     """
+    from ...policies.base import safety_model_problem
     from ...policies.registry import policy_class
     from ...simulation import run_seeds, simulate
 
@@ -34,13 +35,10 @@ def check_cells(spec: StudySpec) -> dict[str, dict]:
         where = f"cell {index} ({problem_spec.label}, {algorithm.name}, {settings or 'defaults'})"
         try:
             problem = build_problem(problem_spec)
-            models = getattr(policy_class(algorithm.name), "safety_models", ("stagewise",))
-            if problem.safety_model not in models:
-                model = ("an unknown linear constraint" if problem.constraint is not None
-                         else "the stagewise floor")
-                raise SpecError(f"{where}: {algorithm.name} does not run on problem "
-                                f"{problem_spec.label}, which has {model}; name the problems it "
-                                "runs on in its [[algorithms]] table: problems = [...]")
+            wrong = safety_model_problem(policy_class(algorithm.name), problem.safety_model)
+            if wrong is not None:
+                raise SpecError(f"{where}: {wrong}; name the problems {algorithm.name} runs on "
+                                "in its [[algorithms]] table: problems = [...]")
             policy_seeds, noise_seeds = run_seeds(0, 1)
             policy = problem.policy(algorithm.name, 1, policy_seeds, **settings)
             simulate(policy, problem.bandit(noise_seeds),

@@ -223,7 +223,8 @@ def run_shard(task: ShardTask) -> pa.Table:
     reasons = dict(getattr(policy, "fallback_reasons", Counter()))
     return shard_table(result.stats, runs, seeds, fallbacks, reasons, wall,
                        cell=cell_key(task), fingerprint=problem.fingerprint, versions=versions,
-                       decision_names=cls.decision_names, policy_code=code)
+                       decision_names=cls.decision_names, policy_code=code,
+                       conservative=problem.constraint is None)
 
 
 def _differences(expected: dict, found: dict) -> str:
@@ -315,13 +316,15 @@ def shard_table(stats: RunStatistics, runs: np.ndarray, seeds: Sequence[int],
                 fallbacks: np.ndarray, reasons: dict, wall_seconds: float, *,
                 cell: dict | None = None, fingerprint: str | None = None,
                 versions: dict | None = None, decision_names: Sequence[str | None] = (),
-                policy_code: str | None = None) -> pa.Table:
+                policy_code: str | None = None, conservative: bool = True) -> pa.Table:
     """A shard's Arrow table from its runs' statistics (the inverse of :func:`shard_statistics`).
 
     ``wall_seconds`` is the shard's simulation time; each run's row gets an equal share.
     ``cell`` (:func:`cell_key`), ``fingerprint`` and ``versions`` (the problem's and the
     software's), the policy's ``decision_names`` (by code) and ``policy_code`` (its code's
-    fingerprint) go into the metadata.
+    fingerprint) go into the metadata.  ``conservative``: whether the problem has the paper's
+    conservative constraint (the stagewise model); under a linear constraint ``conservative_met``
+    is null.
     """
     n, C = len(runs), len(stats.checkpoints)
     first = stats.first_violation
@@ -335,7 +338,7 @@ def shard_table(stats: RunStatistics, runs: np.ndarray, seeds: Sequence[int],
         **{name: pa.array(stats.decision_counts[:, code])
            for code, name in enumerate(DECISION_COLUMNS)},
         "fallbacks": pa.array(np.asarray(fallbacks, dtype=np.int64)),
-        "conservative_met": pa.array(stats.conservative_met),
+        "conservative_met": pa.array(stats.conservative_met, mask=np.full(n, not conservative)),
         "wall_seconds": pa.array(np.full(n, wall_seconds / n)),
     }
     for name in CURVES:
@@ -396,5 +399,7 @@ def shard_statistics(table: pa.Table) -> RunStatistics:
         violations=curve("violations"), decisions=curve("decisions", N_DECISIONS),
         cum_regret=column("regret"), cum_reward=np.full(n, np.nan),
         min_reward=column("min_expected_reward"), first_violation=first.astype(np.int64),
-        total_violations=column("violations"), conservative_met=column("conservative_met"),
+        total_violations=column("violations"),
+        # Null under a linear constraint (no conservative constraint): read as met, as computed.
+        conservative_met=table.column("conservative_met").fill_null(True).to_numpy(),
         decision_counts=np.stack([column(c) for c in DECISION_COLUMNS], axis=1))
