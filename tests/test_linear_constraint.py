@@ -269,9 +269,10 @@ def test_no_violation_and_every_arm_exactly_in_the_set(rule, set_name):
     assert played > T  # it left the safe arm
 
 
-@pytest.mark.parametrize("rule", ["ROFUL", "GNOP", "SafeTS"])
-def test_compiled_stages_are_bitwise_the_step_api(rule):
-    problem = constraint_problem(SETS["star"]())
+@pytest.mark.parametrize(("rule", "set_name"), [
+    ("ROFUL", "star"), ("GNOP", "star"), ("SafeTS", "star"), ("ROFUL", "ball"), ("GNOP", "box")])
+def test_compiled_stages_are_bitwise_the_step_api(rule, set_name):
+    problem = constraint_problem(SETS[set_name]())
     n, T = 5, 400
     compiled = problem.policy(rule, n, seed=2)
     assert compiled.compiled_stages
@@ -512,7 +513,7 @@ def b_problem(arm_set, limit=0.9):
                             delta_bar=0.01, constraint=sc.LinearConstraint(limit, B=-B_THEIRS))
 
 
-@pytest.mark.parametrize("set_name", ["ball", "box", "cvxpy"])
+@pytest.mark.parametrize("set_name", ["star", "ball", "box", "cvxpy"])
 def test_safe_lucb_is_safe_and_exactly_in_the_set(set_name):
     arm_set = SETS[set_name]()
     problem = b_problem(arm_set, limit=0.3)

@@ -26,6 +26,7 @@ hull's: ``(rows, counts, weights, mix)``); ellipsoids ignore it.  ``mats`` (6, d
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 from .._numba import njit
 from ..arm_sets.ellipsoid import arms as ellipsoid_arms
@@ -130,7 +131,21 @@ def _polytope_pull_in(geometry, x, offset, trial):
     return polytope_arms.pull_inside_one(geometry, x, offset, trial)
 
 
-PULL_IN = {EllipsoidGeometry: _ellipsoid_pull_in, PolytopeGeometry: _polytope_pull_in}
+class Unmoved(NamedTuple):
+    """The geometry record of arms played as the stage computes them: a star set's (its arms are
+    members by construction, :mod:`sege_cvx.arm_sets.star`), or a set whose arms the policy
+    moves in outside the compiled stage.  Its :func:`pull_in` moves nothing."""
+
+    marker: int = 0
+
+
+@njit(inline="always")
+def _unmoved_pull_in(geometry, x, offset, trial):
+    return True
+
+
+PULL_IN = {EllipsoidGeometry: _ellipsoid_pull_in, PolytopeGeometry: _polytope_pull_in,
+           Unmoved: _unmoved_pull_in}
 
 
 @njit(inline="always")

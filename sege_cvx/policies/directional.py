@@ -36,8 +36,11 @@ the set (or the safe arm is played, counted), and its certificate is checked aga
 point moved.
 
 The rule is written once (:func:`ray_step`); :class:`DirectionalStages` and its hooks put it in
-the compiled stage loop (:mod:`sege_cvx.simulation.loop`) on star sets, and ``select`` and
-``observe`` run the same functions one stage at a time.
+the compiled stage loop (:mod:`sege_cvx.simulation.loop`) on star sets and on the sets whose
+exact membership is compiled (ellipsoids, balls, boxes, polytopes: the arm moved in by the
+set's compiled pull-in and certified again at the point moved), and ``select`` and ``observe``
+run the same functions one stage at a time; on other convex sets ``select`` moves the arm in
+and certifies it in Python.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from ..arm_sets.star import StarSet
 from ..confidence.cholesky import (
     directional_terms,
     inverse_factor_one,
+    inverse_norm,
     lcb_values,
     observe_one,
     solve_lower,
@@ -63,6 +67,7 @@ from ..confidence.cholesky import (
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius, CountTable, check_radius, radii_all, radius_one
 from ..constraint import KnownConstraint
+from ..fast_paths.stage_arms import PULL_IN, Unmoved, pull_in
 from ..simulation.loop import StageHooks, choose_loop, register_stage_hooks, stage_loop
 
 #: Decision codes: the step played in full (ROFUL: ``max(b~, mu) >= 1``; GNOP and SafeTS: at
@@ -186,15 +191,27 @@ class DirectionalStages(NamedTuple):
     margin: float
     S: float
     draws: np.ndarray
+    geometry: tuple
 
 
 @njit(inline="always")
 def scratch(policy, d):
     """``L^{-1}`` and two vectors, the per-ray terms ``(4, K)``, :func:`observe_one`'s
-    ``V_new``, ``L`` and ``w``, SafeTS's sampled parameter."""
+    ``V_new``, ``L`` and ``w``, SafeTS's sampled parameter, ``pull_in``'s ``(2, d)``."""
     K = policy.dirs_t.shape[1]
     return (np.empty((d + 2, d)), np.empty((4, K)), np.empty((d, d)), np.empty((d, d)),
-            np.empty(d), np.empty(d))
+            np.empty(d), np.empty(d), np.empty((2, d)))
+
+
+@njit(inline="always")
+def certified_arm(x, gamma_hat, chol, beta, margin, S, w) -> bool:
+    """The certificate at the arm itself: ``<x, gamma_hat> + beta ||x||_{V^{-1}} <= c`` or
+    ``S ||x|| <= c`` (``w``: scratch of length d)."""
+    dot, square = 0.0, 0.0
+    for j in range(x.shape[0]):
+        dot += x[j] * gamma_hat[j]
+        square += x[j] * x[j]
+    return dot + beta * inverse_norm(chol, x, w) <= margin or S * np.sqrt(square) <= margin
 
 
 @njit(inline="always")
@@ -248,11 +265,19 @@ def choose_arm(policy, run, work, i, s, t, arm) -> int:
             cdot[k] += g * dirs_t[j, k]
     k, scale, code = ray_step(policy.algorithm, terms[0], cdot, terms[1], policy.unorm,
                               policy.caps, beta, policy.margin, policy.S, terms[2])
-    if scale < 0.0:
-        policy.fallbacks[i] += 1
-        scale = 0.0
     for j in range(d):
-        arm[j] = scale * dirs_t[j, k]
+        arm[j] = max(scale, 0.0) * dirs_t[j, k]
+    if code == BASELINE and scale == 0.0:
+        return code  # the safe arm, the best
+    # Moved exactly into the set (a star's arms are members already: Unmoved) and certified at
+    # the point moved; else the safe arm, counted.
+    pull = work[6]
+    if not (scale > 0.0 and pull_in(policy.geometry, arm, pull[0], pull[1])
+            and certified_arm(arm, gamma_hat, chol, beta, policy.margin, policy.S, work[4])):
+        policy.fallbacks[i] += 1
+        for j in range(d):
+            arm[j] = 0.0
+        return BASELINE
     return code
 
 
@@ -360,6 +385,14 @@ class DirectionalPolicy:
         self.gamma_hat = np.zeros((n, d))
         self.fallbacks = np.zeros(n, dtype=np.int64)
         self.star = isinstance(arm_set, StarSet)
+        # The compiled stages move an arm exactly into the set where its membership is compiled
+        # (ellipsoids, balls, boxes, polytopes); a star's arms are members already.  Other sets
+        # move the arms in Python, after the compiled scan (:meth:`select`).
+        compiled = arm_set.compiled_arms
+        geometry = None if compiled is None or self.star else compiled.geometry()
+        self.geometry = geometry if type(geometry) in PULL_IN else Unmoved()
+        # (SafeTS on a convex set solves its own program: no rays, nothing compiled.)
+        self.compiled = self.star or (rays and not isinstance(self.geometry, Unmoved))
 
     def draws(self, policy, n_stages: int) -> np.ndarray:
         """SafeTS's standard normals for the next ``n_stages`` stages, ``d + 2`` a stage, each
@@ -376,7 +409,7 @@ class DirectionalPolicy:
                                  self.xz_sum, self.gamma_hat, policy.decision_counts,
                                  policy.last_decision, self.fallbacks, self._radius.rule, table,
                                  self.algorithm, self.dirs_t, self.unorm, self.caps, self.margin,
-                                 policy.S, self.draws(policy, n_stages))
+                                 policy.S, self.draws(policy, n_stages), self.geometry)
 
     def select(self, policy) -> tuple[np.ndarray, np.ndarray]:
         """Every run's arm and code (the compiled stage of :func:`choose_loop`), moved exactly
@@ -384,8 +417,9 @@ class DirectionalPolicy:
         n, d = policy.n_runs, policy.d
         arms = np.empty((n, d))
         codes = np.empty(n, dtype=np.int8)
-        choose_loop(DirectionalStages)(self.record(policy, 1), policy.t + 1, arms, codes)
-        if not self.star:
+        choose_loop(DirectionalStages, type(self.geometry))(self.record(policy, 1), policy.t + 1,
+                                                            arms, codes)
+        if not self.compiled:
             arms, inside = policy.arm_set.pull_inside_unchecked(arms)
             played = codes != BASELINE
             ok = inside & (~played | self.certified(policy, arms))
@@ -418,7 +452,7 @@ class DirectionalPolicy:
 
     @property
     def kernels(self) -> tuple:
-        return (stage_loop(DirectionalStages),) if self.star else ()
+        return (stage_loop(DirectionalStages, type(self.geometry)),) if self.compiled else ()
 
     def fallback_reasons(self) -> Counter[str]:
         total = int(self.fallbacks.sum())

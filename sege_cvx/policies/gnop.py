@@ -114,7 +114,7 @@ class GNOP(Policy):
 
     @property
     def compiled_stages(self) -> bool:
-        return self._directional.star
+        return self._directional.compiled
 
     @property
     def compiled_kernels(self) -> tuple:

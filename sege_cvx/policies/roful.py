@@ -364,7 +364,7 @@ class ROFUL(Policy):
     @property
     def compiled_stages(self) -> bool:
         if self._directional is not None:
-            return self._directional.star
+            return self._directional.compiled
         return self._geometry is not None
 
     @property

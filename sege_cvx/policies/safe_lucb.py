@@ -33,6 +33,7 @@ plays the safe arm, counted with its reason.  On the confidence event (probabili
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import numpy as np
@@ -40,6 +41,7 @@ import numpy as np
 from .._random import SeedLike
 from .._validation import as_nonnegative_int, as_scalar
 from ..arm_sets.base import ArmSet
+from ..arm_sets.star import StarSet
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius, CountTable, check_radius, radii_all
 from ..conic.errors import SolverFailure
@@ -62,7 +64,8 @@ class SafeLUCB(Policy):
     Parameters
     ----------
     arm_set : ArmSet
-        A convex set holding the origin.
+        A convex set holding the origin, or a :class:`~sege_cvx.StarSet` (its rays scanned in
+        closed form, and its exploration arms drawn ray by ray within the safe ellipsoid).
     baseline_arm : array_like, shape (d,)
         The safe arm: the origin.
     baseline_reward, threshold : None
@@ -128,9 +131,10 @@ class SafeLUCB(Policy):
         if constraint is None or constraint.B is None:
             raise TypeError("Safe-LUCB is a policy of the linear constraint <B x, theta*> <= c "
                             "with B known: give a problem with sc.LinearConstraint(c, B=...)")
-        if isinstance(arm_set, ArmSet) and not arm_set.is_convex:
-            raise TypeError(f"Safe-LUCB needs a convex arm set (it solves programs over it), "
-                            f"not {arm_set!r}")
+        if isinstance(arm_set, ArmSet) and not (arm_set.is_convex
+                                                or isinstance(arm_set, StarSet)):
+            raise TypeError(f"Safe-LUCB needs a convex arm set (it solves programs over it) or a "
+                            f"sc.StarSet (it scans its rays), not {arm_set!r}")
         super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
                          noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed,
                          constraint=constraint)
@@ -158,9 +162,12 @@ class SafeLUCB(Policy):
         # Room for the rounding of B^-1 r, which grows with B's condition number.
         slack = max(SHRINK, 16.0 * d * np.finfo(float).eps * np.linalg.cond(B))
         self._exploration_radius = (1.0 - slack) * self.margin / self.S
+        self._star = isinstance(arm_set, StarSet)
         self._program = self._optimistic_program()
 
     def _optimistic_program(self):
+        if self._star:
+            return None  # the rays are scanned in closed form
         return _optimistic_program(self.arm_set, 2 * self.d, self.margin)
 
     def __getstate__(self) -> dict:
@@ -210,7 +217,11 @@ class SafeLUCB(Policy):
         if self.t < self.exploration_stages:
             for i, rng in enumerate(self.rngs):
                 z = rng.standard_normal(d + 2)  # z[:d] / ||z||: uniform in the unit ball
-                arms[i] = self.B_inverse @ (self._exploration_radius * z[:d] / np.linalg.norm(z))
+                if self._star:
+                    arms[i] = self._star_exploration(z)
+                else:
+                    arms[i] = self.B_inverse @ (self._exploration_radius * z[:d]
+                                                / np.linalg.norm(z))
             codes[:] = EXPLORE
             inside = self.arm_set.contains(arms, tol=0.0)
             safe = self.S * np.linalg.norm(arms @ self.B.T, axis=1) <= self.margin
@@ -224,6 +235,9 @@ class SafeLUCB(Policy):
         corners = self.vertices()
         bounds = corners @ self.B  # rows: B^T w_k, the estimated safe set's normals
         for i, vertices in enumerate(corners):
+            if self._star:
+                arms[i], codes[i] = self._star_optimistic(vertices, bounds[i])
+                continue
             best, value = None, -np.inf
             try:
                 for w in vertices:
@@ -249,6 +263,37 @@ class SafeLUCB(Policy):
         moved[codes == BASELINE] = 0.0
         self.last_decision = codes
         return moved
+
+    def _star_exploration(self, z: np.ndarray) -> np.ndarray:
+        """On a star set, the exploration arm ``fl(s u_k)``: a ray ``k`` uniformly, then ``s``
+        uniformly along its part inside the safe ellipsoid ``||B x|| <= (1 - e) c / S`` (both from
+        standard normals ``z``, by their normal quantiles)."""
+        star: StarSet = self.arm_set
+        K = star.n_directions
+        uniform = [0.5 * math.erfc(-float(v) / math.sqrt(2.0)) for v in z[:2]]  # in [0, 1]
+        k = min(int(K * uniform[0]), K - 1)
+        u = star.directions[k]
+        reach = min(star.caps[k], self._exploration_radius / np.linalg.norm(self.B @ u))
+        return (uniform[1] * reach) * u
+
+    def _star_optimistic(self, vertices: np.ndarray, normals: np.ndarray) -> tuple:
+        """On a star set, the optimistic arm in closed form: along ray ``k`` the estimated safe
+        set is ``s <= sigma_k = min(cap_k, min_j c / <n_j, u_k>)`` (over the normals with
+        ``<n_j, u_k> > 0``), and the best ``(vertex, ray)`` maximizes ``sigma_k <w_i, u_k>``;
+        the safe arm if no value is positive.  ``(arm, code)``."""
+        star: StarSet = self.arm_set
+        slopes = star.directions @ normals.T  # (K, 2d): <n_j, u_k>
+        with np.errstate(divide="ignore"):
+            limits = np.where(slopes > 0.0, self.margin / np.where(slopes > 0.0, slopes, 1.0),
+                              np.inf)
+        sigma = np.minimum(star.caps, limits.min(axis=1))
+        cut = sigma < star.caps
+        values = sigma[None, :] * (vertices @ star.directions.T)  # (2d, K)
+        i, k = np.unravel_index(int(np.argmax(values)), values.shape)  # first of ties
+        if not values[i, k] > 0.0:
+            return np.zeros(self.d), BASELINE
+        s = sigma[k] * (1.0 - SHRINK) if cut[k] else sigma[k]
+        return s * star.directions[k], OPTIMISTIC
 
     def observe(self, x: np.ndarray, y: np.ndarray) -> None:
         """Record the rewards (the constraint's feedback is the reward's)."""

@@ -155,7 +155,7 @@ class SafeTS(Policy):
 
     @property
     def compiled_stages(self) -> bool:
-        return self._directional.star
+        return self._directional.compiled  # on star sets only: no rays elsewhere
 
     @property
     def compiled_kernels(self) -> tuple:
