@@ -23,8 +23,8 @@ import numpy as np
 import sege_cvx as sc
 
 
-@sc.register_policy("SafeTS", color="tab:orange")
-class SafeTS(sc.Policy):
+@sc.register_policy("StagewiseTS", color="tab:olive")
+class StagewiseTS(sc.Policy):
     """Safe Thompson sampling over the certified safe set (one SOCP a stage and run)."""
 
     decision_names = ("sampled", "explore_baseline")
@@ -89,7 +89,7 @@ class SafeTS(sc.Policy):
 # Every policy through the same sweep: the paper's problem, 8 seeded runs of 1,500 stages.
 
 spec = {"seed": 0, "runs": 8, "horizon": 1500, "problems": [{"name": "paper"}],
-        "algorithms": [{"name": name} for name in ("SEGE", "CLUCB", "ROFUL", "SafeTS")]}
+        "algorithms": [{"name": name} for name in ("SEGE", "CLUCB", "ROFUL", "StagewiseTS")]}
 out = Path(tempfile.mkdtemp()) / "sweep"
 results = sc.run_sweep(spec, out, workers=1, progress=False)
 print(results.table()[["runs", "regret_mean", "regret_se", "violating_runs"]].to_string())

@@ -45,6 +45,6 @@ for ax, (label, arm_set, constraint, algorithms, settings) in zip(axes, panels, 
               f"best reward within the constraint {problem.optimal_reward:.3f}")
     ax.set_title(label, fontsize=9)
     ax.set_xlabel("stage t")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left")
 axes[0].set_ylabel("mean cumulative regret")
 fig.tight_layout()
