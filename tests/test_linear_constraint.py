@@ -568,3 +568,17 @@ def test_check_policy_runs_safe_lucb():
     from sege_cvx.testing import check_policy
 
     check_policy(sc.SafeLUCB, b_problem(SETS["box"]()), stages=12, exploration_stages=6)
+
+
+def test_a_constraint_policy_with_a_two_argument_observe_is_told_what_to_take():
+    class TwoArguments(SafeOrigin):
+        def observe(self, arms, rewards):
+            pass
+
+    from sege_cvx.testing import constrained_problem
+
+    with pytest.raises(TypeError, match=r"TwoArguments.observe must take \(arms, rewards, "
+                                        r"constraint_values\)"):
+        constrained_problem().policy(TwoArguments, 1)
+    # SEGE's c is not a constrained problem's default: there c is the constraint's limit.
+    assert "c" not in constrained_problem().policy_defaults()

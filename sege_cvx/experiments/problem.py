@@ -239,10 +239,15 @@ class BanditProblem:
         SEGE's ``c`` and ``delta_bar``; ``delta`` (``delta_bar``: Corollary 1's overall risk
         ``sum_t delta_t``); ``n_arms`` and ``n_directions`` (``clucb_arms``, so that CLUCB and
         ROFUL use the same boundary points).  :meth:`policy` passes each to a constructor that
-        has a parameter of that name (``None``: the constructor's own default)."""
-        return {"lam": self.lam, "c": self.c, "delta_bar": self.delta_bar,
-                "delta": self.delta_bar, "n_arms": self.clucb_arms,
-                "n_directions": self.clucb_arms}
+        has a parameter of that name (``None``: the constructor's own default).  Under a linear
+        constraint SEGE's ``c`` is left out: there ``c`` is the constraint's limit, which a
+        policy reads from its ``constraint``."""
+        defaults = {"lam": self.lam, "c": self.c, "delta_bar": self.delta_bar,
+                    "delta": self.delta_bar, "n_arms": self.clucb_arms,
+                    "n_directions": self.clucb_arms}
+        if self.constraint is not None:
+            del defaults["c"]
+        return defaults
 
     def policy(self, algorithm, n_runs: int = 1, seed=None, **settings) -> Policy:
         """The policy ``algorithm`` on this problem, over ``n_runs`` runs seeded by ``seed``.

@@ -430,6 +430,13 @@ class Policy:
         if constraint.B is not None and constraint.B.shape != (arm_set.dim, arm_set.dim):
             raise ValueError(f"the constraint's B has shape {constraint.B.shape}, not "
                              f"({arm_set.dim}, {arm_set.dim})")
+        inner = getattr(type(self).observe, "__wrapped__", type(self).observe)
+        if constraint.separate_feedback and inner is not Policy.observe:  # its own observe
+            code = getattr(inner, "__code__", None)
+            if code is not None and code.co_argcount < 4:
+                raise TypeError(f"{type(self).__name__}.observe must take (arms, rewards, "
+                                "constraint_values): this problem's constraint returns its own "
+                                "feedback each stage")
         self.baseline_arm = np.array(x0)
         self.baseline_witness = np.empty(0)
         self.baseline_shift = 0.0

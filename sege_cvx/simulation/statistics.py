@@ -211,7 +211,8 @@ class RunStatistics:
         ``sd`` (over runs, ``ddof=1``; 0 for one run) and quantiles ``q05``, ``q25``, ``q50``,
         ``q75``, ``q95`` (:data:`QUANTILES`); ``regret_min``/``regret_max``;
         ``reward_window_min``/``reward_window_max``, the extremes over runs and over every stage
-        since the previous checkpoint; ``violating_pairs`` (run-stage pairs below the threshold
+        since the previous checkpoint; ``violating_pairs`` (run-stage pairs that broke the safety
+        model's constraint: a reward below the threshold, or a constraint value above its limit,
         so far) and ``violating_runs`` (runs with at least one); ``decisions`` of shape
         ``(C, 3)``, stages of each decision code so far, summed over runs.
         """
