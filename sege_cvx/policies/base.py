@@ -336,6 +336,19 @@ class Policy:
                             f"for the convex hull of the arms, or CLUCB, which plays the arms "
                             "themselves")
 
+    def _set_common(self, arm_set: ArmSet, S, noise_sd, lam, n_runs) -> None:
+        """Validate and store what every policy is given, whatever its safety model."""
+        if not isinstance(arm_set, ArmSet):
+            raise TypeError(f"arm_set must be an ArmSet, got {type(arm_set).__name__}")
+        self.arm_set = arm_set
+        self.S = as_scalar("S", S, low=0.0, low_open=True)
+        self.noise_sd = as_scalar("noise_sd", noise_sd, low=0.0)
+        self.lam = as_scalar("lam", lam, low=0.0, low_open=True)
+        self.n_runs = as_positive_int("n_runs", n_runs)
+        if self.n_runs > MAX_RUNS:
+            raise ValueError(f"n_runs must be at most {MAX_RUNS} (split larger studies into "
+                             f"batches), got {self.n_runs}")
+
     def _set_problem(self, arm_set: ArmSet, baseline_arm, baseline_reward, threshold, S, noise_sd,
                      lam, n_runs) -> None:
         """Validate and store what every safe-bandit policy is given (Assumptions 1-3, b < b0).
@@ -352,16 +365,7 @@ class Policy:
         ``baseline_witness`` (shape ``(witness_dim,)``, empty for other sets) holds it, for
         convex combinations with the baseline.
         """
-        if not isinstance(arm_set, ArmSet):
-            raise TypeError(f"arm_set must be an ArmSet, got {type(arm_set).__name__}")
-        self.arm_set = arm_set
-        self.S = as_scalar("S", S, low=0.0, low_open=True)
-        self.noise_sd = as_scalar("noise_sd", noise_sd, low=0.0)
-        self.lam = as_scalar("lam", lam, low=0.0, low_open=True)
-        self.n_runs = as_positive_int("n_runs", n_runs)
-        if self.n_runs > MAX_RUNS:
-            raise ValueError(f"n_runs must be at most {MAX_RUNS} (split larger studies into "
-                             f"batches), got {self.n_runs}")
+        self._set_common(arm_set, S, noise_sd, lam, n_runs)
         x0 = as_vector("baseline_arm", baseline_arm, arm_set.dim)
         b0 = as_scalar("baseline_reward", baseline_reward)
         if not arm_set.is_convex and not arm_set.contains(x0, tol=0.0):
@@ -414,14 +418,7 @@ class Policy:
         if baseline_reward is not None or threshold is not None:
             raise TypeError("under a linear constraint a policy takes no baseline_reward or "
                             "threshold (they are the stagewise model's): pass None")
-        self.arm_set = arm_set
-        self.S = as_scalar("S", S, low=0.0, low_open=True)
-        self.noise_sd = as_scalar("noise_sd", noise_sd, low=0.0)
-        self.lam = as_scalar("lam", lam, low=0.0, low_open=True)
-        self.n_runs = as_positive_int("n_runs", n_runs)
-        if self.n_runs > MAX_RUNS:
-            raise ValueError(f"n_runs must be at most {MAX_RUNS} (split larger studies into "
-                             f"batches), got {self.n_runs}")
+        self._set_common(arm_set, S, noise_sd, lam, n_runs)
         x0 = as_vector("baseline_arm", safe_arm, arm_set.dim)
         if not arm_set.contains(x0, tol=0.0):
             raise ValueError(f"the safe arm {format_value(x0)} must lie in {arm_set!r} exactly "

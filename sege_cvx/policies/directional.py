@@ -458,3 +458,52 @@ class DirectionalPolicy:
         total = int(self.fallbacks.sum())
         return Counter({"Uncertified": total} if total else {})
 
+
+class DirectionalMixin:
+    """What a policy of the linear-constraint model built on a :class:`DirectionalPolicy` (its
+    ``_directional``) exposes, by delegation: GNOP's and SafeTS's state, step API and compiled
+    stages.  Put before :class:`~sege_cvx.Policy` in the bases."""
+
+    _directional: DirectionalPolicy
+
+    @property
+    def gamma_hat(self) -> np.ndarray:
+        """Every run's estimate of ``gamma*``, shape ``(n_runs, d)``."""
+        return self._directional.gamma_hat
+
+    @property
+    def compiled_stages(self) -> bool:
+        return self._directional.compiled
+
+    @property
+    def compiled_kernels(self) -> tuple:
+        return self._directional.kernels
+
+    @property
+    def solver_fallbacks(self) -> np.ndarray:
+        """Per run: stages whose arm failed its certificate or exact membership (the safe arm
+        was played)."""
+        return self._directional.fallbacks
+
+    @property
+    def fallback_reasons(self) -> Counter[str]:
+        """How often an arm failed its certificate (``"Uncertified"``)."""
+        return self._directional.fallback_reasons()
+
+    def beta(self) -> np.ndarray:
+        """Every run's current confidence radius ``beta``."""
+        return self._directional.beta(self)
+
+    def select(self) -> np.ndarray:
+        """Every run's arm by the policy's rule, certified (:func:`ray_step`)."""
+        arms, self.last_decision = self._directional.select(self)
+        return arms
+
+    def observe(self, x: np.ndarray, y: np.ndarray, constraint_values: np.ndarray) -> None:
+        """Record the rewards ``y`` and the constraint's values."""
+        self._directional.observe(x, y, constraint_values)
+
+    def stage_record(self, t0: int, n_stages: int) -> DirectionalStages:
+        """The record of the compiled stage loop (:attr:`compiled_stages`)."""
+        return self._directional.record(self, n_stages)
+

@@ -3,18 +3,16 @@ defines it (Hutchinson, Turan and Alizadeh, AISTATS 2024; :mod:`.directional` ha
 
 from __future__ import annotations
 
-from collections import Counter
-
 import numpy as np
 
 from .._random import SeedLike
 from ..arm_sets.base import ArmSet
 from ..constraint import KnownConstraint
 from .base import Policy
-from .directional import GNOP_RULE, DirectionalPolicy
+from .directional import GNOP_RULE, DirectionalMixin, DirectionalPolicy
 
 
-class GNOP(Policy):
+class GNOP(DirectionalMixin, Policy):
     r"""GNOP on ``n_runs`` runs at once: optimism over rays, each scaled to the largest step whose
     pessimistic constraint value stays within the limit, with the bonus inflated by
     ``kappa = 1 + 2 S / c`` (:mod:`sege_cvx.policies.directional`).
@@ -107,48 +105,9 @@ class GNOP(Policy):
         self.directions, self.caps = self._directional.directions, self._directional.caps
         self.confidence = self._directional.confidence
 
-    @property
-    def gamma_hat(self) -> np.ndarray:
-        """Every run's estimate of ``gamma*``, shape ``(n_runs, d)``."""
-        return self._directional.gamma_hat
-
-    @property
-    def compiled_stages(self) -> bool:
-        return self._directional.compiled
-
-    @property
-    def compiled_kernels(self) -> tuple:
-        return self._directional.kernels
-
-    @property
-    def solver_fallbacks(self) -> np.ndarray:
-        return self._directional.fallbacks
-
-    @property
-    def fallback_reasons(self) -> Counter[str]:
-        """How often an arm failed its certificate (``"Uncertified"``)."""
-        return self._directional.fallback_reasons()
-
-    def beta(self) -> np.ndarray:
-        """Every run's current confidence radius ``beta``."""
-        return self._directional.beta(self)
-
     def summary(self, stats, stages: list[int]) -> dict:
         """The number of rays and the confidence radius."""
         return {"n_directions": int(self.directions.shape[0]), "radius": self.radius}
-
-    def select(self) -> np.ndarray:
-        """Every run's arm by GNOP's rule, certified (:mod:`.directional`)."""
-        arms, self.last_decision = self._directional.select(self)
-        return arms
-
-    def observe(self, x: np.ndarray, y: np.ndarray, constraint_values: np.ndarray) -> None:
-        """Record the rewards ``y`` and the constraint's values."""
-        self._directional.observe(x, y, constraint_values)
-
-    def stage_record(self, t0: int, n_stages: int):
-        """The record of the compiled stage loop (star sets)."""
-        return self._directional.record(self, n_stages)
 
 
 __all__ = ["GNOP"]

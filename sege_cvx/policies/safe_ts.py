@@ -44,6 +44,7 @@ from .directional import (
     SCALED_STEP,
     SHRINK,
     TS_RULE,
+    DirectionalMixin,
     DirectionalPolicy,
     sample_parameter,
 )
@@ -53,7 +54,7 @@ from .directional import (
 ACTIVE = 1e-6
 
 
-class SafeTS(Policy):
+class SafeTS(DirectionalMixin, Policy):
     r"""Safe Thompson sampling on ``n_runs`` runs at once (the rule and its safety argument are
     in :mod:`sege_cvx.policies.safe_ts`): the best arm for a parameter sampled in the confidence
     ellipsoid, over the estimated safe set, one SOCP a stage.
@@ -149,23 +150,6 @@ class SafeTS(Policy):
             self._program = self._safe_set_program()
 
     @property
-    def gamma_hat(self) -> np.ndarray:
-        """Every run's estimate of ``gamma*``, shape ``(n_runs, d)``."""
-        return self._directional.gamma_hat
-
-    @property
-    def compiled_stages(self) -> bool:
-        return self._directional.compiled  # on star sets only: no rays elsewhere
-
-    @property
-    def compiled_kernels(self) -> tuple:
-        return self._directional.kernels
-
-    @property
-    def solver_fallbacks(self) -> np.ndarray:
-        return self._directional.fallbacks
-
-    @property
     def fallback_reasons(self) -> Counter[str]:
         """Why the safe arm replaced an arm: a solver status, ``"Uncertified"`` or
         ``"NotMember"``."""
@@ -173,19 +157,14 @@ class SafeTS(Policy):
             return self._directional.fallback_reasons()
         return self._reasons.copy()
 
-    def beta(self) -> np.ndarray:
-        """Every run's current confidence radius ``beta``."""
-        return self._directional.beta(self)
-
     def summary(self, stats, stages: list[int]) -> dict:
         """The confidence radius."""
         return {"radius": self.radius}
 
     def select(self) -> np.ndarray:
         """Every run's arm (the module docstring's rule), certified before it is returned."""
-        if self._directional.star:
-            arms, self.last_decision = self._directional.select(self)
-            return arms
+        if self._directional.star:  # the compiled scan of the rays
+            return super().select()
         n, d = self.n_runs, self.d
         conf, margin = self.confidence, self._directional.margin
         beta = self.beta()
@@ -220,14 +199,6 @@ class SafeTS(Policy):
         moved[~played] = self.baseline_arm
         self.last_decision = codes
         return moved
-
-    def observe(self, x: np.ndarray, y: np.ndarray, constraint_values: np.ndarray) -> None:
-        """Record the rewards ``y`` and the constraint's values."""
-        self._directional.observe(x, y, constraint_values)
-
-    def stage_record(self, t0: int, n_stages: int):
-        """The record of the compiled stage loop (star sets)."""
-        return self._directional.record(self, n_stages)
 
 
 def _safe_set_program(arm_set: ArmSet, margin: float):
