@@ -20,9 +20,12 @@ class GNOP(DirectionalMixin, Policy):
     **Why it is safe.**  On the event of the confidence set of ``gamma*`` (probability
     ``1 - delta / 2``), ``<x, gamma*> <= <x, gamma_hat> + beta ||x||_{V^{-1}}``, and the arm is
     played only if that bound is at most ``c`` (certified before it is played; the safe arm,
-    counted in :attr:`solver_fallbacks`, otherwise).
+    counted in ``solver_fallbacks``, otherwise).
 
-    A policy of the linear-constraint model only: ``constraint`` is required.
+    A policy of the linear-constraint model only: ``constraint`` is required.  Its state, by
+    :class:`~sege_cvx.policies.directional.DirectionalMixin`: ``gamma_hat`` (per run),
+    ``solver_fallbacks`` (per run, the stages whose arm failed its certificate or exact
+    membership: the safe arm was played) and ``fallback_reasons``.
 
     Parameters
     ----------
@@ -55,8 +58,6 @@ class GNOP(DirectionalMixin, Policy):
         The rays ``u_k`` and their largest scales.
     confidence : ConfidenceEllipsoid
         ``V`` and ``theta_hat``; ``gamma_hat`` the constraint's estimate, shape ``(n_runs, d)``.
-    solver_fallbacks : ndarray of int, shape (n_runs,)
-        Stages whose arm failed its certificate or exact membership (the safe arm was played).
 
     Examples
     --------

@@ -22,7 +22,7 @@ solver's point is certified before it is played: its bound is recomputed, and wh
 or the solver's tolerance leave it above ``c`` the arm is scaled toward the safe arm (the
 bound is positively homogeneous: ``UCB(t x) = t UCB(x)``) to ``(1 - 2^-40) c``; it is then moved
 exactly into ``X`` and checked once more.  A solver failure, or an arm that still fails, is
-replaced by the safe arm and counted in :attr:`SafeTS.solver_fallbacks` with its reason.
+replaced by the safe arm and counted in ``SafeTS.solver_fallbacks`` with its reason.
 """
 
 from __future__ import annotations
@@ -60,7 +60,9 @@ class SafeTS(DirectionalMixin, Policy):
     ellipsoid, over the estimated safe set, one SOCP a stage.
 
     A policy of the linear-constraint model (``constraint`` required), learning ``gamma*`` from
-    its own feedback, with the origin as the safe arm.
+    its own feedback, with the origin as the safe arm.  ``solver_fallbacks`` counts per run the
+    stages whose arm could not be solved, certified or moved into the set (the safe arm was
+    played); ``fallback_reasons`` says why.
 
     Parameters
     ----------
@@ -84,10 +86,7 @@ class SafeTS(DirectionalMixin, Policy):
     Attributes
     ----------
     confidence : ConfidenceEllipsoid
-        ``V`` and ``theta_hat``; :attr:`gamma_hat` the constraint's estimate.
-    solver_fallbacks : ndarray of int, shape (n_runs,)
-        Stages whose arm could not be solved, certified or moved into the set (the safe arm was
-        played); :attr:`fallback_reasons` says why.
+        ``V`` and ``theta_hat``; ``gamma_hat`` the constraint's estimate.
 
     Examples
     --------
