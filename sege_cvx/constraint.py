@@ -36,6 +36,16 @@ from ._validation import as_finite_array, as_scalar, as_vector, format_value, sc
 __all__ = ["KnownConstraint", "LinearConstraint"]
 
 
+def square_matrix(B: object) -> np.ndarray:
+    """``B`` as a read-only float64 ``(d, d)`` array, finite, ``d >= 1`` (one-line errors)."""
+    B = as_finite_array("B", B)
+    if B.ndim != 2 or B.shape[0] != B.shape[1] or B.shape[0] == 0:
+        raise ValueError(f"B must be a square (d, d) matrix, got shape {B.shape}")
+    B = np.array(B, dtype=np.float64, order="C")
+    B.flags.writeable = False
+    return B
+
+
 @dataclass(frozen=True, eq=False)
 class KnownConstraint:
     """What a policy knows of a :class:`LinearConstraint` (never ``gamma*``).
@@ -79,13 +89,10 @@ class KnownConstraint:
                                  "sd) unless B is given")
             object.__setattr__(self, "noise_sd", as_scalar("noise_sd", self.noise_sd, low=0.0))
         else:
-            B = as_finite_array("B", self.B)
-            if B.ndim != 2 or B.shape[0] != B.shape[1] or B.shape[0] == 0:
-                raise ValueError(f"B must be a square (d, d) matrix, got shape {B.shape}")
             if self.noise_sd is not None:
                 raise ValueError("KnownConstraint with B takes no noise_sd: the reward's feedback "
                                  "is the constraint's")
-            object.__setattr__(self, "B", B)
+            object.__setattr__(self, "B", square_matrix(self.B))
 
     @property
     def margin(self) -> float:
@@ -151,15 +158,10 @@ class LinearConstraint:
                                as_scalar("noise_sd", self.noise_sd, low=0.0,
                                          high=np.finfo(float).max / 64))
         else:
-            B = as_finite_array("B", self.B)
-            if B.ndim != 2 or B.shape[0] != B.shape[1] or B.shape[0] == 0:
-                raise ValueError(f"B must be a square (d, d) matrix, got shape {B.shape}")
             if self.noise_sd is not None:
                 raise ValueError("LinearConstraint with B takes no noise_sd: the reward's feedback "
                                  f"is the constraint's (got noise_sd={self.noise_sd!r})")
-            B = np.array(B, dtype=np.float64, order="C")
-            B.flags.writeable = False
-            object.__setattr__(self, "B", B)
+            object.__setattr__(self, "B", square_matrix(self.B))
 
     @property
     def dim(self) -> int:

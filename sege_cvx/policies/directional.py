@@ -466,6 +466,12 @@ class DirectionalMixin:
 
     _directional: DirectionalPolicy
 
+    def _use(self, directional: DirectionalPolicy) -> None:
+        """Hold ``directional`` and expose its ``delta``, ``radius`` and ``confidence``."""
+        self._directional = directional
+        self.delta, self.radius = directional.delta, directional.radius
+        self.confidence = directional.confidence
+
     @property
     def gamma_hat(self) -> np.ndarray:
         """Every run's estimate of ``gamma*``, shape ``(n_runs, d)``."""

@@ -101,10 +101,8 @@ class GNOP(DirectionalMixin, Policy):
         super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
                          noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed,
                          constraint=constraint)
-        self._directional = DirectionalPolicy(self, GNOP_RULE, delta, radius, n_directions)
-        self.delta, self.radius = self._directional.delta, self._directional.radius
+        self._use(DirectionalPolicy(self, GNOP_RULE, delta, radius, n_directions))
         self.directions, self.caps = self._directional.directions, self._directional.caps
-        self.confidence = self._directional.confidence
 
     def summary(self, stats, stages: list[int]) -> dict:
         """The number of rays and the confidence radius."""

@@ -129,9 +129,7 @@ class SafeTS(DirectionalMixin, Policy):
                          noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed,
                          constraint=constraint)
         star = isinstance(arm_set, StarSet)
-        self._directional = DirectionalPolicy(self, TS_RULE, delta, radius, None, rays=star)
-        self.delta, self.radius = self._directional.delta, self._directional.radius
-        self.confidence = self._directional.confidence
+        self._use(DirectionalPolicy(self, TS_RULE, delta, radius, None, rays=star))
         self._reasons: Counter[str] = Counter()
         self._program = None if star else self._safe_set_program()
 
