@@ -34,7 +34,7 @@ import json, sys, time
 algorithm, example, t0 = sys.argv[1], sys.argv[2], float(sys.argv[3])
 marks = {"interpreter": time.time() - t0}
 import sege_cvx as sc
-from sege_cvx.experiments.examples import EXAMPLES
+from sege_cvx.problems.examples import EXAMPLES
 marks["import"] = time.time() - t0
 problem = EXAMPLES[example]()
 policy_seeds, noise_seeds = sc.run_seeds(0, 4)

@@ -21,7 +21,7 @@ and eigenvalues spanning two decades (condition number 100, random overall scale
   overhead of our data path (mat-vec and ``update``);
 * ``closed form, public``: ``Ellipsoid.lcb_arm(theta_hat, V, r, method="closed_form")`` on one
   instance (input validation, Cholesky inverse of ``V`` and membership check included);
-* ``closed form, kernel n=1``: :class:`sege_cvx.fast_paths.EllipsoidLCBKernel` on a batch of one
+* ``closed form, kernel n=1``: :class:`sege_cvx.arm_sets.ellipsoid.lcb.EllipsoidLCBKernel` on a batch of one
   (``V^{-1}`` given);
 * ``closed form, batched``: the kernel on a batch of ``--batch`` fresh instances (default 1000),
   time divided by the batch size (a mean over the batch, so slow instances count in full).
@@ -59,9 +59,9 @@ import numpy as np
 from _machine import machine
 
 import sege_cvx as sc
+from sege_cvx.arm_sets.ellipsoid.lcb import EllipsoidLCBKernel
 from sege_cvx.confidence.ellipsoid import lcb_from_precision
 from sege_cvx.conic import CompiledConicProgram, ConicSolution, SolverFailure, lcb_arm_program
-from sege_cvx.fast_paths import EllipsoidLCBKernel
 
 TARGET_SPEEDUP = 100.0  # closed form vs cvxpy DPP at d = 2
 TARGET_BATCHED_US = 5.0  # batched closed form, per instance, at d = 2

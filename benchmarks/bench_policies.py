@@ -27,7 +27,7 @@ import time
 from _machine import machine
 
 import sege_cvx as sc
-from sege_cvx.experiments.examples import EXAMPLES
+from sege_cvx.problems.examples import EXAMPLES
 
 
 def main() -> None:

@@ -67,10 +67,10 @@ from _machine import machine  # noqa: E402
 from bench_arm_sets import CASES, load, render  # noqa: E402
 
 import sege_cvx as sc  # noqa: E402
+from sege_cvx.arm_sets.kernels.status import VERIFIED  # noqa: E402
 from sege_cvx.arm_sets.polytope import arms as polytope_arms  # noqa: E402
 from sege_cvx.arm_sets.scaling import scale_lcb_data  # noqa: E402
 from sege_cvx.confidence.cholesky import factor  # noqa: E402
-from sege_cvx.fast_paths.status import VERIFIED  # noqa: E402
 
 LAM = 0.1
 RADIUS = 2.0
@@ -269,7 +269,7 @@ def bench_sege(args) -> list[list[str]]:
 
 
 def bench_study(args) -> list[list[str]]:
-    from sege_cvx.experiments.examples import EXAMPLES
+    from sege_cvx.problems.examples import EXAMPLES
 
     rows = []
     for name in ("paper", "box", "polytope", "treatment-mix", "lp-ball"):

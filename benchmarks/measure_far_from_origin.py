@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 import sege_cvx as sc
-from sege_cvx.experiments.examples import polytope_problem, treatment_mix_problem
+from sege_cvx.problems.examples import polytope_problem, treatment_mix_problem
 
 OFFSETS = (0.0, 1e2, 1e3, 1e4, 1e5)
 

@@ -11,7 +11,7 @@ reward may fall below the threshold ``b``; CLUCB only keeps a cumulative budget.
 import matplotlib.pyplot as plt
 
 import sege_cvx as sc
-from sege_cvx.experiments import paper_problem
+from sege_cvx.problems import paper_problem
 
 problem = paper_problem()
 runs, horizon = 16, 2000

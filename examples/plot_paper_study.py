@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import sege_cvx as sc
-from sege_cvx.experiments import paper_problem
+from sege_cvx.problems import paper_problem
 
 problem = paper_problem()
 runs, horizon = 20, 2000

@@ -18,7 +18,7 @@ _EXPORTS = {
     "ConvexHull": ".arm_sets", "CrossCheckError": ".arm_sets", "Ellipsoid": ".arm_sets",
     "Exploration": ".arm_sets.exploration", "FiniteArmSet": ".arm_sets",
     "Polytope": ".arm_sets", "StarSet": ".arm_sets",
-    "LinearConstraint": ".constraint", "KnownConstraint": ".constraint",
+    "LinearConstraint": ".safety", "KnownConstraint": ".safety", "RewardFloor": ".safety",
     "ConfidenceEllipsoid": ".confidence", "confidence_radius": ".confidence", "lcb": ".confidence",
     "self_normalized_radius": ".confidence",
     "SolverFailure": ".conic", "CLUCB": ".policies", "GNOP": ".policies", "Policy": ".policies",
@@ -26,7 +26,8 @@ _EXPORTS = {
     "SEGE": ".policies", "policy_class": ".policies", "register_policy": ".policies",
     "registered_policies": ".policies", "grid_parameters": ".policies",
     "LinearBandit": ".simulation", "run_seeds": ".simulation", "simulate": ".simulation",
-    "BanditProblem": ".experiments", "StudySpec": ".experiments", "run_sweep": ".experiments",
+    "BanditProblem": ".problems", "paper_problem": ".problems",
+    "StudySpec": ".experiments", "run_sweep": ".experiments",
     "load_results": ".experiments", "simulation": ".simulation", "testing": ".testing",
 }
 

@@ -2,7 +2,7 @@
 
 A sweep records the fingerprint of each problem it builds, so that a resumed sweep, or a shard
 computed on another worker, is accepted only if it was computed on the same problem
-(:meth:`sege_cvx.experiments.problem.BanditProblem.fingerprint`).
+(:meth:`sege_cvx.problems.problem.BanditProblem.fingerprint`).
 
 >>> fingerprint({"theta": (0.6, 0.8), "S": 1.0}) == fingerprint({"S": 1.0, "theta": [0.6, 0.8]})
 True

@@ -11,7 +11,6 @@ from typing import NoReturn
 
 import numpy as np
 
-from ._deprecation import deprecated_names
 from ._random import MAX_RUNS
 from ._validation import MAX_HORIZON
 
@@ -21,7 +20,7 @@ STUDIES = ("khezeli-bitar-2020", "roful-2024")
 _STUDY_DEFAULTS = {"khezeli-bitar-2020": (["SEGE", "CLUCB"], 20_000, "results"),
                    "roful-2024": (["ROFUL", "GNOP"], None, "results-roful-2024")}
 
-#: ``--arm-set`` choices: the keys of :data:`sege_cvx.experiments.examples.EXAMPLES` (a test keeps
+#: ``--arm-set`` choices: the keys of :data:`sege_cvx.problems.examples.EXAMPLES` (a test keeps
 #: them equal), listed here so that parsing arguments (``--help``, a bad option) imports neither
 #: the examples nor numba and the policies they need.
 EXAMPLE_NAMES = ("box", "ellipsoid", "lp-ball", "paper", "polytope", "treatment-mix")
@@ -166,7 +165,7 @@ def _reproduce_roful(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     """SEGE and CLUCB (or --algorithms) on an example arm set: violations, regret, and the
     figures."""
-    from .experiments.examples import EXAMPLES
+    from .problems.examples import EXAMPLES
 
     problem = EXAMPLES[args.arm_set]()
     print(f"{problem.name}: {problem.description}")
@@ -478,8 +477,7 @@ def _validate(args: argparse.Namespace) -> None:
         args.grid_parameters = _algorithm_parameters(algorithms)
         model = ("linear_constraint" if getattr(args, "study", None) == "roful-2024"
                  else "stagewise")
-        from .policies.base import safety_model_problem
-        from .policies.registry import policy_class
+        from .policies.registry import policy_class, safety_model_problem
 
         for name in algorithms:
             if (wrong := safety_model_problem(policy_class(name), model)) is not None:
@@ -594,13 +592,3 @@ def _main(argv: Sequence[str] | None) -> int:
 if __name__ == "__main__":
     sys.exit(main())
 
-
-def _registered() -> tuple[str, ...]:
-    from .policies.registry import registered_policies
-
-    return registered_policies()
-
-
-__getattr__ = deprecated_names(__name__, {
-    "ALGORITHM_NAMES": (_registered, "sege_cvx.registered_policies()"),
-})

@@ -15,10 +15,11 @@ import numpy as np
 from ._random import run_seeds
 from ._validation import as_positive_int
 from .arm_sets.base import ArmSet
-from .experiments.problem import BanditProblem, paper_problem
-from .policies.base import Policy, decision_names_problem, safety_model_problem
+from .policies.base import Policy, decision_names_problem
+from .policies.registry import safety_model_problem
+from .problems.problem import BanditProblem, paper_problem
 from .simulation.engine import observe, simulate
-from .simulation.statistics import decision_count_problem
+from .stages.statistics import decision_count_problem
 
 __all__ = ["check_arm_set", "check_policy", "constrained_problem"]
 
@@ -27,7 +28,7 @@ def check_policy(cls: type, problem: BanditProblem | None = None, *, stages: int
                  n_runs: int = 3, **params: Any) -> None:
     """Check that ``cls`` follows the policy protocol; raise ``AssertionError`` if not.
 
-    On ``problem`` (default: the paper's, :func:`sege_cvx.experiments.problem.paper_problem`;
+    On ``problem`` (default: the paper's, :func:`sege_cvx.problems.problem.paper_problem`;
     for a policy of the linear-constraint model only, :func:`constrained_problem`),
     ``cls(arm_set, baseline_arm, baseline_reward, threshold, S=..., noise_sd=..., lam=...,
     n_runs=..., seed=..., **params)`` is built (under a linear constraint
@@ -227,11 +228,11 @@ def _observe(policy: Policy, bandit, arms: np.ndarray) -> None:
 
 
 def constrained_problem() -> BanditProblem:
-    """A small problem with an unknown linear constraint (:mod:`sege_cvx.constraint`): a star of
+    """A small problem with an unknown linear constraint (:mod:`sege_cvx.safety`): a star of
     eight rays, ``theta* = (0.6, 0.3)``, ``<x, (0.7, 0.5)> <= 0.3`` observed with noise 0.1, the
     origin safe; :func:`check_policy`'s default for a policy of that model alone."""
     from .arm_sets.star import StarSet
-    from .constraint import LinearConstraint
+    from .safety import LinearConstraint
 
     rays = [[1.0, 0.0], [0.6, 0.8], [0.0, 1.0], [-0.6, 0.8], [-1.0, 0.0], [-0.6, -0.8],
             [0.0, -1.0], [0.6, -0.8]]

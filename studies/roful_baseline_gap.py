@@ -11,7 +11,7 @@ only need ``b0 <= <x0, theta*>``.  This plays ROFUL on the paper's setup (true b
 import numpy as np
 
 import sege_cvx as sc
-from sege_cvx.experiments import paper_problem
+from sege_cvx.problems import paper_problem
 
 
 def main() -> None:

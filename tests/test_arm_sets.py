@@ -10,7 +10,7 @@ from scipy.optimize import linprog
 
 import sege_cvx as sc
 from sege_cvx.arm_sets.base import ArmSet
-from sege_cvx.fast_paths import exact
+from sege_cvx.arm_sets.kernels import exact
 
 DISK = sc.Ball(center=[1.0, 1.0], radius=1.0)
 SIMPLEX = sc.Polytope(A=np.vstack([-np.eye(2), np.ones((1, 2))]), b=[0.0, 0.0, 1.0])

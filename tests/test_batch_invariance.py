@@ -11,8 +11,8 @@ import pytest
 from _same_runs import assert_same_confidence, assert_same_simulations, simulate_on_threads
 
 import sege_cvx as sc
-from sege_cvx.experiments import paper_problem
-from sege_cvx.experiments.examples import ellipsoid_problem
+from sege_cvx.problems import paper_problem
+from sege_cvx.problems.examples import ellipsoid_problem
 
 THETA = np.array([0.6, 0.8])
 THETA_3D = np.array(ellipsoid_problem().theta_star)

@@ -192,7 +192,7 @@ def test_out_filled_during_the_study_is_one_line_error(monkeypatch, tmp_path, ca
 
 def test_arm_set_choices_are_the_examples():
     from sege_cvx.cli import EXAMPLE_NAMES
-    from sege_cvx.experiments.examples import EXAMPLES
+    from sege_cvx.problems.examples import EXAMPLES
 
     assert EXAMPLE_NAMES == tuple(sorted(EXAMPLES))
 

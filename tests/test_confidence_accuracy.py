@@ -57,7 +57,7 @@ def test_small_lambda_does_not_break_safety():
     174 at t = 4,477: (-1.25, 2.15) against (0.60, 0.81)) and these two runs gave 695
     (run, stage) pairs below b (measured on the code before the Cholesky factor replaced it).
     """
-    from sege_cvx.experiments import paper_problem
+    from sege_cvx.problems import paper_problem
 
     setup = paper_problem(lam=1e-12)
     policy_seeds, noise_seeds = sc.run_seeds(0, 200)

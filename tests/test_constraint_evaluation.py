@@ -8,7 +8,7 @@ import pytest
 
 import sege_cvx as sc
 from sege_cvx.arm_sets.evaluation import ConstraintEvaluator, compile_expression
-from sege_cvx.fast_paths import pull_in
+from sege_cvx.arm_sets.kernels import pull_in
 
 
 def _expressions(x, u):

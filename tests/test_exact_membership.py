@@ -19,9 +19,9 @@ from _exact import hull_facets, in_hull, nudged, outside_hull, outside_polytope,
 
 import sege_cvx as sc
 from sege_cvx.arm_sets import rational
+from sege_cvx.arm_sets.kernels import exact
 from sege_cvx.arm_sets.polytope.sets import VERTEX_BUDGET, max_vertex_count
 from sege_cvx.experiments.spec import SpecError, StudySpec
-from sege_cvx.fast_paths import exact
 from sege_cvx.policies.base import margin_floor
 
 
@@ -280,7 +280,7 @@ def test_far_from_the_origin_the_certificates_pass(offset):
     """The built-in polytope moved by (t, t, t): before the certificate's bound was taken relative
     to the interior point, 25 % (1e4) and 47 % (1e5) of SEGE's stages fell back "NotCertified"
     (benchmarks/measure_far_from_origin.py)."""
-    from sege_cvx.experiments.examples import polytope_problem
+    from sege_cvx.problems.examples import polytope_problem
 
     base = polytope_problem()
     o = np.full(3, offset)

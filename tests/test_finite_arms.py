@@ -7,9 +7,9 @@ import pytest
 from _ulps import assert_close_ulps
 
 import sege_cvx as sc
-from sege_cvx._validation import as_spd_batch
 from sege_cvx.confidence.cholesky import lcb_values
-from sege_cvx.experiments import BanditProblem
+from sege_cvx.confidence.validation import as_spd_batch
+from sege_cvx.problems import BanditProblem
 
 THETA = np.array([0.5, 0.3, 0.6])
 NOISE = 0.5

@@ -8,7 +8,7 @@ from _decisions import sege_decision_margins
 import sege_cvx as sc
 from sege_cvx.arm_sets.discretization import discretization_error, sphere_directions
 from sege_cvx.arm_sets.exploration import Exploration
-from sege_cvx.experiments.examples import EXAMPLES
+from sege_cvx.problems.examples import EXAMPLES
 
 H = np.array([[1.0, 0.3], [0.3, 0.5]])
 CENTER = np.array([1.0, 1.0])

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import sege_cvx as sc
-from sege_cvx._validation import as_spd_batch
 from sege_cvx.arm_sets.hull import arms as hull_arms
-from sege_cvx.fast_paths.status import NOT_CERTIFIED, VERIFIED
+from sege_cvx.arm_sets.kernels.status import NOT_CERTIFIED, VERIFIED
+from sege_cvx.confidence.validation import as_spd_batch
 
 #: Clarabel settings of the reference solves, far tighter than its defaults (as in
 #: test_polytope_arms.py).

@@ -155,7 +155,7 @@ def test_problem_with_a_constraint_refuses_stagewise_policies_and_checks_gamma()
 def test_stagewise_problem_fingerprint_is_unchanged_by_the_new_field():
     # The fingerprint of the paper's problem as computed before the constraint field existed
     # (main at 6361db3): sweeps made then still match.
-    from sege_cvx.experiments.problem import paper_problem
+    from sege_cvx.problems.problem import paper_problem
 
     assert paper_problem().fingerprint == (
         "960a2b8af1b777521ebcff01c1c45a6d2672b07a07f0d37ead6fedb17b845d57")
@@ -459,7 +459,7 @@ def test_check_policy_refuses_a_policy_on_another_model():
 
 def test_a_learn_hook_with_an_optional_eighth_parameter_still_takes_the_reward_alone():
     from sege_cvx.policies.directional import learn as constrained_learn
-    from sege_cvx.simulation.loop import _required_parameters
+    from sege_cvx.stages.loop import _required_parameters
 
     def reward_only(policy, run, work, i, arm, y, code, scale=1.0):
         return True

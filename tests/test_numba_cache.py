@@ -68,7 +68,7 @@ def test_package_kernels_are_stamped_with_the_whole_package_source():
     from sege_cvx._rowwise import row_dot
     from sege_cvx.arm_sets.ellipsoid.arms import EllipsoidGeometry
     from sege_cvx.policies import sege_rule
-    from sege_cvx.simulation.loop import stage_loop
+    from sege_cvx.stages.loop import stage_loop
 
     for kernel in (row_dot, stage_loop(sege_rule.SEGEStages, EllipsoidGeometry)):
         locator = kernel._cache._impl.locator
@@ -89,7 +89,7 @@ def test_kernels_with_a_cache_say_so_and_numba_s_compile_events_are_timed():
 
     from sege_cvx._numba import compile_timer, has_disk_cache
     from sege_cvx.policies import clucb
-    from sege_cvx.simulation.loop import stage_loop
+    from sege_cvx.stages.loop import stage_loop
 
     assert has_disk_cache(stage_loop(clucb.CLUCBStages))
     start = time.perf_counter()

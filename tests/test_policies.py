@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 import sege_cvx as sc
 from sege_cvx.confidence import lcb_from_precision
-from sege_cvx.experiments import paper_problem
 from sege_cvx.policies.clucb import BASELINE, OPTIMISTIC
 from sege_cvx.policies.sege import EXPLOIT, EXPLORE_BASELINE, EXPLORE_LCB
+from sege_cvx.problems import paper_problem
 
 SETUP = paper_problem()
 DISK = SETUP.arm_set

@@ -19,10 +19,10 @@ from _same_runs import assert_same_simulations, simulate_on_threads
 from _ulps import assert_close_ulps
 
 import sege_cvx as sc
+from sege_cvx.arm_sets.kernels.status import NOT_CERTIFIED, VERIFIED
 from sege_cvx.arm_sets.polytope import arms as polytope_arms
 from sege_cvx.conic.errors import SolverFailure
-from sege_cvx.experiments.examples import polytope_problem, treatment_mix_problem
-from sege_cvx.fast_paths.status import NOT_CERTIFIED, VERIFIED
+from sege_cvx.problems.examples import polytope_problem, treatment_mix_problem
 
 #: Clarabel settings of the reference solves: far tighter than its defaults (about 1e-8).  At
 #: these it reports ``optimal`` for most programs, agreeing with the certified arms to about

@@ -17,10 +17,10 @@ import pytest
 
 import sege_cvx as sc
 from sege_cvx.experiments import OutputPathError, SpecError, load_results, run_sweep
-from sege_cvx.experiments.problem import paper_problem
 from sege_cvx.experiments.spec import StudySpec
 from sege_cvx.policies import registry
 from sege_cvx.policies.registry import grid_parameters, policy_code_fingerprint
+from sege_cvx.problems.problem import paper_problem
 
 #: A user's policy module, written beside a spec: the baseline arm, or with probability
 #: ``share`` the exploration centre (inside every set), as a code of its own.
@@ -145,19 +145,6 @@ def test_sege_s_delta_bar_is_the_paper_schedule_and_excludes_risk():
                 S=1.0, noise_sd=1.0, risk=sc.policies.paper_risk, delta_bar=0.1)
     with pytest.raises(ValueError, match="delta_bar"):
         problem.policy("SEGE", 1, delta_bar=1.5)
-
-
-def test_the_old_per_algorithm_methods_are_deprecated_aliases():
-    problem = paper_problem()
-    with pytest.warns(DeprecationWarning, match=r"BanditProblem.sege\(...\) is deprecated.*"
-                                                r"policy\('SEGE', ...\)"):
-        old = problem.sege(1, 3, "solver", c=0.25)
-    new = problem.policy("SEGE", 1, 3, lcb_method="solver", c=0.25)
-    assert (old.lcb_method, old.c, old.rho) == (new.lcb_method, new.c, new.rho)
-    with pytest.warns(DeprecationWarning, match="clucb"):
-        assert problem.clucb(1, n_arms=12).arms.shape == (12, 2)
-    with pytest.warns(DeprecationWarning, match="roful"):
-        assert problem.roful(1).radius == "self_normalized"
 
 
 def test_a_spec_names_a_policy_by_import_path_and_grids_its_own_parameters(user_policy):
@@ -398,29 +385,6 @@ def test_workers_resolve_a_policy_registered_only_in_the_sweep_s_process(tmp_pat
                                   two.runs.drop(columns="wall_seconds"), check_exact=True)
     assert two.manifest["algorithms"]["Wanderer"]["class"] == "registered_elsewhere:Wanderer"
     sys.modules.pop("registered_elsewhere", None)
-
-
-def test_the_names_that_moved_are_deprecated_aliases():
-    import sege_cvx.cli as cli
-    from sege_cvx.experiments import bands, figures, paper, results, spec
-    from sege_cvx.policies import clucb
-
-    with pytest.warns(DeprecationWarning, match=r"spec.GRID_PARAMETERS is deprecated"):
-        assert spec.GRID_PARAMETERS["CLUCB"] == ("lam", "delta", "n_arms", "radius")
-    with pytest.warns(DeprecationWarning, match="STUDY_ALGORITHMS"):
-        assert paper.STUDY_ALGORITHMS[:3] == ("SEGE", "CLUCB", "ROFUL")
-    with pytest.warns(DeprecationWarning, match="STAGE_LOOPS"):
-        assert paper.STAGE_LOOPS["SEGE"] is paper.paper_problem().policy("SEGE").compiled_kernels[0]
-    with pytest.warns(DeprecationWarning, match="ALGORITHM_NAMES"):
-        assert cli.ALGORITHM_NAMES[:3] == ("SEGE", "CLUCB", "ROFUL")
-    for module in (results, figures):
-        with pytest.warns(DeprecationWarning, match="BANDS"):
-            assert module.BANDS == bands.BANDS
-    disk = sc.Ball([1.0, 1.0], 1.0)
-    with pytest.warns(DeprecationWarning, match="compiled_membership"):
-        center, (kind, M, v, _) = disk.compiled_membership
-    assert kind == 0 and np.array_equal(center, [1.0, 1.0]) and np.array_equal(v, center)
-    assert clucb.discretize is sc.arm_sets.discretization.discretize
 
 
 def test_every_results_column_is_reserved():

@@ -329,7 +329,7 @@ def test_one_band_vocabulary_in_both_figure_pipelines(results):
     """The study's figures and a sweep's draw the same bands from the same aggregates."""
     from sege_cvx.experiments.bands import BANDS
     from sege_cvx.experiments.figures import regret_figure, reward_figure
-    from sege_cvx.experiments.problem import paper_problem
+    from sege_cvx.problems.problem import paper_problem
     from sege_cvx.simulation import LinearBandit, run_seeds, simulate
 
     curves = results.curves

@@ -6,8 +6,8 @@ import pytest
 import sege_cvx as sc
 from sege_cvx.confidence import ConfidenceRadius, self_normalized_radius
 from sege_cvx.confidence.ellipsoid import RadiusFormula
-from sege_cvx.experiments import paper_problem
 from sege_cvx.policies.roful import BASELINE, FULL_STEP, SCALED_STEP
+from sege_cvx.problems import paper_problem
 
 SETUP = paper_problem()
 THETA = np.array(SETUP.theta_star)

@@ -10,8 +10,8 @@ from _same_runs import assert_same_confidence, assert_same_simulations, simulate
 import sege_cvx as sc
 from sege_cvx._numba import njit
 from sege_cvx.confidence.cholesky import lcb_one, observe_one
-from sege_cvx.experiments.problem import BanditProblem, paper_problem
-from sege_cvx.simulation.loop import (
+from sege_cvx.problems.problem import BanditProblem, paper_problem
+from sege_cvx.stages.loop import (
     StageHooks,
     choose_loop,
     geometry_of,
@@ -260,20 +260,25 @@ def test_a_record_class_has_one_set_of_hooks_and_its_loops_are_made_once():
 
 
 def test_the_arms_of_a_stage_are_bound_by_the_geometry_record_class():
+    from sege_cvx.arm_sets.kernels import registry
+    from sege_cvx.arm_sets.polytope import arms
     from sege_cvx.arm_sets.polytope.arms import PolytopeGeometry
-    from sege_cvx.fast_paths import stage_arms
 
-    bindings = stage_arms.arm_bindings(PolytopeGeometry)
-    assert bindings[stage_arms.greedy_arm] is stage_arms.GREEDY[PolytopeGeometry]
-    assert set(bindings) == {stage_arms.greedy_arm, stage_arms.lcb_arm, stage_arms.pull_inside,
-                             stage_arms.pull_in}
+    bindings = registry.arm_bindings(PolytopeGeometry)
+    assert bindings[registry.greedy_arm] is arms.greedy_one
+    assert bindings[registry.pull_in] is arms.pull_inside_one
+    assert set(bindings) == {registry.greedy_arm, registry.lcb_arm, registry.pull_inside,
+                             registry.pull_in}
     with pytest.raises(TypeError, match=r"no compiled arms for geometry records of class "
-                                        r"'RoundRobinStages' \(known: EllipsoidGeometry, "):
-        stage_arms.arm_bindings(RoundRobinStages)
+                                        r"'RoundRobinStages' \(registered: "):
+        registry.arm_bindings(RoundRobinStages)
     with pytest.raises(TypeError, match="no compiled arms"):
         stage_loop(RoundRobinStages, RoundRobinStages)  # a geometry that is none
     with pytest.raises(NotImplementedError, match="bound to a geometry's function"):
-        stage_arms.greedy_arm(None, None, None, None, None, None)
+        registry.greedy_arm(None, None, None, None, None, None)
+    with pytest.raises(TypeError, match="already has kernels"):
+        registry.register_geometry(PolytopeGeometry, registry.GeometryKernels(
+            greedy=arms.lcb_one))
     # A user's record may have a field of that name for its own data: no binding, no error.
     class Own(NamedTuple):
         geometry: tuple

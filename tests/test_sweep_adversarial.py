@@ -218,7 +218,7 @@ def test_a_spec_file_that_is_not_utf8_is_a_spec_error_naming_it(tmp_path):
 # --- problem factories --------------------------------------------------------------------------
 
 FACTORIES = """\
-from sege_cvx.experiments.problem import paper_problem
+from sege_cvx.problems.problem import paper_problem
 
 def raises():
     raise RuntimeError("no data file")
@@ -268,7 +268,7 @@ def test_a_factory_with_numpy_scalars_gets_a_manifest(tmp_path, monkeypatch):
     float32 from a factory made that write fail, so the sweep never completed."""
     (tmp_path / "adv_numpy_factory.py").write_text(
         "import numpy as np\n"
-        "from sege_cvx.experiments.problem import paper_problem\n\n"
+        "from sege_cvx.problems.problem import paper_problem\n\n"
         "def make():\n"
         "    return paper_problem(threshold_fraction=np.float32(0.8), description=np.str_('d'))\n")
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -30,7 +30,6 @@ from sege_cvx.cli import main
 from sege_cvx.experiments import OutputPathError, SpecError, load_results, run_sweep
 from sege_cvx.experiments import outputs as outputs_module
 from sege_cvx.experiments.files import Directory
-from sege_cvx.experiments.problem import BanditProblem, paper_problem
 from sege_cvx.experiments.spec import StudySpec
 from sege_cvx.experiments.sweeps import report as report_module
 from sege_cvx.experiments.sweeps import run as run_module
@@ -39,6 +38,7 @@ from sege_cvx.experiments.sweeps.errors import SweepError, SweepWarning
 from sege_cvx.experiments.sweeps.report import write_report
 from sege_cvx.experiments.sweeps.shards import ShardTask, build_problem, run_shard
 from sege_cvx.experiments.sweeps.store import ResultsError
+from sege_cvx.problems.problem import BanditProblem, paper_problem
 
 SPEC = {"seed": 3, "runs": 6, "horizon": 200, "problems": [{"name": "paper"}],
         "algorithms": [{"name": "SEGE"}, {"name": "CLUCB"}]}
@@ -228,7 +228,7 @@ FACTORY = """\
 import json
 import pathlib
 
-from sege_cvx.experiments.problem import paper_problem
+from sege_cvx.problems.problem import paper_problem
 
 
 def make():
@@ -292,13 +292,13 @@ def test_fingerprints_are_the_same_in_every_process_and_pinned():
     process on any machine: the values below (this project's machine) must hold everywhere
     (the ellipsoid's shape and every b0 are computed without BLAS, whose last bit depends on
     the CPU).  The l1.5 ball's depends on cvxpy's canonicalization: checked across processes."""
-    from sege_cvx.experiments.examples import EXAMPLES
+    from sege_cvx.problems.examples import EXAMPLES
 
     pinned = {"box": "781bf1a7", "ellipsoid": "8744181a", "paper": "960a2b8a",
               "polytope": "f310deb7", "treatment-mix": "8c8bc633"}
     here = {name: EXAMPLES[name]().fingerprint for name in sorted(EXAMPLES)}
     assert {name: here[name][:8] for name in pinned} == pinned
-    code = ("import json; import cvxpy as cp; from sege_cvx.experiments.examples import EXAMPLES; "
+    code = ("import json; import cvxpy as cp; from sege_cvx.problems.examples import EXAMPLES; "
             "_ = [cp.Variable(5) for _ in range(17)]; "  # other variable ids than here
             "print(json.dumps({n: EXAMPLES[n]().fingerprint for n in sorted(EXAMPLES)}))")
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -404,7 +404,7 @@ import multiprocessing
 import os
 import pathlib
 
-from sege_cvx.experiments.problem import paper_problem
+from sege_cvx.problems.problem import paper_problem
 
 
 def make():
@@ -572,7 +572,7 @@ def test_bad_problem_values_are_refused_naming_them(kwargs, error, match):
 
 
 MISSPECIFIED = """\
-from sege_cvx.experiments.problem import paper_problem
+from sege_cvx.problems.problem import paper_problem
 
 
 def opted_in():
@@ -629,7 +629,7 @@ def test_a_factory_module_the_dask_workers_lack_is_shipped_to_them(tmp_path, mon
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         (tmp_path / "beside_the_spec.py").write_text(
-            "from sege_cvx.experiments.problem import paper_problem\n\n"
+            "from sege_cvx.problems.problem import paper_problem\n\n"
             "def make():\n    return paper_problem(noise_sd=0.5)\n")
         monkeypatch.syspath_prepend(str(tmp_path))
         assert "ModuleNotFoundError" in client.run(workers_module._try_import,
@@ -647,7 +647,7 @@ def test_a_package_the_dask_workers_lack_is_one_line_saying_how(tmp_path, monkey
         package = tmp_path / "studypkg"
         package.mkdir()
         (package / "__init__.py").write_text(
-            "from sege_cvx.experiments.problem import paper_problem\n\n"
+            "from sege_cvx.problems.problem import paper_problem\n\n"
             "def make():\n    return paper_problem()\n")
         monkeypatch.syspath_prepend(str(tmp_path))
         with pytest.raises(SpecError, match="the Dask workers cannot import 'studypkg'.*it is a "
@@ -791,7 +791,7 @@ class _BrokenFingerprint(sc.Box):
 def test_an_arm_set_whose_own_code_fails_is_a_spec_error_naming_the_cell(tmp_path, monkeypatch):
     (tmp_path / "broken_set_factory.py").write_text(
         "from test_sweep_integrity import _BrokenFingerprint\n"
-        "from sege_cvx.experiments.problem import BanditProblem\n\n\n"
+        "from sege_cvx.problems.problem import BanditProblem\n\n\n"
         "def make():\n    return BanditProblem(_BrokenFingerprint([0.0, 0.0], [1.0, 1.0]), "
         "(0.5, 0.5), (0.5, 0.5))\n")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -880,7 +880,7 @@ def test_a_factory_module_beside_the_spec_imports_without_pythonpath(tmp_path):
     study = tmp_path / "study"
     study.mkdir()
     (study / "beside_factory.py").write_text(
-        "from sege_cvx.experiments.problem import paper_problem\n\n\n"
+        "from sege_cvx.problems.problem import paper_problem\n\n\n"
         "def make():\n    return paper_problem()\n")
     (study / "spec.toml").write_text(LONG_SPEC.format(horizon=50, factory="beside_factory:make"))
     elsewhere = tmp_path / "elsewhere"

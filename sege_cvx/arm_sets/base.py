@@ -15,7 +15,6 @@ closed forms serve every call never loads them.
 
 from __future__ import annotations
 
-import warnings
 from abc import ABC, abstractmethod
 from functools import cached_property
 from typing import TYPE_CHECKING, NamedTuple
@@ -28,15 +27,15 @@ from .._validation import (
     as_finite_array,
     as_radius_batch,
     as_scalar,
-    as_spd_batch,
     as_vector,
     format_value,
     scaled_norm,
 )
 from ..confidence import cholesky
+from ..confidence.validation import as_spd_batch
 from ..conic.errors import SolverFailure
-from ..fast_paths import pull_in as _pull_in
 from .exploration import MIN_SOLVER_SCALE, Exploration, inscribed_cross_polytope
+from .kernels import pull_in as _pull_in
 from .scaling import scale_directions, scale_lcb_data
 
 if TYPE_CHECKING:
@@ -114,24 +113,6 @@ class ArmSet(ABC):
     #: compiled code.  ``None``: SEGE calls the set's methods.
     compiled_arms = None
 
-    @property
-    def compiled_membership(self) -> tuple | None:
-        """Deprecated (ROFUL's compiled stages read :attr:`compiled_arms`' geometry record
-        now): ``(interior point, (kind, M, v, w))``, kind 0 an ellipsoid ``||M (x - v)|| <= 1``,
-        kind 1 a polytope's exact membership rows; ``None`` for other sets."""
-        warnings.warn("ArmSet.compiled_membership is deprecated and will be removed in the next "
-                      "release; use ArmSet.compiled_arms.geometry()", DeprecationWarning,
-                      stacklevel=2)
-        from .ellipsoid.arms import EllipsoidGeometry
-        from .polytope.arms import PolytopeGeometry
-
-        g = None if self.compiled_arms is None else self.compiled_arms.geometry()
-        if isinstance(g, EllipsoidGeometry):
-            return g.center, (0, g.h_inv_sqrt, g.center, g.center)
-        if isinstance(g, PolytopeGeometry):
-            return g.center, (1, g.member_A, g.member_b, g.member_l1)
-        return None
-
     #: Lazily built attributes left out of a pickle: they hold Clarabel solvers and cones, which
     #: do not pickle, or cvxpy expressions, bulky to ship and rebuilt cheaply from
     #: :meth:`constraints`.
@@ -158,7 +139,7 @@ class ArmSet(ABC):
 
     def fingerprint_data(self) -> dict:
         """The data that defines the set, exactly: what a problem's fingerprint records of it
-        (:meth:`sege_cvx.experiments.problem.BanditProblem.fingerprint`), so that a sweep resumed
+        (:meth:`sege_cvx.problems.problem.BanditProblem.fingerprint`), so that a sweep resumed
         or computed elsewhere is known to play the same set.
 
         Sets given by numbers return them (an ellipsoid's centre and shape, a polytope's rows);
@@ -252,7 +233,7 @@ class ArmSet(ABC):
 
     def constrained_support(self, theta: np.ndarray, gamma: np.ndarray, limit: float) -> float:
         """``max <x, theta>`` over the arms ``x`` with ``<x, gamma> <= limit``: the optimal reward
-        under an unknown linear constraint (:mod:`sege_cvx.constraint`), computed once per
+        under an unknown linear constraint (:mod:`sege_cvx.safety`), computed once per
         problem.  Default: one conic program on Clarabel (cvxpy), solved to 1e-10.
 
         Raises
@@ -388,7 +369,7 @@ class ArmSet(ABC):
         tolerance; by convexity the contraction moves them inside by a distance of order
         ``eps ||x - c||``.  Sets given by cvxpy inequalities start the search at the contraction
         convexity guarantees from the constraints' values at ``x`` and ``c``, and step down from
-        there (:func:`sege_cvx.fast_paths.pull_in.least_contraction`): about two tests instead of up to
+        there (:func:`sege_cvx.arm_sets.kernels.pull_in.least_contraction`): about two tests instead of up to
         eleven, and the same contraction wherever passing is monotone in ``eps``.  Far from the
         origin the floats themselves are coarser than that (spacing 1.2e-4 at 1e12): the limit
         is then raised to 16 ulps of the coordinates.
@@ -484,8 +465,9 @@ class ArmSet(ABC):
         """:meth:`pull_inside` in place on ``points`` (C-ordered float64); returns ``ok``.
 
         Row by row, searching the schedule from :meth:`_contraction_start`
-        (:func:`sege_cvx.fast_paths.pull_in.least_contraction`); sets with a cheap compiled membership test
-        override it with the schedule compiled per row (:mod:`sege_cvx.fast_paths.pull_in`).
+        (:func:`sege_cvx.arm_sets.kernels.pull_in.least_contraction`); sets with a cheap compiled
+        membership test override it with the schedule compiled per row
+        (:mod:`sege_cvx.arm_sets.kernels.pull_in`).
         """
         ok = self._inside(points, 0.0)
         if ok.all():
@@ -609,10 +591,10 @@ class ArmSet(ABC):
 
     def _certified_or_solved(self, arms: np.ndarray, codes: np.ndarray, witnesses: np.ndarray,
                              method: str, solve) -> BatchArms:
-        """Compiled certified arms (status codes of :mod:`sege_cvx.fast_paths.status`, with
+        """Compiled certified arms (status codes of :mod:`sege_cvx.arm_sets.kernels.status`, with
         their witnesses on a lifted set), verified; with ``method="auto"`` the instances that
         did not certify or verify are replaced by ``solve(rows)`` (Clarabel's)."""
-        from ..fast_paths.status import STATUS, VERIFIED
+        from .kernels.status import STATUS, VERIFIED
 
         ok = codes == VERIFIED
         arms[~ok] = np.nan

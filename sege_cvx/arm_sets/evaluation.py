@@ -176,7 +176,7 @@ class ConstraintEvaluator:
     def contraction_start(self, values: Sequence[np.ndarray], center: list[np.ndarray]) -> float:
         """The contraction toward an interior point ``c`` that makes every inequality hold, by
         convexity, for a start of the pull-in's search
-        (:func:`sege_cvx.fast_paths.pull_in.least_contraction`).
+        (:func:`sege_cvx.arm_sets.kernels.pull_in.least_contraction`).
 
         For a convex ``g`` with ``g(z) = v > 0`` and ``g(c) = -m < 0``, ``g(c + (1 - eps)(z - c))
         <= (1 - eps) v - eps m <= 0`` once ``eps >= v / (v + m)``: the largest such value over the

@@ -283,9 +283,9 @@ def pull_in_pairs(points: np.ndarray, witnesses: np.ndarray, certify, center: np
 
     The schedule of :meth:`~sege_cvx.arm_sets.base.ArmSet.pull_inside`, applied to the pair:
     ``(c, u_c) + (1 - eps)((x, u) - (c, u_c))`` toward the certified interior pair for ``eps``
-    from 1e-15 up to :data:`~sege_cvx.fast_paths.pull_in.MAX_CONTRACTION` (or 16 ulps of ``x``'s
+    from 1e-15 up to :data:`~sege_cvx.arm_sets.kernels.pull_in.MAX_CONTRACTION` (or 16 ulps of ``x``'s
     coordinates), the least that :func:`certify` accepts at ``tol=0``, searched from
-    ``start(x, u)`` (:func:`sege_cvx.fast_paths.pull_in.least_contraction`).  Row by row: a row's result
+    ``start(x, u)`` (:func:`sege_cvx.arm_sets.kernels.pull_in.least_contraction`).  Row by row: a row's result
     does not depend on the others.
 
     Parameters
@@ -299,7 +299,7 @@ def pull_in_pairs(points: np.ndarray, witnesses: np.ndarray, certify, center: np
     start : callable, optional
         ``start(x, u) -> eps``, where the search starts (default: the schedule's first).
     """
-    from ..fast_paths import pull_in as _pull_in
+    from .kernels import pull_in as _pull_in
 
     n = points.shape[0]
     ok = np.zeros(n, dtype=bool)

@@ -1,6 +1,6 @@
 """Exact rational arithmetic for the membership decisions the compiled kernels leave open.
 
-The compiled tests (:mod:`sege_cvx.fast_paths.exact`) decide ``A x <= b`` exactly for data of
+The compiled tests (:mod:`sege_cvx.arm_sets.kernels.exact`) decide ``A x <= b`` exactly for data of
 ordinary magnitude; a row they cannot decide (data beyond about 1e135 or below 1e-135) is decided
 here, on the exact rationals the float64 values are (:class:`fractions.Fraction`).  A convex
 hull's membership, a linear feasibility question, is decided here by the simplex method in
@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..fast_paths import exact
+from .kernels import exact
 
 _U = 2.0**-53
 
@@ -31,12 +31,12 @@ def row_violated(A: np.ndarray, b: np.ndarray, j: int, x: np.ndarray) -> bool:
 
 def polytope_contains(rows: tuple, X: np.ndarray) -> np.ndarray:
     """Whether each row of ``X`` satisfies ``A x <= b`` exactly (rows with NaN or inf: False);
-    ``rows``: :func:`~sege_cvx.fast_paths.exact.membership_rows` of ``A`` and ``b``.
+    ``rows``: :func:`~sege_cvx.arm_sets.kernels.exact.membership_rows` of ``A`` and ``b``.
 
-    Tier 1 of :mod:`~sege_cvx.fast_paths.exact` in NumPy first (:func:`_filter_verdicts`), then
-    the compiled verdicts (:func:`~sege_cvx.fast_paths.exact.polytope_verdicts`) for the points
-    it leaves open, then for those still :data:`~sege_cvx.fast_paths.exact.UNDECIDED` every
-    row's sign with the exact expansion (:func:`~sege_cvx.fast_paths.exact.row_signs`), and the
+    Tier 1 of :mod:`~sege_cvx.arm_sets.kernels.exact` in NumPy first (:func:`_filter_verdicts`), then
+    the compiled verdicts (:func:`~sege_cvx.arm_sets.kernels.exact.polytope_verdicts`) for the points
+    it leaves open, then for those still :data:`~sege_cvx.arm_sets.kernels.exact.UNDECIDED` every
+    row's sign with the exact expansion (:func:`~sege_cvx.arm_sets.kernels.exact.row_signs`), and the
     rows beyond its range in rationals.
     """
     A, b = rows[0], rows[1]
@@ -57,8 +57,8 @@ def polytope_contains(rows: tuple, X: np.ndarray) -> np.ndarray:
 
 
 def _filter_verdicts(rows: tuple, X: np.ndarray) -> np.ndarray:
-    """Tier 1 (:func:`~sege_cvx.fast_paths.exact.filter_sign`) on every point at once, with
-    NumPy's product: :data:`~sege_cvx.fast_paths.exact.INSIDE`, ``OUTSIDE`` or ``UNDECIDED`` per
+    """Tier 1 (:func:`~sege_cvx.arm_sets.kernels.exact.filter_sign`) on every point at once, with
+    NumPy's product: :data:`~sege_cvx.arm_sets.kernels.exact.INSIDE`, ``OUTSIDE`` or ``UNDECIDED`` per
     row of ``X``.  The rounding bound ``(n + 2) u (||a||_1 max_k |x_k| + |b|)`` holds for a sum
     in any order, with or without fused multiply-adds, so the BLAS's order does not matter; a
     row with a single entry ``+-1`` (``l1 = 0``) has an exact sum.  NaN and inf are undecided."""

@@ -21,10 +21,10 @@ from .._validation import (
     as_finite_array,
     as_positive_int,
     as_scalar,
-    as_spd_batch,
     as_vector,
 )
 from . import cholesky
+from .validation import as_spd_batch
 
 #: Largest dimension accepted (a bandit's d is small; larger ints overflow the radius formula).
 MAX_DIM = 10_000

@@ -36,8 +36,9 @@ import math
 import numpy as np
 
 from .._numba import njit
-from .._validation import as_scalar, as_spd_batch
+from .._validation import as_scalar
 from .ellipsoid import RadiusFormula
+from .validation import as_spd_batch
 
 #: The ``radius=`` choices of every policy.
 RADII = ("theorem1", "self_normalized")

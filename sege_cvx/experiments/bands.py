@@ -8,7 +8,7 @@
 * ``None``: no band.
 
 Both figure pipelines read the same per-checkpoint aggregates
-(:meth:`~sege_cvx.simulation.statistics.RunStatistics.aggregates`; the rows of
+(:meth:`~sege_cvx.stages.statistics.RunStatistics.aggregates`; the rows of
 ``curves.parquet`` hold the same columns), through :func:`band_limits`.
 """
 

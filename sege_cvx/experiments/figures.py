@@ -13,11 +13,9 @@ matplotlib.use("Agg")  # files only; no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .._deprecation import deprecated_names  # noqa: E402
 from ..arm_sets import Ball  # noqa: E402
 from ..confidence import lcb  # noqa: E402
 from ..policies.registry import policy_color, policy_stem  # noqa: E402
-from . import bands as _bands  # noqa: E402
 from ._plotting import LEGEND_COLUMNS, LineStyles  # noqa: E402
 from ._plotting import legend_below as _legend_below  # noqa: E402
 from ._plotting import save_figure as _save  # noqa: E402
@@ -179,7 +177,3 @@ def write_figures(study, out: Path) -> list[Path]:
         paths += _save(titled(safe_set_figure(study)), out, name("safe_sets"))
     return paths
 
-
-__getattr__ = deprecated_names(__name__, {
-    "BANDS": (lambda: _bands.BANDS, "sege_cvx.experiments.bands.BANDS"),
-})

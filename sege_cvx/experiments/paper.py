@@ -15,23 +15,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._deprecation import deprecated_names
 from .._numba import cached, compile_timer, has_disk_cache
 from .._validation import as_positive_int
 from ..arm_sets import Ball
-from ..policies.base import safety_model_problem
 from ..policies.registry import (
     grid_parameters,
     policy_class,
     policy_entry,
     policy_stem,
-    registered_policies,
 )
 from ..policies.sege import SEGE
+from ..problems.problem import BanditProblem, paper_problem
 from ..simulation import SimulationResult, run_seeds, simulate
-from ..simulation.statistics import PAPER_CHECKPOINTS, QUANTILES
+from ..stages.statistics import PAPER_CHECKPOINTS, QUANTILES
 from .outputs import atomic_output_dir, provenance, write_manifest
-from .problem import BanditProblem, paper_problem
 from .spec import StudySpec
 
 if TYPE_CHECKING:
@@ -305,7 +302,7 @@ def run_study(
     lcb_method : {"auto", "closed_form", "solver"}
         How SEGE computes LCB arms.
     problem : str
-        A built-in example (``"paper"``, see :data:`~sege_cvx.experiments.examples.EXAMPLES`)
+        A built-in example (``"paper"``, see :data:`~sege_cvx.problems.examples.EXAMPLES`)
         or a ``"module:callable"`` factory returning a :class:`BanditProblem`.
     progress : bool
         A tqdm progress bar over shards on stderr.
@@ -457,7 +454,7 @@ def write_outputs(
 
 def _arrays(study: StudyResult) -> dict[str, np.ndarray]:
     """``arrays.npz``'s contents: each algorithm's per-checkpoint aggregates across runs
-    (:meth:`~sege_cvx.simulation.statistics.RunStatistics.aggregates`, prefixed by the
+    (:meth:`~sege_cvx.stages.statistics.RunStatistics.aggregates`, prefixed by the
     algorithm's :func:`~sege_cvx.policies.registry.policy_stem`: ``sege_``, ``clucb_``,
     ``roful_``), and SEGE's run 0's
     safe-set snapshots.
@@ -476,11 +473,3 @@ def _arrays(study: StudyResult) -> dict[str, np.ndarray]:
         arrays[f"sege_run0_stage{t}_radius"] = np.array(r)
     return arrays
 
-
-__getattr__ = deprecated_names(__name__, {
-    "STUDY_ALGORITHMS": (registered_policies, "sege_cvx.registered_policies()"),
-    "STAGE_LOOPS": (lambda: {name: kernels[0] for name in registered_policies()
-                             if safety_model_problem(policy_class(name), "stagewise") is None
-                             and (kernels := _compiled_kernels(name, paper_problem(), "auto"))},
-                    "sege_cvx.experiments.paper_problem().policy(name).compiled_kernels"),
-})

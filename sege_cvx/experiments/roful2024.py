@@ -32,9 +32,9 @@ import numpy as np
 
 from .._validation import as_positive_int
 from ..arm_sets.star import StarSet
-from ..constraint import LinearConstraint
+from ..problems.problem import BanditProblem
+from ..safety import LinearConstraint
 from ..simulation.engine import LinearBandit, simulate
-from .problem import BanditProblem
 
 #: The two figures: horizon and the range of the limit ``c``.
 FIGURES = {"2a": (50_000, (0.25, 1.0)), "2b": (100_000, (0.05, 0.25))}

@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..arm_sets import Box
-from ..constraint import LinearConstraint
-from .problem import BanditProblem
+from ..problems.problem import BanditProblem
+from ..safety import LinearConstraint
 
 #: Their ``B``, ``mu*`` and ``C``.
 B = np.array([[3.0, 9.0], [9.0, 2.0]]) / 5

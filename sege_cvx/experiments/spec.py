@@ -33,7 +33,7 @@ or parameters, empty grids and bad sizes (``runs`` up to 10**6 per cell, ``horiz
 keyword parameters of plain type, read from its signature
 (:func:`~sege_cvx.policies.registry.grid_parameters`); a grid value overrides the value the
 problem gives (e.g. SEGE's ``c`` and ``lam``: :meth:`BanditProblem.policy_defaults
-<sege_cvx.experiments.problem.BanditProblem.policy_defaults>`) and is checked by the
+<sege_cvx.problems.problem.BanditProblem.policy_defaults>`) and is checked by the
 algorithm's constructor.  Reading a spec imports the modules of the policies it names by
 import path.
 
@@ -51,7 +51,6 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._deprecation import deprecated_names
 from .._random import MAX_RUNS
 from .._validation import MAX_HORIZON, as_nonnegative_int, as_positive_int, format_value
 
@@ -70,7 +69,7 @@ class SpecError(ValueError):
 @dataclass(frozen=True)
 class ProblemSpec:
     """One problem of a study: a built-in example by ``name``, or a ``factory``
-    (``"module:callable"``) returning a :class:`~sege_cvx.experiments.problem.BanditProblem`.
+    (``"module:callable"``) returning a :class:`~sege_cvx.problems.problem.BanditProblem`.
 
     ``misspecified`` declares a misspecification study: the problem must then be built with
     ``misspecified=True`` (it may break the paper's assumptions), and only then."""
@@ -265,7 +264,7 @@ def _problem(i: int, table) -> ProblemSpec:
         raise SpecError(f"{where} needs exactly one of 'name' (a built-in example) or 'factory' "
                         f"('module:callable'), got {given}")
     if "name" in table:
-        from .examples import EXAMPLES  # the problems themselves load their arm sets lazily
+        from ..problems.examples import EXAMPLES  # the problems themselves load their arm sets lazily
 
         if not isinstance(table["name"], str):
             raise SpecError(f"{where}: name must be a string (built-in: "
@@ -366,13 +365,3 @@ def _grid_value(key: str, value):
         raise SpecError(f"{key} must hold numbers or strings, got {format_value(value)}")
     return value
 
-
-def _grid_parameters_table() -> dict[str, tuple[str, ...]]:
-    from ..policies.registry import grid_parameters, policy_class, registered_policies
-
-    return {name: grid_parameters(policy_class(name)) for name in registered_policies()}
-
-
-__getattr__ = deprecated_names(__name__, {
-    "GRID_PARAMETERS": (_grid_parameters_table, "sege_cvx.grid_parameters(sege_cvx.policy_class(name))"),
-})

@@ -11,7 +11,7 @@ import numpy as np
 from .._random import MAX_RUNS, SeedLike, seed_sequences
 from .._validation import as_finite_array, as_positive_int, as_scalar, as_vector, format_value
 from ..arm_sets.base import ArmSet
-from ..constraint import KnownConstraint
+from ..safety import KnownConstraint
 
 #: Names of the results tables' own columns (``runs.parquet``, ``curves.parquet``), and their
 #: prefixes: a decision name or grid parameter named so would overwrite one
@@ -22,33 +22,6 @@ RESERVED_NAMES = frozenset({
     "violating_runs"})
 RESERVED_PREFIXES = ("regret", "reward", "curve_", "decisions_")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-#: The safety models, and what each says of a problem (:attr:`Policy.safety_models`).
-SAFETY_MODELS = {
-    "stagewise": "the stagewise floor (a reward floor below a known baseline arm)",
-    "linear_constraint": "an unknown linear constraint with its own feedback",
-    "linear_constraint_on_theta": "a linear constraint <B x, theta*> <= c on the reward's "
-                                  "parameter",
-}
-
-
-def safety_model_problem(cls: type, model: str) -> str | None:
-    """Why policy class ``cls`` does not run on a problem of safety model ``model``, in one
-    sentence naming the registered policies that do (None if it runs)."""
-    models = getattr(cls, "safety_models", ("stagewise",))
-    if model in models:
-        return None
-    from .registry import policy_class, registered_policies
-
-    names = {name: policy_class(name) for name in registered_policies()}
-    fits = [name for name, klass in names.items()
-            if model in getattr(klass, "safety_models", ())]
-    called = next((name for name, klass in names.items() if klass is cls),
-                  getattr(cls, "__name__", cls))  # its registered name, if any
-    runs_on = " and on ".join(SAFETY_MODELS.get(m, m) for m in models)
-    return (f"{called} runs on {runs_on}, not on "
-            f"{SAFETY_MODELS.get(model, model)}: use {', '.join(fits) or 'another policy'}")
 
 
 def reserved_name(name: str) -> bool:
@@ -93,7 +66,7 @@ class Policy:
       and sets :attr:`last_decision`, one code per run indexing :attr:`decision_names`;
     - ``observe(arms, rewards)``: the arms ``select`` returned, shape ``(n_runs, d)``, and their
       noisy rewards, shape ``(n_runs,)``; under a linear constraint with its own feedback
-      (:mod:`sege_cvx.constraint`), ``observe(arms, rewards, constraint_values)``, the
+      (:mod:`sege_cvx.safety`), ``observe(arms, rewards, constraint_values)``, the
       constraint's noisy values, shape ``(n_runs,)``.
 
     The base wraps both (the methods the class resolves to, its own or a mixin's, once per
@@ -199,7 +172,7 @@ class Policy:
     #: refuse the others (:func:`safety_model_problem`).
     safety_models: tuple[str, ...] = ("stagewise",)
     #: Whether :meth:`stage_record` gives a stage record for the compiled stage loop
-    #: (:mod:`sege_cvx.simulation.loop`): :func:`~sege_cvx.simulate` then plays many
+    #: (:mod:`sege_cvx.stages.loop`): :func:`~sege_cvx.simulate` then plays many
     #: stages per compiled call instead of ``select``/``observe`` stage by stage.
     compiled_stages: bool = False
 
@@ -263,7 +236,7 @@ class Policy:
     def summary(self, stats, stages: list[int]) -> dict:
         """What a study's summary (``summary.json``) says of this policy beyond the figures
         every policy gets: its constants, and figures of its own decisions from the runs'
-        ``stats`` (:class:`~sege_cvx.simulation.statistics.RunStatistics`) at the reported
+        ``stats`` (:class:`~sege_cvx.stages.statistics.RunStatistics`) at the reported
         ``stages`` (checkpoints).  JSON-ready; ``{}`` by default."""
         return {}
 
@@ -316,9 +289,9 @@ class Policy:
 
     def stage_record(self, t0: int, n_stages: int) -> tuple:
         """The policy's stage record for the ``n_stages`` stages from ``t0`` on, of the compiled stage
-        loop (:mod:`sege_cvx.simulation.loop`): a ``NamedTuple`` of its state (views of
+        loop (:mod:`sege_cvx.stages.loop`): a ``NamedTuple`` of its state (views of
         its arrays, which the loop updates in place) and those stages' constants, whose class
-        has hooks registered (:func:`~sege_cvx.simulation.loop.register_stage_hooks`).
+        has hooks registered (:func:`~sege_cvx.stages.loop.register_stage_hooks`).
         Only where :attr:`compiled_stages`."""
         raise NotImplementedError(f"{type(self).__name__} has no compiled stages")
 
@@ -459,7 +432,7 @@ class Policy:
 
 #: The smallest safety margin ``b0 - b`` accepted, in units of ``d eps max(S L, |b0|)``: the
 #: rounding of an arm's coordinates, of its reward ``<x, theta*>`` and of a pull-in toward the
-#: interior (a relative contraction of 1e-15 to 1e-14, :mod:`sege_cvx.fast_paths.pull_in`) each moves a
+#: interior (a relative contraction of 1e-15 to 1e-14, :mod:`sege_cvx.arm_sets.kernels.pull_in`) each moves a
 #: reward by a few ``eps S L``; a margin below their sum is not one the arithmetic can keep
 #: (with ``b = b0 - 4 ulp`` on the paper's disk, SEGE and ROFUL played arms below ``b``).
 MARGIN_ROUNDING = 64.0

@@ -11,22 +11,18 @@ from .._numba import njit
 from .._random import SeedLike
 from .._validation import as_scalar
 from ..arm_sets.base import ArmSet
-from ..arm_sets.discretization import (  # noqa: F401 - also their old home, for one release
-    DEFAULT_DISCRETIZATION_TOL,
-    MAX_ARMS,
+from ..arm_sets.discretization import (
     as_arm_count,
     default_arm_count,
     discretization_error,
-    discretize,
     discretize_with_witnesses,
-    sphere_directions,
     support_tests,
 )
 from ..arm_sets.finite import FiniteArmSet
 from ..confidence.cholesky import directional_terms, inverse_factor_one, lcb_one, observe_one
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius, CountTable, radii_all, radius_one
-from ..simulation.loop import (
+from ..stages.loop import (
     StageHooks,
     choose_loop,
     register_stage_hooks,
@@ -53,7 +49,7 @@ def optimistic_index(inv, theta_hat, beta, arms_t, work) -> int:
 
 
 class CLUCBStages(NamedTuple):
-    """CLUCB's stage record for the compiled stage loop (:mod:`sege_cvx.simulation.loop`).
+    """CLUCB's stage record for the compiled stage loop (:mod:`sege_cvx.stages.loop`).
 
     Per run: the confidence set's ``V``, ``chol``, ``xy_sum``, ``theta_hat`` and ``counts``
     (optimistic rounds only), ``optimistic_sum`` (``z``), the decision counts and last
@@ -282,7 +278,7 @@ class CLUCB(Policy):
 
     def stage_record(self, t0: int, n_stages: int) -> CLUCBStages:
         """The record of the ``n_stages`` rounds from ``t0`` on, for the compiled stage loop
-        (:mod:`sege_cvx.simulation.loop`): the radius's table covers every count they can
+        (:mod:`sege_cvx.stages.loop`): the radius's table covers every count they can
         reach."""
         conf = self.confidence
         table = self._beta.covering(int(conf.counts.max()) + n_stages)

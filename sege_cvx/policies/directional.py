@@ -3,7 +3,7 @@ r"""ROFUL and GNOP under an unknown linear constraint, as their authors' code de
 Hutchinson, Turan and Alizadeh, "Directional Optimism for Safe Linear Bandits" (AISTATS 2024);
 their code: ``safe_linear_bandit.py`` (functions ``roful`` and ``gnop``) in the repository
 ``shutch1/Directional-Optimism-for-Safe-Linear-Bandits``.  The model
-(:mod:`sege_cvx.constraint`): rewards ``<x, theta*> + eta``, the constraint
+(:mod:`sege_cvx.safety`): rewards ``<x, theta*> + eta``, the constraint
 ``<x, gamma*> <= c`` observed as ``<x, gamma*> + eta'``, the origin a known safe arm.  Both
 estimates come from one ``V = lam I + sum x x^T``: ``theta_hat = V^{-1} sum x y`` and
 ``gamma_hat = V^{-1} sum x z``; ``beta`` is the radius of both confidence sets.
@@ -36,7 +36,7 @@ the set (or the safe arm is played, counted), and its certificate is checked aga
 point moved.
 
 The rule is written once (:func:`ray_step`); :class:`DirectionalStages` and its hooks put it in
-the compiled stage loop (:mod:`sege_cvx.simulation.loop`) on star sets and on the sets whose
+the compiled stage loop (:mod:`sege_cvx.stages.loop`) on star sets and on the sets whose
 exact membership is compiled (ellipsoids, balls, boxes, polytopes: the arm moved in by the
 set's compiled pull-in and certified again at the point moved), and ``select`` and ``observe``
 run the same functions one stage at a time; on other convex sets ``select`` moves the arm in
@@ -54,6 +54,7 @@ from .._numba import njit
 from .._validation import as_scalar, scaled_norm
 from ..arm_sets.base import ArmSet
 from ..arm_sets.discretization import as_arm_count, default_arm_count, sphere_directions
+from ..arm_sets.kernels.registry import Unmoved, has_pull_in, pull_in
 from ..arm_sets.star import StarSet
 from ..confidence.cholesky import (
     directional_terms,
@@ -66,9 +67,8 @@ from ..confidence.cholesky import (
 )
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius, CountTable, check_radius, radii_all, radius_one
-from ..constraint import KnownConstraint
-from ..fast_paths.stage_arms import PULL_IN, Unmoved, pull_in
-from ..simulation.loop import StageHooks, choose_loop, register_stage_hooks, stage_loop
+from ..safety import KnownConstraint
+from ..stages.loop import StageHooks, choose_loop, register_stage_hooks, stage_loop
 
 #: Decision codes: the step played in full (ROFUL: ``max(b~, mu) >= 1``; GNOP and SafeTS: at
 #: the ray's cap), scaled down to the certificate's boundary, or the safe arm.
@@ -163,7 +163,7 @@ def radial_caps(arm_set: ArmSet, directions: np.ndarray) -> np.ndarray:
 
 
 class DirectionalStages(NamedTuple):
-    """ROFUL's and GNOP's stage record under a linear constraint (:mod:`sege_cvx.simulation.loop`).
+    """ROFUL's and GNOP's stage record under a linear constraint (:mod:`sege_cvx.stages.loop`).
 
     Per run: ``V``, ``chol``, the reward's ``xy_sum`` and ``theta_hat``, the observation
     ``counts``, the constraint's ``xz_sum`` and ``gamma_hat``, the decision counts and last
@@ -390,7 +390,7 @@ class DirectionalPolicy:
         # move the arms in Python, after the compiled scan (:meth:`select`).
         compiled = arm_set.compiled_arms
         geometry = None if compiled is None or self.star else compiled.geometry()
-        self.geometry = geometry if type(geometry) in PULL_IN else Unmoved()
+        self.geometry = geometry if has_pull_in(geometry) else Unmoved()
         # (SafeTS on a convex set solves its own program: no rays, nothing compiled.)
         self.compiled = self.star or (rays and not isinstance(self.geometry, Unmoved))
 

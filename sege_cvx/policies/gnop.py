@@ -7,7 +7,7 @@ import numpy as np
 
 from .._random import SeedLike
 from ..arm_sets.base import ArmSet
-from ..constraint import KnownConstraint
+from ..safety import KnownConstraint
 from .base import Policy
 from .directional import GNOP_RULE, DirectionalMixin, DirectionalPolicy
 

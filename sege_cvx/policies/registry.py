@@ -1,7 +1,7 @@
 """The policy registry: a policy's name to its class, and what a study may vary of it.
 
 Every layer that names policies reads this one table: a spec's ``[[algorithms]] name``, the
-command line's ``--algorithms``, :meth:`~sege_cvx.experiments.problem.BanditProblem.policy`, the
+command line's ``--algorithms``, :meth:`~sege_cvx.problems.problem.BanditProblem.policy`, the
 paper's study and the reports' labels and colours.  SEGE, CLUCB and ROFUL register here like
 any user's policy.  A name is either registered (:func:`register_policy`) or an import path
 ``"module:Class"`` naming a :class:`~sege_cvx.policies.base.Policy` subclass.
@@ -22,12 +22,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..safety import SAFETY_MODELS
 from .base import Policy
 
 __all__ = ["PROBLEM_PARAMETERS", "PolicyEntry", "grid_parameters", "policy_class",
            "policy_code_fingerprint", "policy_color", "policy_entry", "policy_stem",
            "register_policy",
-           "registered_policies"]
+           "registered_policies", "safety_model_problem"]
 
 #: Constructor parameters the problem (arm set, baseline, threshold, ``S``, noise sd, the linear
 #: constraint) and the
@@ -221,6 +222,22 @@ def policy_code_fingerprint(cls: type[Policy]) -> str | None:
             digest.update(Path(source).read_bytes())
     digest.update(f"{_main_alias(cls.__module__)}:{cls.__qualname__}".encode())
     return digest.hexdigest()
+
+
+def safety_model_problem(cls: type, model: str) -> str | None:
+    """Why policy class ``cls`` does not run on a problem of safety model ``model``, in one
+    sentence naming the registered policies that do (None if it runs)."""
+    models = getattr(cls, "safety_models", ("stagewise",))
+    if model in models:
+        return None
+    names = {name: policy_class(name) for name in registered_policies()}
+    fits = [name for name, klass in names.items()
+            if model in getattr(klass, "safety_models", ())]
+    called = next((name for name, klass in names.items() if klass is cls),
+                  getattr(cls, "__name__", cls))  # its registered name, if any
+    runs_on = " and on ".join(SAFETY_MODELS.get(m, m) for m in models)
+    return (f"{called} runs on {runs_on}, not on "
+            f"{SAFETY_MODELS.get(model, model)}: use {', '.join(fits) or 'another policy'}")
 
 
 def _main_alias(module_name: str) -> str:

@@ -27,9 +27,9 @@ both safety models: the floor is the constraint ``<x', -theta*> <= m``), applied
 by a relative ``2^-40`` and every step is certified before it is played (the pessimistic loss at
 most ``m``, or ``||x - x0|| <= m / S``), the baseline arm counted as a fallback otherwise.
 :class:`ROFULStages` and its hooks put it in the compiled stage loop
-(:mod:`sege_cvx.simulation.loop`), many stages of a block of runs in one compiled call (blocks
+(:mod:`sege_cvx.stages.loop`), many stages of a block of runs in one compiled call (blocks
 on threads), on sets whose exact membership is compiled
-(ellipsoids, balls, boxes, polytopes: :data:`~sege_cvx.fast_paths.stage_arms.PULL_IN`), and
+(ellipsoids, balls, boxes, polytopes: :func:`~sege_cvx.arm_sets.kernels.registry.has_pull_in`), and
 :meth:`ROFUL.select` applies the same function around any other convex set's own membership
 test.
 """
@@ -46,12 +46,12 @@ from .._random import SeedLike
 from .._validation import as_scalar, scaled_norm
 from ..arm_sets.base import ArmSet
 from ..arm_sets.discretization import as_arm_count, default_arm_count, discretize_with_witnesses
+from ..arm_sets.kernels.registry import has_pull_in, pull_in
 from ..confidence.cholesky import directional_terms, inverse_factor_one, observe_one
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius, CountTable, radii_all, radius_one
-from ..constraint import KnownConstraint
-from ..fast_paths.stage_arms import PULL_IN, pull_in
-from ..simulation.loop import StageHooks, register_stage_hooks, stage_loop
+from ..safety import KnownConstraint
+from ..stages.loop import StageHooks, register_stage_hooks, stage_loop
 from .base import Policy
 from .directional import ROFUL_RULE, DirectionalPolicy, ray_step
 
@@ -115,13 +115,13 @@ def segment_point(baseline, offsets, j, tau, out) -> None:
 
 
 class ROFULStages(NamedTuple):
-    """ROFUL's stage record for the compiled stage loop (:mod:`sege_cvx.simulation.loop`).
+    """ROFUL's stage record for the compiled stage loop (:mod:`sege_cvx.stages.loop`).
 
     Per run: the confidence set's ``V``, ``chol``, ``xy_sum``, ``theta_hat`` and ``counts``,
     the decision counts and last decision, the fallbacks.  The constants: the radius ``rule`` and
     its values by count (``beta_table``), the directions as columns (``dirs_t``), the full steps
     and the offsets ``p_j - x0``, the margin ``m``, ``S``, the baseline arm and ``b0``, and the
-    set's geometry record (:data:`~sege_cvx.fast_paths.stage_arms.PULL_IN`).
+    set's geometry record (:func:`~sege_cvx.arm_sets.kernels.registry.has_pull_in`).
     """
 
     V: np.ndarray
@@ -162,7 +162,7 @@ def run_view(policy, i):
 @njit(inline="always")
 def choose_arm(policy, run, work, i, s, t, arm) -> int:
     """:func:`step_one`, the point on the segment (:func:`segment_point`) moved exactly into the
-    set (the set's geometry record, :func:`~sege_cvx.fast_paths.stage_arms.pull_in`; the
+    set (the set's geometry record, :func:`~sege_cvx.arm_sets.kernels.registry.pull_in`; the
     baseline arm, counted in ``fallbacks``, if it cannot be)."""
     j, tau, code = step_one(run[1], run[3], policy.rule, policy.beta_table[policy.counts[i]],
                             policy.dirs_t, policy.steps, policy.unorm, policy.margin, policy.S,
@@ -214,7 +214,7 @@ class ROFUL(Policy):
     must lie in the set exactly (a baseline moved into the set has a reward known only as a
     bound: refused).
 
-    **Under an unknown linear constraint** (``constraint`` given, :mod:`sege_cvx.constraint`):
+    **Under an unknown linear constraint** (``constraint`` given, :mod:`sege_cvx.safety`):
     ROFUL in its authors' own model and as their code defines it, on a
     :class:`~sege_cvx.StarSet` (compiled stages) or a convex set holding the origin, the safe
     arm (:mod:`sege_cvx.policies.directional`, which also says how each arm is certified).
@@ -353,10 +353,10 @@ class ROFUL(Policy):
         self.radius = radius
         self._radius = ConfidenceRadius(radius, d, self.noise_sd, self.lam, self.S, self.L)
         self._beta = CountTable(self._radius, self.delta)  # by observation count
-        # Compiled stages on sets whose membership is decided from x alone (stage_arms.PULL_IN).
+        # Compiled stages on sets whose membership is decided from x alone (registry.has_pull_in).
         compiled = arm_set.compiled_arms
         geometry = None if compiled is None else compiled.geometry()
-        self._geometry = geometry if type(geometry) in PULL_IN else None
+        self._geometry = geometry if has_pull_in(geometry) else None
 
         self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
         self._fallbacks = np.zeros(self.n_runs, dtype=np.int64)
@@ -446,7 +446,7 @@ class ROFUL(Policy):
 
     def stage_record(self, t0: int, n_stages: int) -> ROFULStages:
         """The record of the ``n_stages`` stages from ``t0`` on, for the compiled stage loop
-        (:mod:`sege_cvx.simulation.loop`).  Only on sets with a compiled membership test
+        (:mod:`sege_cvx.stages.loop`).  Only on sets with a compiled membership test
         (:attr:`compiled_stages`)."""
         if self._directional is not None:
             return self._directional.record(self, n_stages)

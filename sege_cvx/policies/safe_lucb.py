@@ -45,7 +45,7 @@ from ..arm_sets.star import StarSet
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius, CountTable, check_radius, radii_all
 from ..conic.errors import SolverFailure
-from ..constraint import KnownConstraint
+from ..safety import KnownConstraint
 from .base import Policy
 from .directional import SHRINK, require_origin
 

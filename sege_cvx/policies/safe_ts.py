@@ -36,7 +36,7 @@ from ..arm_sets.base import ArmSet
 from ..arm_sets.star import StarSet
 from ..confidence.cholesky import inverse_factor_one
 from ..conic.errors import SolverFailure
-from ..constraint import KnownConstraint
+from ..safety import KnownConstraint
 from .base import Policy
 from .directional import (
     BASELINE,

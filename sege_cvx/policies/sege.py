@@ -13,11 +13,11 @@ from .._random import PacedNormals, SeedLike
 from .._validation import as_scalar
 from ..arm_sets.base import LCB_METHODS, ArmSet
 from ..arm_sets.exploration import Exploration
+from ..arm_sets.kernels.status import STATUS
 from ..confidence.cholesky import min_eigenvalue_at_least
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius
-from ..fast_paths.status import STATUS
-from ..simulation.loop import choose_loop, stage_loop
+from ..stages.loop import choose_loop, stage_loop
 from . import sege_rule
 from .base import Policy
 from .sege_rule import EXPLOIT, EXPLORE_BASELINE, EXPLORE_LCB
@@ -265,7 +265,7 @@ class SEGE(Policy):
         self.last_safe_arm = np.full((self.n_runs, d), np.nan)
         self.last_exploration_arm = np.full((self.n_runs, d), np.nan)
         # Fallbacks of the Python-orchestrated stages (any status) and of the compiled ones
-        # (per run: all, then by code of fast_paths.status.STATUS).
+        # (per run: all, then by code of arm_sets.kernels.status.STATUS).
         self._fallbacks = np.zeros(self.n_runs, dtype=np.int64)
         self._fallback_reasons: Counter[str] = Counter()
         self._compiled_fallbacks = np.zeros((self.n_runs, len(STATUS)), dtype=np.int64)
@@ -424,7 +424,7 @@ class SEGE(Policy):
 
     def stage_record(self, t0: int, n_stages: int) -> sege_rule.SEGEStages:
         """The record of the ``n_stages`` stages from ``t0`` on, for the compiled stage loop
-        (:mod:`sege_cvx.simulation.loop`): per stage, ``c sqrt(t)`` and the radius's value
+        (:mod:`sege_cvx.stages.loop`): per stage, ``c sqrt(t)`` and the radius's value
         at ``delta_t``; at least ``n_stages`` unread normal draws per run.  Only on sets with compiled
         arms (:attr:`compiled_stages`)."""
         stages = range(t0, t0 + n_stages)

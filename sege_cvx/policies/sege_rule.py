@@ -7,11 +7,11 @@ Every engine calls these, so the rule exists once:
   to the greedy and LCB arms of any arm set (closed forms or Clarabel solves), through the
   batched :func:`exploit_all` and :func:`explore_all`.
 * :func:`stage_one` is a whole stage of one run on a set whose greedy and LCB arms are
-  compiled (:mod:`sege_cvx.fast_paths.stage_arms`: ellipsoids, boxes and polytopes): the
+  compiled (:mod:`sege_cvx.arm_sets.kernels.registry`: ellipsoids, boxes and polytopes): the
   information test, the greedy arm and its test, the LCB arm, the exploration point, the mix
   and its verification.
   :class:`SEGEStages` and its hooks (:func:`scratch`, :func:`run_view`, :func:`stage_one`,
-  :func:`learn`) put it in the compiled stage loop (:mod:`sege_cvx.simulation.loop`):
+  :func:`learn`) put it in the compiled stage loop (:mod:`sege_cvx.stages.loop`):
   many stages of a block of runs against a linear bandit, or one stage of every run
   (``SEGE.select``).
 
@@ -27,11 +27,11 @@ import numpy as np
 
 from .._numba import njit
 from ..arm_sets.exploration import exploration_point
+from ..arm_sets.kernels.registry import greedy_arm, lcb_arm, pull_inside
+from ..arm_sets.kernels.status import NOT_MEMBER, VERIFIED
 from ..confidence.cholesky import factor, lcb_one, observe_one
 from ..confidence.radius import radius_one
-from ..fast_paths.stage_arms import greedy_arm, lcb_arm, pull_inside
-from ..fast_paths.status import NOT_MEMBER, VERIFIED
-from ..simulation.loop import StageHooks, register_stage_hooks
+from ..stages.loop import StageHooks, register_stage_hooks
 
 #: Decision codes recorded per stage (``SEGE.last_decision``).
 EXPLOIT, EXPLORE_LCB, EXPLORE_BASELINE = 0, 1, 2
@@ -88,7 +88,7 @@ def explore_all(lcb_arms, lcb_ok, theta_hat, chol, radii, b0, baseline, U, rho, 
 
 
 class SEGEStages(NamedTuple):
-    """SEGE's stage record for the compiled stage loop (:mod:`sege_cvx.simulation.loop`).
+    """SEGE's stage record for the compiled stage loop (:mod:`sege_cvx.stages.loop`).
 
     Per run (first axis): the confidence set's ``V``, ``chol``, ``xy_sum``, ``theta_hat`` and
     ``counts``; the decision counts and last decision; the last safe and exploration arms; the
@@ -129,7 +129,7 @@ def stage_one(policy, run, work, i, s, t, out) -> int:
     (``s``: the stage's index in it); ``run``:
     run ``i``'s views (:func:`run_view`); ``work``: the scratch (:func:`scratch`).
 
-    The arms are the geometry's (:mod:`sege_cvx.fast_paths.stage_arms`: an ellipsoid's closed
+    The arms are the geometry's (:mod:`sege_cvx.arm_sets.kernels.registry`: an ellipsoid's closed
     forms, a polytope's certified active-set solves warm started from the run's ``warm`` state).
     The radius ``r_t`` is the run's :func:`~sege_cvx.confidence.radius.radius_one` of ``rule``
     and the stage's value.
@@ -140,7 +140,7 @@ def stage_one(policy, run, work, i, s, t, out) -> int:
     exploring).  A greedy or LCB arm that cannot be verified, or a mix that cannot be moved
     exactly into the set, is not played: the stage explores, the safe arm is the baseline, or
     the arm is the baseline; each such event adds one to ``fallbacks[0]`` (all events) and to
-    ``fallbacks[status]`` (by status: :mod:`~sege_cvx.fast_paths.status`).  The run's last safe
+    ``fallbacks[status]`` (by status: :mod:`~sege_cvx.arm_sets.kernels.status`).  The run's last safe
     arm and exploration point receive ``X^S_t`` and ``U_t`` (NaN when exploiting).
     """
     V, chol, _, theta_hat, safe, U, fallbacks, warm = run

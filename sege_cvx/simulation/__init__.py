@@ -1,8 +1,8 @@
-"""Simulation engine: many runs in lockstep, per-run reproducible random streams."""
+"""Simulation: a linear bandit (:class:`LinearBandit`) and :func:`simulate`, which plays a
+policy's runs against it in lockstep, through the compiled stage loop
+(:mod:`sege_cvx.stages`) where the policy's stages are compiled."""
 
 from .._random import run_seeds
 from .engine import LinearBandit, SimulationResult, simulate
-from .loop import StageHooks, choose_loop, geometry_of, register_stage_hooks, stage_loop
 
-__all__ = ["LinearBandit", "SimulationResult", "StageHooks", "choose_loop", "geometry_of",
-           "register_stage_hooks", "run_seeds", "simulate", "stage_loop"]
+__all__ = ["LinearBandit", "SimulationResult", "run_seeds", "simulate"]

@@ -20,10 +20,10 @@ from .._validation import (
     as_vector,
 )
 from ..conic.errors import SolverFailure
-from ..constraint import LinearConstraint
 from ..policies.base import Policy
-from .loop import Environment, play_stages
-from .statistics import RunStatistics, checkpoint_grid, decision_count_problem
+from ..safety import LinearConstraint
+from ..stages.loop import Environment, play_stages
+from ..stages.statistics import RunStatistics, checkpoint_grid, decision_count_problem
 
 
 class Feedback(NamedTuple):
@@ -169,7 +169,7 @@ class SimulationResult:
     ----------
     stats : RunStatistics
         Per-run running statistics and per-run values at the checkpoint stages
-        (:mod:`sege_cvx.simulation.statistics`): memory ``runs x checkpoints``.
+        (:mod:`sege_cvx.stages.statistics`): memory ``runs x checkpoints``.
     optimal_reward : float
         ``<X*, theta*>``.
     threshold : float
@@ -232,7 +232,7 @@ def simulate(
     Policies whose whole stage is compiled (:attr:`~sege_cvx.Policy.compiled_stages`: CLUCB,
     ROFUL, and SEGE on ellipsoids, balls, boxes and polytopes unless its LCB arms come from the
     solver) play up to a thousand stages per call of the compiled stage loop
-    (:mod:`sege_cvx.simulation.loop`), with the runs spread over threads (as many as numba's setting:
+    (:mod:`sege_cvx.stages.loop`), with the runs spread over threads (as many as numba's setting:
     ``NUMBA_NUM_THREADS``, or :func:`numba.set_num_threads`; default every core); others go
     through ``select``/``observe`` stage by stage.  Either way the numbers are bitwise those of
     the step API, whatever the number of threads.
@@ -250,7 +250,7 @@ def simulate(
         ``policy.radii``).
     checkpoints : iterable of int, optional
         Stages at which every run's statistics are recorded; default
-        :func:`~sege_cvx.simulation.statistics.checkpoint_grid` (about 200 log-spaced stages and
+        :func:`~sege_cvx.stages.statistics.checkpoint_grid` (about 200 log-spaced stages and
         the paper's).  The horizon is always one.
     traces : bool, default False
         Also keep every stage's expected reward and decision (memory ``horizon x runs``).

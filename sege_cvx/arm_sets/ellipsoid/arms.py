@@ -6,12 +6,12 @@ whichever computed it:
 
 * :func:`inside_one`: exact membership, ``||H^{-1/2}(x - c)|| <= 1 + tol``;
 * :func:`pull_inside_one`: the least contraction toward ``c`` that passes it
-  (:mod:`sege_cvx.fast_paths.pull_in`);
+  (:mod:`sege_cvx.arm_sets.kernels.pull_in`);
 * :func:`greedy_one`: the greedy arm ``x-bar + H theta / ||theta||_H`` (paper eq. (greedy arm));
 * :func:`lcb_from_factor_one`: the LCB arm (eq. (lcb arm), :mod:`.lcb`) from the
   Cholesky factor of ``V``, verified in ``E``.
 
-Status codes: :mod:`sege_cvx.fast_paths.status`.
+Status codes: :mod:`sege_cvx.arm_sets.kernels.status`.
 """
 
 from __future__ import annotations
@@ -24,14 +24,15 @@ import numpy as np
 from ..._numba import njit
 from ..._validation import SYMMETRY_RTOL
 from ...confidence.cholesky import SPD_OK, checked_factor, precision_one
-from ...fast_paths.pull_in import pull_in_one
-from ...fast_paths.status import NOT_FINITE, NOT_MEMBER, VERIFIED
+from ..kernels.pull_in import pull_in_one
+from ..kernels.registry import GeometryKernels, register_geometry
+from ..kernels.status import NOT_FINITE, NOT_MEMBER, VERIFIED
 from ..scaling import order_one_exponent
 from .lcb import lcb_arm_one, square_roots
 
 
 class EllipsoidGeometry(NamedTuple):
-    """An ellipsoid as compiled code reads it (:mod:`~sege_cvx.fast_paths.stage_arms` dispatches on this
+    """An ellipsoid as compiled code reads it (:mod:`~sege_cvx.arm_sets.kernels.registry` dispatches on this
     class): ``c``, ``H``, ``H^{1/2}``, ``H^{-1/2}``, ``H^{-1/2} c`` and ``1 - ||H^{-1/2} c||^2``."""
 
     center: np.ndarray
@@ -74,7 +75,7 @@ def _inside_exactly(x, data) -> bool:
 @njit(inline="always")
 def pull_inside_one(x, center, h_inv_sqrt, offset, trial) -> bool:
     """Move ``x`` exactly into ``E`` by the least contraction toward ``c`` that passes
-    :func:`inside_one` with ``tol = 0`` (:func:`sege_cvx.fast_paths.pull_in.pull_in_one`); False (``x``
+    :func:`inside_one` with ``tol = 0`` (:func:`sege_cvx.arm_sets.kernels.pull_in.pull_in_one`); False (``x``
     unchanged) if none up to the limit does.  ``offset``, ``trial``: scratch of length d."""
     return pull_in_one(x, center, _inside_exactly, (center, h_inv_sqrt), offset, trial)
 
@@ -206,8 +207,8 @@ class EllipsoidArms:
                 self.kappa)
 
     def geometry(self, lam: float | None = None) -> EllipsoidGeometry:
-        """What compiled stages receive (:mod:`~sege_cvx.fast_paths.stage_arms`): :meth:`lcb_data` as a record
-        (``lam`` is not needed)."""
+        """What compiled stages receive (:mod:`~sege_cvx.arm_sets.kernels.registry`):
+        :meth:`lcb_data` as a record (``lam`` is not needed)."""
         return EllipsoidGeometry(*self.lcb_data())
 
     def warm_state(self, n: int) -> tuple[np.ndarray, ...]:
@@ -289,3 +290,33 @@ def lcb_from_factor_all(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa, 
         status[i] = lcb_from_factor_one(center, shape, h_sqrt, h_inv_sqrt, white_center, kappa,
                                         thetas[i], chols[i], radii[i], arms[i], mats, vecs)
     return arms, status
+
+
+# --- the stage's arms (the geometry registry: sege_cvx.arm_sets.kernels.registry) ----------------
+
+@njit(inline="always")
+def _stage_greedy(geometry, theta, warm, out, mats, vecs):
+    greedy_one(theta, geometry.center, geometry.shape, geometry.h_inv_sqrt, out, vecs[14:16])
+    return verify_one(out, geometry.center, geometry.h_inv_sqrt, vecs[14], vecs[15])
+
+
+@njit(inline="always")
+def _stage_lcb(geometry, theta, chol, r, warm, out, mats, vecs):
+    return lcb_from_factor_one(geometry.center, geometry.shape, geometry.h_sqrt,
+                               geometry.h_inv_sqrt, geometry.white_center, geometry.kappa, theta,
+                               chol, r, out, mats, vecs)
+
+
+@njit(inline="always")
+def _stage_pull_in(geometry, x, offset, trial):
+    return pull_inside_one(x, geometry.center, geometry.h_inv_sqrt, offset, trial)
+
+
+# SEGE's mix by the set's own pull-in directly (not through _stage_pull_in): one call less.
+@njit(inline="always")
+def _stage_pull_inside(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
+    return pull_inside_one(x, geometry.center, geometry.h_inv_sqrt, offset, trial)
+
+
+register_geometry(EllipsoidGeometry, GeometryKernels(
+    greedy=_stage_greedy, lcb=_stage_lcb, pull_in=_stage_pull_in, pull_inside=_stage_pull_inside))

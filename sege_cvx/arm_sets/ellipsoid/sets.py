@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..._validation import as_scalar, as_spd_matrix, as_vector, scaled_norm
+from ..._validation import as_scalar, as_vector, scaled_norm
+from ...confidence.validation import as_spd_matrix
 from ..base import ArmSet
 from ..exploration import Exploration
 from . import arms as fast

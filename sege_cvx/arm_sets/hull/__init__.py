@@ -4,9 +4,7 @@
 * :mod:`.arms`: its certified LCB arm by an active-set method over the weights, the exact proof
   of an arm in the hull from its weights (:func:`~.arms.anchored`) and
   :class:`~.arms.HullGeometry`, the record SEGE's compiled stages receive
-  (:mod:`sege_cvx.fast_paths.stage_arms`).
-
-``sege_cvx.arm_sets.hull`` was a module before this folder; it exports the same names.
+  (registered in :mod:`sege_cvx.arm_sets.kernels.registry`).
 """
 
 from .sets import EXPLORATION_SHRINK, ConvexHull

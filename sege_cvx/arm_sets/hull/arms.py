@@ -7,7 +7,7 @@ just outside the hull.  The weights define an exact point ``y = P^T w / sum(w)``
 :func:`anchored` proves ``x`` in the hull in exact arithmetic as ``x = beta y + (1 - beta) z``
 with ``z`` in a cross-polytope certified inside the hull: at ``beta = 1`` for an arm that is a
 point itself (the greedy arm), else after the least contraction ``c + beta (x - c)`` of
-:func:`sege_cvx.fast_paths.pull_in.pull_in_one`'s schedule that the proof accepts
+:func:`sege_cvx.arm_sets.kernels.pull_in.pull_in_one`'s schedule that the proof accepts
 (:func:`pull_into_hull`; ``1 - beta`` about 1e-14 for well-scaled hulls).
 
 * The greedy arm, ``max theta^T x`` (paper eq. (greedy arm)), is the best point, the first of
@@ -71,8 +71,9 @@ from typing import NamedTuple
 import numpy as np
 
 from ..._numba import njit
-from ...fast_paths.pull_in import FIRST_CONTRACTION, MAX_CONTRACTION, spacing
-from ...fast_paths.status import NOT_CERTIFIED, NOT_FINITE, NOT_MEMBER, VERIFIED
+from ..kernels.pull_in import FIRST_CONTRACTION, MAX_CONTRACTION, spacing
+from ..kernels.registry import GeometryKernels, register_geometry
+from ..kernels.status import NOT_CERTIFIED, NOT_FINITE, NOT_MEMBER, VERIFIED
 from ..lifted import EQUALITY_ROUNDING
 from ..polytope.arms import (
     GAP_RTOL,
@@ -84,7 +85,7 @@ from ..scaling import scale_to_order_one
 
 
 class HullGeometry(NamedTuple):
-    """A convex hull as compiled code reads it (:mod:`~sege_cvx.fast_paths.stage_arms` dispatches on this
+    """A convex hull as compiled code reads it (:mod:`~sege_cvx.arm_sets.kernels.registry` dispatches on this
     class): the points ``P`` (rows), ``max ||x||``, the bound ``z_bound`` on ``||x||_{V^{-1}}`` (0:
     computed per instance), the accepted duality gap, SEGE's baseline weights and exploration table
     (:meth:`HullArms.geometry`), and the certified body ``(center, half)``."""
@@ -249,8 +250,8 @@ def _gauge(x, P, idx, w, m, sparse, beta, center, half, n) -> float:
 @njit(inline="always")
 def in_hull(x, P, idx, w, m, sparse, center, half) -> bool:
     """:func:`anchored` for ``beta = 1`` (a vertex) or any contraction of
-    :func:`sege_cvx.fast_paths.pull_in.pull_in_one`'s schedule: whether a point that a pull-in may already
-    have moved is certified from the weights it came with."""
+    :func:`sege_cvx.arm_sets.kernels.pull_in.pull_in_one`'s schedule: whether a point that a
+    pull-in may already have moved is certified from the weights it came with."""
     if anchored(x, P, idx, w, m, sparse, 1.0, center, half):
         return True
     limit = _limit(x, center)
@@ -266,7 +267,8 @@ def in_hull(x, P, idx, w, m, sparse, center, half) -> bool:
 
 @njit(inline="always")
 def _limit(x, center) -> float:
-    """:func:`sege_cvx.fast_paths.pull_in.contraction_limit` of ``x`` toward ``center`` (at most 1/2)."""
+    """:func:`sege_cvx.arm_sets.kernels.pull_in.contraction_limit` of ``x`` toward ``center``
+    (at most 1/2)."""
     d = x.shape[0]
     biggest = 0.0
     norm2 = 0.0
@@ -280,7 +282,7 @@ def _limit(x, center) -> float:
 def pull_into_hull(x, P, idx, w, m, sparse, center, half, trial) -> float:
     """Move ``x``, computed from the weights ``w`` of points ``P[idx]`` (or ``P``), exactly into
     the hull: unchanged if it is a weighted point itself, else the least contraction ``c + beta
-    (x - c)`` of :func:`sege_cvx.fast_paths.pull_in.pull_in_one`'s schedule that :func:`anchored`
+    (x - c)`` of :func:`sege_cvx.arm_sets.kernels.pull_in.pull_in_one`'s schedule that :func:`anchored`
     certifies with that ``beta``, searched from the first at or above ``x``'s own distance from
     ``y`` in the gauge of ``C`` (the proof needs ``1 - beta`` about that large).  Returns ``beta``
     (1: unchanged), or -1 (``x`` unchanged) if no contraction is certified.  ``trial``:
@@ -1005,3 +1007,29 @@ class HullArms:
     def checked_lcb_arm(self, theta_hat: object, V: object, radius: object) -> None:
         """No single-call shortcut: the general path validates and solves."""
         return None
+
+
+# --- the stage's arms (the geometry registry: sege_cvx.arm_sets.kernels.registry) ----------------
+
+@njit(inline="always")
+def _stage_greedy(geometry, theta, warm, out, mats, vecs):
+    rows, counts, weights, mix = warm
+    return greedy_one(geometry, theta, rows, counts, weights, mix, out, mats, vecs)
+
+
+# Not inlined: its solve over the weights is inlined here, and inlined once more into the
+# stage loop it made the hull's stages slower (CHANGELOG).  SEGE plays the LCB arm only inside
+# its mix, which _stage_pull_inside proves.
+@njit
+def _stage_lcb(geometry, theta, chol, r, warm, out, mats, vecs):
+    return lcb_weights_one(geometry, theta, chol, r, warm, out, mats, vecs)
+
+
+@njit(inline="always")
+def _stage_pull_inside(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
+    return pull_inside_one(geometry, x, warm, use_lcb, rho, g, safe, trial)
+
+
+# No pull_in: a point's membership in the hull is decided through the weights of a mix.
+register_geometry(HullGeometry, GeometryKernels(
+    greedy=_stage_greedy, lcb=_stage_lcb, pull_inside=_stage_pull_inside))

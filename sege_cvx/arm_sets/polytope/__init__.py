@@ -4,10 +4,7 @@
   bounds and vertices; exact membership against the rows as given);
 * :mod:`.arms`: their certified greedy and LCB arms by a warm-started primal active-set method
   and :class:`~.arms.PolytopeGeometry`, the record SEGE's and ROFUL's compiled stages receive
-  (:mod:`sege_cvx.fast_paths.stage_arms`).
-
-Formerly ``sege_cvx.arm_sets.polyhedral`` (the classes) and ``sege_cvx.fast_paths.polytope_arms``
-(the arms): both paths still import, deprecated, for one release.
+  (registered in :mod:`sege_cvx.arm_sets.kernels.registry`).
 """
 
 from .sets import Box, Polytope

@@ -41,7 +41,7 @@ certificate would pass (46 % of SEGE's LCB arms failed on a polytope centred at 
 exceeds ``f`` at the arm (after its exact pull-in) by at most :data:`GAP_RTOL` times
 ``||theta|| norm_bound + r ||L^{-1} x|| + sum_i |b_i y_i|``, the scale of the terms of the
 duality gap.  Membership is decided exactly against the user's own rows (``tol=0``,
-:mod:`sege_cvx.fast_paths.exact`), after the pull-in toward the set's certified interior point.
+:mod:`sege_cvx.arm_sets.kernels.exact`), after the pull-in toward the set's certified interior point.
 
 **Warm start.**  A run keeps its working set and arm from one stage to the next (the set does
 not change, and ``theta_hat`` and ``V`` change little), so a solve usually ends after one face
@@ -56,8 +56,8 @@ center, norm_bound, radius, z_bound, gap_rtol, member_A, member_b, member_l1)``
 the certified interior point ``c`` (the pull-in's centre and the cold start), certified bounds
 on ``max ||x||`` and on ``max ||x - c||`` over ``P``, a bound on ``||L^{-1}|| max ||x - c||`` (0:
 computed where needed), the accepted gap (:data:`GAP_RTOL`), and the inequalities as the user
-gave them, which membership is decided against (:func:`~sege_cvx.fast_paths.exact.membership_rows`,
-:func:`~sege_cvx.fast_paths.exact.in_polytope`).  A run's warm
+gave them, which membership is decided against (:func:`~sege_cvx.arm_sets.kernels.exact.membership_rows`,
+:func:`~sege_cvx.arm_sets.kernels.exact.in_polytope`).  A run's warm
 state is ``(rows, counts, points, inverse)`` of shapes ``(2, d)``, ``(2,)``, ``(2, d)`` and
 ``(d, d)``: slots :data:`GREEDY` and :data:`LCB`.
 """
@@ -70,18 +70,20 @@ from typing import NamedTuple
 import numpy as np
 
 from ..._numba import njit
-from ...fast_paths.exact import in_polytope
-from ...fast_paths.pull_in import pull_in_one
-from ...fast_paths.status import NOT_CERTIFIED, NOT_FINITE, NOT_MEMBER, VERIFIED
+from ..kernels.exact import in_polytope
+from ..kernels.pull_in import pull_in_one
+from ..kernels.registry import GeometryKernels, register_geometry
+from ..kernels.status import NOT_CERTIFIED, NOT_FINITE, NOT_MEMBER, VERIFIED
 from ..scaling import scale_to_order_one
 
 
 class PolytopeGeometry(NamedTuple):
-    """A polytope as compiled code reads it (:mod:`~sege_cvx.fast_paths.stage_arms` dispatches on this
+    """A polytope as compiled code reads it (:mod:`~sege_cvx.arm_sets.kernels.registry` dispatches on this
     class): the unit rows ``A x <= b`` the solves use, the certified interior point, ``max ||x||`` and
     ``max ||x - center||``, the bound ``z_bound`` on ``||x - center||_{V^{-1}}`` (0: computed per
     instance), the accepted duality gap, and the user's rows as
-    :func:`~sege_cvx.fast_paths.exact.membership_rows` gives them (every arm is verified against these)."""
+    :func:`~sege_cvx.arm_sets.kernels.exact.membership_rows` gives them (every arm is verified
+    against these)."""
 
     A: np.ndarray
     b: np.ndarray
@@ -536,11 +538,11 @@ def arm_one(A, b, center, norm_bound, radius, z_bound, gap_rtol, member, theta, 
     """The certified arm of one instance into ``out``, warm started from slot ``slot`` of the
     run's state (``W[slot]``, ``counts[slot]``, ``points[slot]``: the working set and the arm of
     the previous solve; for the linear program, ``inverse``: ``A_W^{-1}`` at a vertex), which it
-    updates; returns its status (:mod:`sege_cvx.fast_paths.status`).
+    updates; returns its status (:mod:`sege_cvx.arm_sets.kernels.status`).
 
     ``(theta, r)`` are first scaled by a power of two near ``max(|theta_i|, r)`` (exact; the arm
     is unchanged).  ``member``: the user's rows ``(A, b)``, against which the arm is verified
-    exactly (:func:`~sege_cvx.fast_paths.exact.membership_rows`).  ``mats``: scratch (2, d, d);
+    exactly (:func:`~sege_cvx.arm_sets.kernels.exact.membership_rows`).  ``mats``: scratch (2, d, d);
     ``vecs``: scratch (13, d).
     """
     m, d = A.shape
@@ -622,7 +624,8 @@ def lcb_one(geometry, theta, chol, r, warm, out, mats, vecs) -> int:
 
 @njit(inline="always")
 def pull_inside_one(geometry, x, offset, trial) -> bool:
-    """Move ``x`` exactly into ``P`` (:func:`sege_cvx.fast_paths.pull_in.pull_in_one` toward the centre)."""
+    """Move ``x`` exactly into ``P`` (:func:`sege_cvx.arm_sets.kernels.pull_in.pull_in_one`
+    toward the centre)."""
     return pull_in_one(x, geometry.center, in_polytope,
                        (geometry.member_A, geometry.member_b, geometry.member_l1), offset, trial)
 
@@ -695,7 +698,7 @@ class PolytopeArms:
     radius : float
         Certified ``max ||x - center||`` over the polytope.
     member : tuple of ndarray
-        :func:`~sege_cvx.fast_paths.exact.membership_rows` of ``A`` and ``b`` as the user gave
+        :func:`~sege_cvx.arm_sets.kernels.exact.membership_rows` of ``A`` and ``b`` as the user gave
         them: every arm is verified against these, exactly.
     gap_rtol : float, default :data:`GAP_RTOL`
         The certificate's accepted relative duality gap (a negative value certifies nothing:
@@ -731,3 +734,15 @@ class PolytopeArms:
     def checked_lcb_arm(self, theta_hat: object, V: object, radius: object) -> None:
         """No single-call shortcut: the general path validates and solves."""
         return None
+
+
+# --- the stage's arms (the geometry registry: sege_cvx.arm_sets.kernels.registry) ----------------
+
+@njit(inline="always")
+def _stage_pull_inside(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
+    """SEGE's mix by the set's own pull-in (:func:`pull_inside_one`)."""
+    return pull_inside_one(geometry, x, offset, trial)
+
+
+register_geometry(PolytopeGeometry, GeometryKernels(
+    greedy=greedy_one, lcb=lcb_one, pull_in=pull_inside_one, pull_inside=_stage_pull_inside))

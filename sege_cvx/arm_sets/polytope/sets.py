@@ -15,11 +15,11 @@ import numpy as np
 
 from ..._rowwise import row_matvec
 from ..._validation import as_finite_array, as_vector, format_value, scaled_norm
-from ...fast_paths import exact
-from ...fast_paths.pull_in import pull_into_polytope
 from .. import rational
 from ..base import ArmSet, BatchArms, check_resolvable
 from ..exploration import Exploration, max_volume_inscribed_ellipsoid
+from ..kernels import exact
+from ..kernels.pull_in import pull_into_polytope
 from ..scaling import check_box_holds, scale_directions, solver_frame
 from . import arms as polytope_arms
 
@@ -145,7 +145,7 @@ class _CertifiedPolyhedron(ArmSet):
 
     @cached_property
     def _member_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:func:`~sege_cvx.fast_paths.exact.membership_rows` of :meth:`_given_rows`."""
+        """:func:`~sege_cvx.arm_sets.kernels.exact.membership_rows` of :meth:`_given_rows`."""
         return exact.membership_rows(*self._given_rows())
 
     @cached_property
@@ -298,7 +298,7 @@ class Polytope(_CertifiedPolyhedron):
     Membership is decided against ``A`` and ``b`` as given, in exact arithmetic on their float64
     values (:attr:`A_given`, :attr:`b_given`): ``contains(x, tol=0)`` is exactly whether
     ``A x <= b`` holds for the rationals these floats are, and every arm a policy plays or a
-    method returns passes that test (:mod:`sege_cvx.fast_paths.exact`).  The unit rows serve
+    method returns passes that test (:mod:`sege_cvx.arm_sets.kernels.exact`).  The unit rows serve
     the solvers and ``contains`` with ``tol > 0``.
 
     Attributes

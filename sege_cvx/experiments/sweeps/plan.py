@@ -26,8 +26,7 @@ def check_cells(spec: StudySpec) -> dict[str, dict]:
         ``safety_model`` and the ``constraint_limit``), its ``fingerprint``, whether it is
         ``misspecified`` and the assumptions it breaks.
     """
-    from ...policies.base import safety_model_problem
-    from ...policies.registry import policy_class
+    from ...policies.registry import policy_class, safety_model_problem
     from ...simulation import run_seeds, simulate
 
     problems = {}

@@ -12,7 +12,7 @@ metadata holds the checkpoints, the SEGE fallbacks by reason, the shard's wall t
 fingerprint of the problem and the software versions it was computed with.
 :func:`check_shard_table` checks a table against its task (what a sweep does before it uses
 one); :func:`shard_statistics` turns tables back into
-:class:`~sege_cvx.simulation.statistics.RunStatistics`.
+:class:`~sege_cvx.stages.statistics.RunStatistics`.
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ import pyarrow as pa
 from ..._random import run_seeds
 from ...policies.registry import policy_class, policy_code_fingerprint, registered_policies
 from ...simulation import simulate
-from ...simulation.statistics import N_DECISIONS, RunStatistics, checkpoint_grid
+from ...stages.statistics import N_DECISIONS, RunStatistics, checkpoint_grid
 from ..outputs import runtime_versions
 from ..spec import ProblemSpec, SpecError, StudySpec
 
 if TYPE_CHECKING:
-    from ..problem import BanditProblem
+    from ...problems.problem import BanditProblem
 
 #: Per-run decision counts, by decision code: a shard's columns ``decisions_0`` ... (named by
 #: the policy's ``decision_names``, which the shard's metadata records, when shards are merged).
@@ -89,7 +89,7 @@ class ShardTask:
         numba threads for the compiled loops (None: leave the process's setting).
     fingerprint : str or None
         The fingerprint of the cell's problem as the sweep built it
-        (:attr:`~sege_cvx.experiments.problem.BanditProblem.fingerprint`): the worker refuses to
+        (:attr:`~sege_cvx.problems.problem.BanditProblem.fingerprint`): the worker refuses to
         compute the shard on a problem that differs (None: not checked).
     versions : tuple of (name, version) pairs, or None
         The sweep's :func:`~sege_cvx.experiments.outputs.runtime_versions`: the worker refuses
@@ -123,10 +123,10 @@ class ShardTask:
 
 @lru_cache(maxsize=32)
 def build_problem(problem: ProblemSpec) -> BanditProblem:
-    """The :class:`~sege_cvx.experiments.problem.BanditProblem` of ``problem``, built once per
+    """The :class:`~sege_cvx.problems.problem.BanditProblem` of ``problem``, built once per
     process (arm sets may compile conic programs)."""
     if problem.name is not None:
-        from ..examples import EXAMPLES
+        from ...problems.examples import EXAMPLES
 
         return _declared(problem, EXAMPLES[problem.name]())
     return _declared(problem, _from_factory(problem.factory))
@@ -146,10 +146,10 @@ def _declared(spec: ProblemSpec, problem):
 
 
 def _from_factory(factory_path: str):
-    """The :class:`~sege_cvx.experiments.problem.BanditProblem` a ``"module:callable"`` makes."""
+    """The :class:`~sege_cvx.problems.problem.BanditProblem` a ``"module:callable"`` makes."""
     import importlib
 
-    from ..problem import BanditProblem
+    from ...problems.problem import BanditProblem
 
     module_name, attribute = factory_path.split(":")
     try:

@@ -27,7 +27,7 @@ from ..files import ChecksumError, check_sha256, read_regular
 from ..outputs import MANIFEST
 
 if TYPE_CHECKING:
-    from ...simulation.statistics import RunStatistics
+    from ...stages.statistics import RunStatistics
 
 #: Columns that identify a cell besides the grid parameters.
 CELL_COLUMNS = ("problem", "algorithm")
@@ -195,7 +195,7 @@ class SweepResults:
         Returns
         -------
         RunStatistics
-            :class:`~sege_cvx.simulation.statistics.RunStatistics` of the cell's runs, in run
+            :class:`~sege_cvx.stages.statistics.RunStatistics` of the cell's runs, in run
             order.
         """
         import pyarrow as pa

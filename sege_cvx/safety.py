@@ -1,8 +1,13 @@
-r"""The second safety model: an unknown linear constraint that must hold at every stage.
+r"""What safety means: the two safety models of the field, as what a learner is told of them
+(:class:`RewardFloor`, :class:`KnownConstraint`) and as the truth a bandit scores violations
+against (:class:`LinearConstraint`; the floor's threshold).
 
-The paper's model (a *stagewise floor*) asks every stage's expected reward to stay above a
-threshold: ``<x_t, theta*> >= b``.  Most of the safe-linear-bandit literature asks instead
-that an unknown *linear constraint* hold at every stage,
+**The stagewise floor** (Khezeli and Bitar, the paper's Definition 1): every stage's expected
+reward must keep a floor, ``<x_t, theta*> >= b``, below the known lower bound ``b0`` on a safe
+arm's reward (Assumption 3).  A learner is told :class:`RewardFloor` ``(b0, b)``.
+
+**An unknown linear constraint** (most of the safe-linear-bandit literature): every stage must
+keep
 
 .. math:: \langle x_t, \gamma^* \rangle \le c,
 
@@ -20,7 +25,9 @@ The stagewise floor is the special case ``B = -I`` shifted to the baseline arm: 
 
 :class:`LinearConstraint` is the problem's side (it holds the truth); :class:`KnownConstraint`
 is what a policy is told of it (never ``gamma*``): the limit, the safe arm's constraint value,
-``B`` if it is known, and the constraint's noise level.
+``B`` if it is known, and the constraint's noise level.  Each safety object names its model
+(``.model``, a key of :data:`SAFETY_MODELS`), which a policy's
+:attr:`~sege_cvx.Policy.safety_models` is checked against.
 """
 
 from __future__ import annotations
@@ -33,7 +40,15 @@ import numpy as np
 from ._fingerprint import fingerprint
 from ._validation import as_finite_array, as_scalar, as_vector, format_value, scaled_norm
 
-__all__ = ["KnownConstraint", "LinearConstraint"]
+__all__ = ["SAFETY_MODELS", "KnownConstraint", "LinearConstraint", "RewardFloor"]
+
+#: The safety models, by the name a policy's ``safety_models`` declares, and what each asks.
+SAFETY_MODELS = {
+    "stagewise": "the stagewise floor (a reward floor below a known baseline arm)",
+    "linear_constraint": "an unknown linear constraint with its own feedback",
+    "linear_constraint_on_theta": "a linear constraint <B x, theta*> <= c on the reward's "
+                                  "parameter",
+}
 
 
 def square_matrix(B: object) -> np.ndarray:
@@ -44,6 +59,51 @@ def square_matrix(B: object) -> np.ndarray:
     B = np.array(B, dtype=np.float64, order="C")
     B.flags.writeable = False
     return B
+
+
+@dataclass(frozen=True)
+class RewardFloor:
+    """The stagewise floor a learner is told: the safe arm's reward is at least
+    ``baseline_reward`` (``b0``, Assumption 3) and every stage's expected reward must be at least
+    ``threshold`` (``b < b0``, Definition 1).
+
+    Attributes
+    ----------
+    baseline_reward : float
+        ``b0``, a lower bound on the safe (baseline) arm's expected reward.
+    threshold : float
+        ``b``, strictly below ``b0``.
+
+    Examples
+    --------
+    >>> import sege_cvx as sc
+    >>> floor = sc.RewardFloor(2.24, 0.8 * 2.24)
+    >>> floor.model, round(floor.margin, 3)
+    ('stagewise', 0.448)
+    >>> sc.RewardFloor(1.0, 1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: threshold must be < baseline_reward 1.0, got 1.0
+    """
+
+    baseline_reward: float
+    threshold: float
+
+    def __post_init__(self) -> None:
+        b0 = as_scalar("baseline_reward", self.baseline_reward)
+        b = as_scalar("threshold", self.threshold)
+        if not b < b0:
+            raise ValueError(f"threshold must be < baseline_reward {b0!r}, got {b!r}")
+        object.__setattr__(self, "baseline_reward", b0)
+        object.__setattr__(self, "threshold", b)
+
+    #: The safety model (:data:`SAFETY_MODELS`).
+    model = "stagewise"
+
+    @property
+    def margin(self) -> float:
+        """``b0 - b`` (> 0)."""
+        return self.baseline_reward - self.threshold
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,6 +163,12 @@ class KnownConstraint:
     def separate_feedback(self) -> bool:
         """Whether each stage returns the constraint's own noisy value (``gamma*`` model)."""
         return self.B is None
+
+    @property
+    def model(self) -> str:
+        """The safety model (:data:`SAFETY_MODELS`): ``"linear_constraint"`` (``gamma*`` with
+        its own feedback) or ``"linear_constraint_on_theta"`` (``B`` known)."""
+        return "linear_constraint" if self.B is None else "linear_constraint_on_theta"
 
 
 @dataclass(frozen=True, eq=False)

@@ -49,7 +49,7 @@ import numpy as np
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from .._numba import njit
+from ..._numba import njit
 
 #: :func:`dot_sign`'s answers: the sign of ``a^T x - b``, or that the kernels cannot tell.
 NEGATIVE, ZERO, POSITIVE, UNDECIDED = -1, 0, 1, 2
@@ -254,7 +254,7 @@ def _largest(x) -> float:
 def in_polytope(x, rows) -> bool:
     """``A x <= b`` proven exactly by tier 1 alone (``rows``: :func:`membership_rows` of the user's
     own ``A`` and ``b``): the membership test of the compiled stages and of
-    :func:`sege_cvx.fast_paths.pull_in.pull_in_one` for boxes and polytopes.
+    :func:`sege_cvx.arm_sets.kernels.pull_in.pull_in_one` for boxes and polytopes.
 
     A point within rounding of a facet is not accepted (but on a box's face it is: those rows
     are exact), so the pull-in moves it in, by about 1e-15 of its distance, until the float sum

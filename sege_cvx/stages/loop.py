@@ -4,7 +4,7 @@ The loop (:func:`stage_loop`, run by :func:`play_stages`) plays stages
 ``t0 .. t0 + n_stages - 1`` of a block of runs against the linear bandit.  It owns the
 environment (the reward ``<x, theta*> + noise_sd * noise``, as
 :meth:`~sege_cvx.simulation.LinearBandit.pull` computes it), the decision counts and the
-statistics (:func:`~sege_cvx.simulation.statistics.record_run_stage`).  The policy's part is its
+statistics (:func:`~sege_cvx.stages.statistics.record_run_stage`).  The policy's part is its
 *stage record* (a ``NamedTuple`` holding its per-run state and the call's constants, with at
 least ``decision_counts`` and ``last_decision``) and four functions, its :class:`StageHooks`:
 
@@ -14,7 +14,7 @@ least ``decision_counts`` and ``last_decision``) and four functions, its :class:
   call's ``s``-th) into ``arm``, and its decision code;
 * ``learn(policy, run, work, i, arm, y, code) -> ok``: run ``i``'s update with the reward ``y``
   (False if ``V`` lost definiteness, which stops the run).  A policy for an unknown linear
-  constraint (:mod:`sege_cvx.constraint`) takes one more argument,
+  constraint (:mod:`sege_cvx.safety`) takes one more argument,
   ``learn(policy, run, work, i, arm, y, code, z)``: ``z`` is the constraint's own noisy value
   ``<x, gamma*> + noise`` (NaN where the model has none: the stagewise floor, or ``B``'s model
   whose feedback is the reward's).
@@ -33,9 +33,9 @@ the one stage of every run that ``select`` may play, compiled with that policy's
 class, cached on disk where the hooks are the package's.  A record whose ``geometry`` field
 holds a set's compiled geometry record has one kernel per geometry class
 (:func:`geometry_of`): in it, the hooks' calls to the placeholders of
-:mod:`sege_cvx.fast_paths.stage_arms` (``greedy_arm``, ``lcb_arm``, ``pull_inside``,
+:mod:`sege_cvx.arm_sets.kernels.registry` (``greedy_arm``, ``lcb_arm``, ``pull_inside``,
 ``pull_in``) are bound to that geometry's functions, inlined as well
-(:func:`~sege_cvx.fast_paths.stage_arms.arm_bindings`).  The hooks compute what the policy's
+(:func:`~sege_cvx.arm_sets.kernels.registry.arm_bindings`).  The hooks compute what the policy's
 ``select`` and ``observe`` compute (SEGE's and CLUCB's ``select`` call :func:`choose_loop`;
 every ``observe`` the same per-run update), so a run's numbers are bitwise those of the step
 API, whatever the thread that computed them (:func:`sege_cvx.testing.check_policy` compares
@@ -56,6 +56,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._numba import borrow, keep_alive, njit, over_runs
+from ..arm_sets.kernels.registry import arm_bindings, geometry_kernels
 from .statistics import Recording, record_run_stage
 
 
@@ -161,7 +162,7 @@ def _run_stages(first, last, t0, n_stages, policy, env, recording, progress):
     (:func:`~sege_cvx._numba.over_runs` spreads blocks of runs over threads).
 
     ``policy``: its stage record; ``env``: :class:`Environment`; ``recording``:
-    :class:`~sege_cvx.simulation.statistics.Recording`; ``progress``: :class:`Progress`.
+    :class:`~sege_cvx.stages.statistics.Recording`; ``progress``: :class:`Progress`.
     """
     # Every array borrowed (_numba.borrow): the caller holds the arguments, and the scratch is
     # kept alive to the end.
@@ -259,8 +260,6 @@ def _bind(template: Callable, record: type, geometry: type | None, **options):
     ours = all(getattr(hook, "__module__", "").startswith("sege_cvx.") for hook in hooks)
     name = f"{template.__name__.lstrip('_')}_{record.__name__}"
     if geometry is not None:
-        from ..fast_paths.stage_arms import arm_bindings
-
         bindings = arm_bindings(geometry)
         hooks = StageHooks(*(_bound_to(hook, bindings) for hook in hooks))
         name = f"{name}_{geometry.__name__}"
@@ -299,13 +298,12 @@ def choose_loop(record: type, geometry: type | None = None):
 
 
 def geometry_of(policy) -> type | None:
-    """The class of the stage record ``policy``'s ``geometry`` field if it holds one of the
-    package's geometry records (else None, whatever the field holds): the ``geometry`` argument
-    of :func:`stage_loop` and :func:`choose_loop` for that record."""
-    from ..fast_paths.stage_arms import GEOMETRIES
-
+    """The class of the stage record ``policy``'s ``geometry`` field if it holds a registered
+    geometry record (:func:`~sege_cvx.arm_sets.kernels.registry.register_geometry`; else None,
+    whatever the field holds): the ``geometry`` argument of :func:`stage_loop` and
+    :func:`choose_loop` for that record."""
     cls = type(getattr(policy, "geometry", None))
-    return cls if cls in GEOMETRIES else None
+    return cls if geometry_kernels(cls) is not None else None
 
 
 def play_stages(policy, t0: int, env: Environment, recording: Recording) -> Progress:

@@ -8,7 +8,6 @@ study (:mod:`.paper`), the built-in examples (:mod:`.examples`), a sweep's shard
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -17,22 +16,10 @@ import numpy as np
 from .._fingerprint import fingerprint
 from .._validation import as_scalar, as_vector, scaled_norm
 from ..arm_sets import ArmSet, Ball
-from ..constraint import KnownConstraint, LinearConstraint
-from ..policies import CLUCB, ROFUL, SEGE, Policy
-from ..policies.base import safety_model_problem
-from ..policies.registry import grid_parameters, policy_class
+from ..policies import Policy
+from ..policies.registry import grid_parameters, policy_class, safety_model_problem
+from ..safety import KnownConstraint, LinearConstraint
 from ..simulation.engine import LinearBandit
-
-
-def _given(settings: dict) -> dict:
-    """The deprecated methods' keywords but those left ``None`` (there: the problem's value)."""
-    return {key: value for key, value in settings.items() if value is not None}
-
-
-def _deprecated(method: str, name: str) -> None:
-    warnings.warn(f"BanditProblem.{method}(...) is deprecated and will be removed in the next "
-                  f"release; use BanditProblem.policy({name!r}, ...)", DeprecationWarning,
-                  stacklevel=3)
 
 
 @dataclass(frozen=True)
@@ -294,21 +281,6 @@ class BanditProblem:
                        S=self.S, noise_sd=self.noise_sd, n_runs=n_runs, seed=seed, **params)
         return cls(self.arm_set, self.baseline_arm, S=self.S, noise_sd=self.noise_sd,
                    n_runs=n_runs, seed=seed, constraint=self.known_constraint(), **params)
-
-    def sege(self, n_runs: int, seed, lcb_method: str = "auto", **settings) -> SEGE:
-        """Deprecated: ``policy("SEGE", n_runs, seed, lcb_method=..., ...)``."""
-        _deprecated("sege", "SEGE")
-        return self.policy("SEGE", n_runs, seed, lcb_method=lcb_method, **_given(settings))
-
-    def clucb(self, n_runs: int, **settings) -> CLUCB:
-        """Deprecated: ``policy("CLUCB", n_runs, ...)``."""
-        _deprecated("clucb", "CLUCB")
-        return self.policy("CLUCB", n_runs, **_given(settings))
-
-    def roful(self, n_runs: int, **settings) -> ROFUL:
-        """Deprecated: ``policy("ROFUL", n_runs, ...)``."""
-        _deprecated("roful", "ROFUL")
-        return self.policy("ROFUL", n_runs, **_given(settings))
 
     def describe(self) -> dict:
         """JSON-ready description (``summary.json``'s ``setup``)."""

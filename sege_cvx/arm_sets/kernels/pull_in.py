@@ -8,7 +8,7 @@ module holds the schedule's constants and its compiled per-point form (for ellip
 :mod:`sege_cvx.arm_sets.ellipsoid.arms`, for polytopes and boxes here); other arm sets apply
 the same arithmetic row by row, searching the schedule from a start
 (:func:`least_contraction`).  A box's or polytope's test is exact: a passing point satisfies
-the user's own inequalities in exact arithmetic (:mod:`sege_cvx.fast_paths.exact`).
+the user's own inequalities in exact arithmetic (:mod:`sege_cvx.arm_sets.kernels.exact`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._numba import njit
+from ..._numba import njit
 from .exact import in_polytope
 
 #: Largest relative contraction toward the set's certified interior point.
@@ -79,8 +79,8 @@ def pull_in_one(x, center, inside, data, offset, trial) -> bool:
 @njit
 def pull_into_polytope(points, center, rows) -> np.ndarray:
     """:func:`pull_in_one` for every row of ``points``, in place, into ``{x : A x <= b}`` as
-    decided exactly (:func:`sege_cvx.fast_paths.exact.in_polytope`; ``rows``: its
-    :func:`~sege_cvx.fast_paths.exact.membership_rows`); returns which rows are inside (the
+    decided exactly (:func:`sege_cvx.arm_sets.kernels.exact.in_polytope`; ``rows``: its
+    :func:`~sege_cvx.arm_sets.kernels.exact.membership_rows`); returns which rows are inside (the
     others are left as they were)."""
     n, d = points.shape
     ok = np.empty(n, dtype=np.bool_)

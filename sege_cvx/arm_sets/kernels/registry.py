@@ -1,0 +1,166 @@
+"""The geometry registry: each geometry's compiled arms, registered from its own folder.
+
+A set with compiled arms hands compiled stages a *geometry record* (a ``NamedTuple`` of its
+data: :class:`~sege_cvx.arm_sets.ellipsoid.arms.EllipsoidGeometry`,
+:class:`~sege_cvx.arm_sets.polytope.arms.PolytopeGeometry`,
+:class:`~sege_cvx.arm_sets.hull.arms.HullGeometry`, :class:`Unmoved`).  Its class's row,
+:class:`GeometryKernels`, says how a stage computes its arms: the greedy arm, the LCB arm, the
+pull-in of any point and the pull-in of SEGE's mix.  Each geometry registers its row from its
+own module (:func:`register_geometry`), as cvxpy's canonicalizers are keyed by class; a user's
+geometry registers the same way.
+
+Compiled stages are written once and call the placeholders :func:`greedy_arm`,
+:func:`lcb_arm`, :func:`pull_inside` and :func:`pull_in`.  When the stage loop
+(:mod:`sege_cvx.stages.loop`) compiles a policy's hooks for a stage record whose ``geometry``
+field holds a geometry record, it binds each placeholder to that class's function
+(:func:`arm_bindings`) and numba inlines it.  Each arm returns a status code of :mod:`.status`;
+only :data:`~.status.VERIFIED` arms are played.
+
+Why bound when the loop compiles rather than chosen by numba's typing (an ``overload``): a
+geometry record passed to a function numba does not inline is copied onto the stack at every
+call, which made SEGE's stages on polyhedral sets a fifth slower; and numba's inlining of
+overloads mis-compiles this loop (its statistics come out wrong).
+
+``warm`` is the run's warm-start state (a polytope's: ``(rows, counts, points, inverse)``; a
+hull's: ``(rows, counts, weights, mix)``); ellipsoids ignore it.  ``mats`` (6, d, d) and
+``vecs`` (18, d) are the stage's scratch: the arms use ``mats[:5]`` and ``vecs[:16]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+from ..._numba import njit
+
+_UNBOUND = ("a placeholder, bound to a geometry's function when a stage loop compiles "
+            "(sege_cvx.stages.loop)")
+
+
+def greedy_arm(geometry, theta, warm, out, mats, vecs) -> int:
+    """The verified greedy arm into ``out``; returns its status."""
+    raise NotImplementedError(_UNBOUND)
+
+
+def lcb_arm(geometry, theta, chol, r, warm, out, mats, vecs) -> int:
+    """The verified LCB arm into ``out`` from the Cholesky factor of ``V``; returns its status.
+    A hull's is computed from certified weights and proven in the hull through the mix that
+    plays it (:func:`pull_inside`)."""
+    raise NotImplementedError(_UNBOUND)
+
+
+def pull_inside(geometry, x, warm, use_lcb, rho, g, safe, offset, trial) -> bool:
+    """Move SEGE's mix ``x = (1 - rho) safe + rho U`` exactly into the set; False if it cannot
+    be.  A hull proves it from the safe arm (the run's ``warm`` LCB weights if ``use_lcb``, else
+    the baseline arm ``safe``), ``rho`` and the exploration draw ``g``
+    (:func:`sege_cvx.arm_sets.hull.arms.pull_inside_one`); the other sets by their pull-in."""
+    raise NotImplementedError(_UNBOUND)
+
+
+def pull_in(geometry, x, offset, trial) -> bool:
+    """Move any point ``x`` exactly into the set by the least contraction toward its certified
+    interior point that passes its exact membership test (:func:`.pull_in.pull_in_one`);
+    False, ``x`` unchanged, if none does.  For the geometries whose membership is decided from
+    ``x`` alone (a hull's needs the weights of a mix: it has none)."""
+    raise NotImplementedError(_UNBOUND)
+
+
+class GeometryKernels(NamedTuple):
+    """A geometry's row of the registry: its ``njit(inline="always")`` functions for the
+    placeholders (signatures as theirs), ``None`` for one it does not have.
+
+    Attributes
+    ----------
+    greedy : callable or None
+        For :func:`greedy_arm`.
+    lcb : callable or None
+        For :func:`lcb_arm`.
+    pull_in : callable or None
+        For :func:`pull_in`: any point moved exactly into the set.
+    pull_inside : callable or None
+        For :func:`pull_inside`: SEGE's mix moved exactly into the set.
+    """
+
+    greedy: Callable | None = None
+    lcb: Callable | None = None
+    pull_in: Callable | None = None
+    pull_inside: Callable | None = None
+
+
+#: The placeholder each field of :class:`GeometryKernels` binds.
+_PLACEHOLDERS = {"greedy": greedy_arm, "lcb": lcb_arm, "pull_in": pull_in,
+                 "pull_inside": pull_inside}
+_GEOMETRIES: dict[type, GeometryKernels] = {}
+
+
+def register_geometry(record: type, kernels: GeometryKernels) -> None:
+    """Register the compiled arms of the geometry records of class ``record``.
+
+    Parameters
+    ----------
+    record : type
+        A ``NamedTuple`` class (what the set's ``compiled_arms.geometry()`` returns).
+    kernels : GeometryKernels
+        Its functions.
+
+    Raises
+    ------
+    TypeError
+        If ``record`` is not a ``NamedTuple`` class, ``kernels`` has no function, or ``record``
+        already has other kernels (its compiled loops, and their disk cache, belong to them).
+    """
+    if not (isinstance(record, type) and issubclass(record, tuple) and hasattr(record, "_fields")):
+        raise TypeError(f"a geometry record must be a NamedTuple class, got {record!r}")
+    if not isinstance(kernels, GeometryKernels) or all(k is None for k in kernels):
+        raise TypeError(f"kernels must be a GeometryKernels with at least one function, got "
+                        f"{kernels!r}")
+    if _GEOMETRIES.get(record, kernels) != kernels:
+        raise TypeError(f"geometry {record.__name__} already has kernels; define another record "
+                        "class for other kernels")
+    _GEOMETRIES[record] = kernels
+
+
+def geometry_kernels(record: type) -> GeometryKernels | None:
+    """The registered row of geometry record class ``record`` (None if it has none)."""
+    return _GEOMETRIES.get(record)
+
+
+def has_pull_in(geometry: object) -> bool:
+    """Whether the geometry record ``geometry`` moves any point in by itself (:func:`pull_in`):
+    compiled stages that play points other than SEGE's mix need it."""
+    row = _GEOMETRIES.get(type(geometry))
+    return row is not None and row.pull_in is not None
+
+
+def arm_bindings(record: type) -> dict[Callable, Callable]:
+    """The functions a compiled stage on geometry records of class ``record`` calls in place of
+    the placeholders (those it has: a hull has no :func:`pull_in`).
+
+    Raises
+    ------
+    TypeError
+        If ``record`` is not a registered geometry record class.
+    """
+    row = _GEOMETRIES.get(record)
+    if row is None:
+        known = ", ".join(cls.__name__ for cls in _GEOMETRIES)
+        raise TypeError(f"no compiled arms for geometry records of class "
+                        f"{getattr(record, '__name__', record)!r} (registered: {known})")
+    return {_PLACEHOLDERS[field]: function for field, function in row._asdict().items()
+            if function is not None}
+
+
+class Unmoved(NamedTuple):
+    """The geometry record of arms played as the stage computes them: a star set's (its arms are
+    members by construction, :mod:`sege_cvx.arm_sets.star`), or a set whose arms the policy
+    moves in outside the compiled stage.  Its :func:`pull_in` moves nothing."""
+
+    marker: int = 0
+
+
+@njit(inline="always")
+def _unmoved_pull_in(geometry, x, offset, trial):
+    return True
+
+
+register_geometry(Unmoved, GeometryKernels(pull_in=_unmoved_pull_in))
