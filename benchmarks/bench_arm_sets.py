@@ -21,13 +21,13 @@ Part 1, SEGE per run-stage.  For each dimension ``d`` (default 2, 5, 10, 20) and
 the script builds one problem: ``theta* = 0.9 |g| / ||g||`` (``g`` standard normal, the same for
 every type at a given ``d``; ``S = 1``), the baseline arm halfway between the set's exploration
 centre and its greedy arm for ``theta*`` (so ``b0 = <x0, theta*> > 0``), ``b = 0.8 b0``,
-noise sd 0.5, and SEGE's ``c = 2 rho^2 sigma^2`` (``--c-factor``; cf. ``experiments/examples.py``,
-which uses about 10 rho^2 sigma^2; the paper's ``c = 0.5`` is far larger for these sets), other
-constants SEGE's defaults.  SEGE computes the greedy arm only for runs that pass its information
-test ``lambda_min(V) >= c sqrt(t)``, and the LCB arm for runs that explore; with this ``c`` the
-test passes from the first stages, so every timed run-stage computes a greedy arm and, while it
-explores (nearly always in a short window), an LCB arm as well: the costliest phase of a run.
-It reports
+noise sd 0.5, and SEGE's ``c = 2 rho^2 sigma^2`` (``--c-factor``; SEGE's default,
+:func:`sege_cvx.policies.default_c`, is about 20 rho^2 sigma^2; the paper's ``c = 0.5`` is far
+larger for these sets), other constants SEGE's defaults.  SEGE computes the greedy arm only for
+runs that pass its information test ``lambda_min(V) >= c sqrt(t)``, and the LCB arm for runs
+that explore; with this ``c`` the test passes from the first stages, so every timed run-stage
+computes a greedy arm and, while it explores (nearly always in a short window), an LCB arm as
+well: the costliest phase of a run.  It reports
 
 * ``setup ms``: building the set (the constructor, its exploration distribution and norm and
   diameter bounds) plus compiling the conic programs SEGE will call; ``compile ms``: compiling
@@ -96,7 +96,7 @@ from _machine import machine
 import sege_cvx as sc
 from sege_cvx.arm_sets.base import ArmSet
 from sege_cvx.conic import CompiledConicProgram, SolverFailure, greedy_program, lcb_arm_program
-from sege_cvx.policies.sege import EXPLOIT, rho_bar
+from sege_cvx.policies import rho_bar
 
 TARGET_RATIO = 2.0  # our solve() / Clarabel's own solve(), at d <= TARGET_MAX_DIM
 TARGET_MAX_DIM = 10
@@ -106,6 +106,7 @@ NOISE_SD = 0.5
 S = 1.0
 C_FACTOR = 2.0  # SEGE's c = C_FACTOR rho^2 sigma^2: the information test passes from the start
 THRESHOLD_FRACTION = 0.8
+EXPLOIT = sc.SEGE.decision_names.index("exploit")  # SEGE's decision code for exploiting
 
 
 def ellipsoid(d: int, rng: np.random.Generator) -> sc.Ellipsoid:
@@ -251,12 +252,18 @@ def bench_stages(case: Case, d: int, theta_star: np.ndarray, runs: int, stages: 
     b0 = float(baseline @ theta_star)
     threshold = THRESHOLD_FRACTION * b0
     res.c = c_factor * rho_bar(b0, threshold, S, diameter) ** 2 * exploration.sigma2
+    try:
+        setting = sc.SafeSetting(arm_set, baseline, S=S, noise_sd=NOISE_SD,
+                                 safety=sc.RewardFloor(b0, threshold))
+    except ValueError as exc:
+        res.errors.append(f"setting: {type(exc).__name__}: {exc}")
+        return res, arm_set
 
     def run(horizon: int) -> tuple[sc.SEGE, float, np.ndarray]:
         policy_seeds, noise_seeds = sc.run_seeds(seed, runs)
-        policy = sc.SEGE(arm_set, baseline, b0, threshold, S=S, noise_sd=NOISE_SD, c=res.c,
-                         lcb_method=case.lcb_method, n_runs=runs, seed=policy_seeds)
-        bandit = sc.LinearBandit(theta_star, NOISE_SD, noise_seeds)
+        policy = sc.SEGE(setting, c=res.c, lcb_method=case.lcb_method, n_runs=runs,
+                         seed=policy_seeds)
+        bandit = sc.LinearBandit(theta_star, NOISE_SD, noise_seeds, threshold=threshold)
         gc.collect()
         gc.disable()
         try:

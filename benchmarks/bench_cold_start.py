@@ -40,7 +40,7 @@ problem = EXAMPLES[example]()
 policy_seeds, noise_seeds = sc.run_seeds(0, 4)
 policy = problem.policy(algorithm, 4, policy_seeds)
 marks["problem and policy"] = time.time() - t0
-sc.simulate(policy, sc.LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds), 10)
+sc.simulate(policy, problem.bandit(noise_seeds), 10)
 marks["first 10 stages"] = time.time() - t0
 print(json.dumps(marks))
 """

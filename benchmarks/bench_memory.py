@@ -21,7 +21,7 @@ import time
 from _machine import machine
 
 import sege_cvx as sc
-from sege_cvx.experiments.paper import paper_problem, summarize, warm_up
+from sege_cvx.experiments.paper import summarize, warm_up
 
 
 def peak_rss_mib() -> float:
@@ -43,7 +43,7 @@ def main() -> None:
     warm_up()
     print(f"paper setup, {args.runs} runs x {args.horizon} stages; after imports and kernels: "
           f"peak RSS {peak_rss_mib():.0f} MiB")
-    setup = paper_problem()
+    setup = sc.paper_problem()
     policy_seeds, noise_seeds = sc.run_seeds(args.seed, args.runs)
     start = time.perf_counter()
     results = {}
@@ -51,7 +51,7 @@ def main() -> None:
     print(f"|{'-' * 30}|{'-' * 9}:|{'-' * 17}:|{'-' * 13}:|")
     for name in ("SEGE", "CLUCB"):
         policy = setup.policy(name, args.runs, policy_seeds)
-        bandit = sc.LinearBandit(setup.theta_star, setup.noise_sd, noise_seeds)
+        bandit = setup.bandit(noise_seeds)
         result = sc.simulate(policy, bandit, args.horizon)
         results[name] = result
         per = 1e6 * result.wall_seconds / (args.runs * args.horizon)
@@ -59,7 +59,7 @@ def main() -> None:
               f"{peak_rss_mib():>12.0f} |", flush=True)
     s = time.perf_counter()
     for name, result in results.items():
-        summary = summarize(result, setup.threshold, args.seed)
+        summary = summarize(result, setup.setting.safety.threshold, args.seed)
         aggregates = result.stats.aggregates()
         print(f"  {name}: regret at T {summary['regret_mean'][str(args.horizon)]:.1f} "
               f"(q05 {aggregates['regret_q05'][-1]:.1f}, q95 {aggregates['regret_q95'][-1]:.1f}), "

@@ -43,7 +43,7 @@ times = {}
 import sege_cvx
 from sege_cvx.experiments import paper
 from sege_cvx.experiments import figures
-setup = paper.paper_problem()
+setup = sege_cvx.paper_problem()
 times["imports"] = time.perf_counter() - t0
 try:
     warmed = paper.warm_up(lcb_method)
@@ -63,7 +63,7 @@ times["sweep machinery, run-0 replay, summary"] = total - sum(walls)
 import matplotlib.pyplot as plt
 from sege_cvx.policies.registry import policy_color
 sege, clucb = study.results["SEGE"], study.results["CLUCB"]
-threshold = study.setup.threshold
+threshold = study.setup.setting.safety.threshold
 drawing = {
     "fig2a_sege_reward": lambda: figures.reward_figure(sege, threshold, sege.optimal_reward,
                                                        policy_color("SEGE"), "SEGE"),

@@ -55,12 +55,11 @@ def main() -> None:
         def build(n_runs, seeds, problem=problem, algorithm=algorithm, radius=radius):
             return problem.policy(algorithm, n_runs, seeds, radius=radius)
 
-        sc.simulate(build(2, policy_seeds[:2]),
-                    sc.LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds[:2]), 20)
+        sc.simulate(build(2, policy_seeds[:2]), problem.bandit(noise_seeds[:2]), 20)
         times, regret = [], None
         for _ in range(args.repeats):
             policy = build(args.runs, policy_seeds)
-            bandit = sc.LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds)
+            bandit = problem.bandit(noise_seeds)
             gc.disable()
             start = time.perf_counter()
             result = sc.simulate(policy, bandit, args.horizon)

@@ -226,17 +226,23 @@ def bench_solves(args) -> list[list[str]]:
     return rows
 
 
+def floor_setting(arm_set: sc.ArmSet, x0: np.ndarray, b0: float) -> sc.SafeSetting:
+    """What SEGE is told here: ``S = 1``, noise sd 0.5, the floor ``b0``, ``b = 0.8 b0``."""
+    return sc.SafeSetting(arm_set, x0, S=1.0, noise_sd=0.5, safety=sc.RewardFloor(b0, 0.8 * b0))
+
+
 def sege(problem: tuple, runs: int, seed: int) -> sc.SEGE:
-    """SEGE on ``problem = (arm_set, x0, b0, theta*)`` with ``c = 2 rho^2 sigma^2``."""
-    arm_set, x0, b0, _ = problem
+    """SEGE on ``problem = (setting, theta*)`` with ``c = 2 rho^2 sigma^2``."""
+    setting, _ = problem
     seeds = list(np.random.SeedSequence(seed).spawn(runs))
-    probe = sc.SEGE(arm_set, x0, b0, 0.8 * b0, S=1.0, noise_sd=0.5, n_runs=1)
-    return sc.SEGE(arm_set, x0, b0, 0.8 * b0, S=1.0, noise_sd=0.5,
-                   c=2.0 * probe.rho**2 * probe.sigma2, n_runs=runs, seed=seeds)
+    probe = sc.SEGE(setting, n_runs=1)
+    return sc.SEGE(setting, c=2.0 * probe.rho**2 * probe.sigma2, n_runs=runs, seed=seeds)
 
 
 def bandit(problem: tuple, runs: int, seed: int) -> sc.LinearBandit:
-    return sc.LinearBandit(problem[3], 0.5, list(np.random.SeedSequence(seed + 1).spawn(runs)))
+    setting, theta = problem
+    return sc.LinearBandit(theta, 0.5, list(np.random.SeedSequence(seed + 1).spawn(runs)),
+                           threshold=setting.safety.threshold)
 
 
 def bench_sege(args) -> list[list[str]]:
@@ -250,7 +256,7 @@ def bench_sege(args) -> list[list[str]]:
             x0 = 0.5 * arm_set.exploration().center + 0.5 * arm_set.greedy_arm(theta)
             b0 = float(x0 @ theta)
 
-            problem = (arm_set, x0, b0, theta)
+            problem = (floor_setting(arm_set, x0, b0), theta)
             sc.simulate(sege(problem, 2, args.seed), bandit(problem, 2, args.seed), 5)
             times, policy = [], None
             for _ in range(args.repeats):
@@ -277,11 +283,9 @@ def bench_study(args) -> list[list[str]]:
         runs, horizon = ((args.study_runs, args.study_horizon) if name != "lp-ball"
                          else (min(20, args.study_runs), min(1000, args.study_horizon)))
         policy_seeds, noise_seeds = sc.run_seeds(0, runs)
-        sc.simulate(problem.policy("SEGE", 2, policy_seeds[:2]),
-                    sc.LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds[:2]), 5)
+        sc.simulate(problem.policy("SEGE", 2, policy_seeds[:2]), problem.bandit(noise_seeds[:2]), 5)
         policy = problem.policy("SEGE", runs, policy_seeds)
-        result = sc.simulate(policy, sc.LinearBandit(problem.theta_star, problem.noise_sd,
-                                                     noise_seeds), horizon)
+        result = sc.simulate(policy, problem.bandit(noise_seeds), horizon)
         seconds = result.wall_seconds
         rows.append([name, f"{runs} x {horizon}", f"{seconds:.2f}",
                      f"{1e6 * seconds / (runs * horizon):.3f}",
@@ -312,25 +316,31 @@ def bench_hull_policies(args) -> list[list[str]]:
         x0 = hull.exploration().center
         b0 = float(x0 @ theta)
         runs = min(20, args.sege_runs)
+        # Each construction timed with its setting's (the safe arm's certification).
         start = time.perf_counter()
-        clucb = sc.CLUCB(hull, x0, b0, 0.8 * b0, S=1.0, noise_sd=0.5, n_runs=runs)
+        clucb = sc.CLUCB(floor_setting(hull, x0, b0), n_runs=runs)
         clucb_s = time.perf_counter() - start
         # The same hull as users write it in cvxpy: a lifted ConvexArmSet (weights w >= 0),
         # its arms from Clarabel and their pairs (x, w) certified through cvxpy's expressions.
         lifted = sc.ConvexArmSet(d, partial(hull_by_weights, hull.points))
         start = time.perf_counter()
-        lifted_clucb = sc.CLUCB(lifted, lifted.exploration().center, b0, 0.8 * b0, S=1.0,
-                                noise_sd=0.5, n_runs=runs)
+        lifted_clucb = sc.CLUCB(floor_setting(lifted, lifted.exploration().center, b0),
+                                n_runs=runs)
         lifted_s = time.perf_counter() - start
 
-        roful = partial(sc.ROFUL, hull, x0, b0, 0.8 * b0, S=1.0, noise_sd=0.5, n_runs=runs)
+        def roful(hull=hull, x0=x0, b0=b0, runs=runs):
+            return sc.StagewiseROFUL(floor_setting(hull, x0, b0), n_runs=runs)
+
         _, noise_seeds = sc.run_seeds(args.seed, runs)
-        sc.simulate(roful(), sc.LinearBandit(theta, 0.5, noise_seeds), 5)  # warm-up
+        threshold = 0.8 * b0
+        sc.simulate(roful(), sc.LinearBandit(theta, 0.5, noise_seeds, threshold=threshold),
+                    5)  # warm-up
         start = time.perf_counter()
         policy = roful()
         roful_s = time.perf_counter() - start
         stages = min(500, args.sege_stages)
-        result = sc.simulate(policy, sc.LinearBandit(theta, 0.5, noise_seeds), stages)
+        result = sc.simulate(policy, sc.LinearBandit(theta, 0.5, noise_seeds, threshold=threshold),
+                             stages)
         rows.append([str(d), str(hull.points.shape[0]), f"{clucb_s:.2f}", str(clucb.arms.shape[0]),
                      f"{lifted_s:.2f}", str(lifted_clucb.arms.shape[0]),
                      f"{roful_s:.2f}", f"{1e6 * result.wall_seconds / (runs * stages):.1f}",

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 from _machine import machine
 
-from sege_cvx.experiments.roful2024 import authors_trials, run_roful_study
+from sege_cvx.experiments.roful2024 import DELTA, LAM, authors_trials, run_roful_study
 
 #: The NumPy 2 shims, (old text, new text): ``math.sqrt`` of a ``(1, 1)`` array, and a
 #: ``(1, 1)`` array stored into a float array's element.
@@ -65,8 +65,8 @@ def run_authors(module, trial, horizon: int) -> tuple[float, dict[str, np.ndarra
     d = problem.arm_set.dim
     theta = np.array(problem.theta_star)[:, None]
     a = np.array(problem.constraint.gamma_star)[:, None]
-    b, sigma, dirs = problem.constraint.limit, problem.noise_sd, problem.arm_set.directions
-    lamb, delta, S, xlim = problem.lam, problem.delta_bar, problem.S, problem.arm_set.radius
+    b, sigma, dirs = problem.constraint.limit, problem.setting.noise_sd, problem.arm_set.directions
+    lamb, delta, S, xlim = LAM, DELTA, problem.setting.S, problem.arm_set.radius
 
     def beta(t):
         return sigma * math.sqrt(d * math.log((1 + t / lamb) / (delta / 2))) + math.sqrt(lamb) * S
@@ -95,8 +95,8 @@ def run_ours_arms(trial, name: str, horizon: int) -> np.ndarray:
     import sege_cvx as sc
 
     problem = trial.problem
-    policy = problem.policy(name, 1)
-    bandit = sc.LinearBandit(problem.theta_star, problem.noise_sd,
+    policy = problem.policy(name, 1, lam=LAM, delta=DELTA)  # their constants, as the study's
+    bandit = sc.LinearBandit(problem.theta_star, problem.setting.noise_sd,
                              draws=trial.draws[None, :horizon], constraint=problem.constraint)
     arms = np.empty((horizon, problem.arm_set.dim))
     for t in range(horizon):

@@ -199,15 +199,18 @@ def public_arms(arm_set, rng, n):
 def measure(name, arm_set, counter, rng, args, baseline=None):
     theta, x0, b0, b = problem_for(arm_set, rng, baseline)
     rows = []
-    common = dict(S=1.0, noise_sd=args.noise, n_runs=args.runs)
+    def setting():
+        return sc.SafeSetting(arm_set, x0, S=1.0, noise_sd=args.noise,
+                              safety=sc.RewardFloor(b0, b))
+
     makers = {
-        "SEGE": lambda: sc.SEGE(arm_set, x0, b0, b, c=1e-3, seed=1, **common),
-        "CLUCB": lambda: sc.CLUCB(arm_set, x0, b0, b, n_arms=64, **common),
-        "ROFUL": lambda: sc.ROFUL(arm_set, x0, b0, b, n_directions=64, **common),
+        "SEGE": lambda: sc.SEGE(setting(), c=1e-3, seed=1, n_runs=args.runs),
+        "CLUCB": lambda: sc.CLUCB(setting(), n_arms=64, n_runs=args.runs),
+        "ROFUL": lambda: sc.StagewiseROFUL(setting(), n_directions=64, n_runs=args.runs),
     }
     for policy_name, make in makers.items():
         try:
-            policy = make()
+            policy = make()  # the setting refused (ValueError) counts as the policy's refusal
         except ValueError as exc:
             rows.append((name, policy_name, 0, 0, f"refused: {str(exc)[:60]}"))
             continue

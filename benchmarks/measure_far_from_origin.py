@@ -2,8 +2,9 @@
 
 Each problem is a polytope moved by an offset ``o = (t, ..., t)`` (``A x <= b + A o``), with its
 baseline arm, threshold margin and ``theta*`` moved alike, at ``t`` = 0, 1e2, 1e3, 1e4 and 1e5:
-the built-in polytope and treatment-mix examples, and random polytopes (10 unit rows in 3-D at
-distances 0.5-1.5 from 0) on which SEGE exploits early (noise 0.05, ``c = 1e-4``).  Far from the
+the built-in polytope and treatment-mix examples (SEGE's default ``c``,
+:func:`sege_cvx.policies.default_c`), and random polytopes (10 unit rows in 3-D at distances
+0.5-1.5 from 0) on which SEGE exploits early (noise 0.05, ``c = 1e-4``).  Far from the
 origin ``V = lam I + sum x x^T`` is ill-conditioned along the arms' common direction, which
 rounding can turn into failed certificates: every failed certificate is a stage that does not
 play the arm it computed (``SEGE.solver_fallbacks``, by reason).  Printed per problem and offset:
@@ -32,15 +33,18 @@ OFFSETS = (0.0, 1e2, 1e3, 1e4, 1e5)
 
 
 def problems(seeds: int) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float,
-                                       float, float]]:
-    """``(name, A, b, x0, theta, margin, c, noise_sd)`` at the origin."""
+                                       float | None, float]]:
+    """``(name, A, b, x0, theta, margin, c, noise_sd)`` at the origin (``c`` None: SEGE's
+    default)."""
     out = []
     for make in (polytope_problem, treatment_mix_problem):
         p = make()
         A = getattr(p.arm_set, "A_given", p.arm_set.A)
         b = getattr(p.arm_set, "b_given", p.arm_set.b)
-        x0, theta = np.asarray(p.baseline_arm), np.asarray(p.theta_star)
-        out.append((p.name, A, b, x0, theta, p.baseline_reward - p.threshold, p.c, 0.5))
+        x0, theta = np.array(p.setting.safe_arm), np.asarray(p.theta_star)
+        floor = p.setting.safety
+        out.append((p.name, A, b, x0, theta, floor.baseline_reward - floor.threshold, None,
+                    p.setting.noise_sd))
     for seed in range(seeds):
         rng = np.random.default_rng(seed)
         A = rng.standard_normal((10, 3))
@@ -71,9 +75,11 @@ def main() -> None:
             arm_set = sc.Polytope(A, b + A @ offset)
             baseline = x0 + offset
             b0 = float(baseline @ theta)
-            policy = sc.SEGE(arm_set, baseline, b0, b0 - margin, S=1.0, noise_sd=noise, c=c,
-                             n_runs=args.runs, seed=1)
-            bandit = sc.LinearBandit(theta, noise, sc.run_seeds(0, args.runs)[1])
+            setting = sc.SafeSetting(arm_set, baseline, S=1.0, noise_sd=noise,
+                                     safety=sc.RewardFloor(b0, b0 - margin))
+            policy = sc.SEGE(setting, c=c, n_runs=args.runs, seed=1)
+            bandit = sc.LinearBandit(theta, noise, sc.run_seeds(0, args.runs)[1],
+                                     threshold=b0 - margin)
             try:
                 result = sc.simulate(policy, bandit, args.stages)
             except ValueError as exc:  # V = lam I + sum x x^T lost definiteness: say so

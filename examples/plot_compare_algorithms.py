@@ -21,7 +21,7 @@ fig, ax = plt.subplots(figsize=(6.5, 4))
 for colour, algorithm in enumerate(("SEGE", "CLUCB", "ROFUL")):
     for radius, style in (("theorem1", "-"), ("self_normalized", "--")):
         policy = problem.policy(algorithm, runs, policy_seeds, radius=radius)
-        bandit = sc.LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds)
+        bandit = problem.bandit(noise_seeds)
         stats = sc.simulate(policy, bandit, horizon).stats
         ax.plot(stats.checkpoints, stats.regret.mean(axis=1), style, color=f"C{colour}",
                 label=f"{algorithm}, {radius}")

@@ -2,7 +2,9 @@
 Write your own policy: safe Thompson sampling
 =============================================
 
-A policy is a subclass of :class:`sege_cvx.Policy`. This one, safe Thompson sampling, samples
+A policy is a subclass of :class:`sege_cvx.Policy`, told one :class:`sege_cvx.SafeSetting`
+(the arm set, the baseline arm, ``S``, the noise and the reward floor). This one, safe Thompson
+sampling, samples
 ``theta~`` uniformly in the confidence ellipsoid ``{theta : ||theta - theta_hat||_V <= r_t}``
 and plays ``argmax <x, theta~>`` over the certified safe set ``{x in X : LCB_t(x) >= b}``, one
 second-order cone program a stage (``LCB_t(x) = <x, theta_hat> - r_t ||x||_{V^-1}``, Theorem
@@ -29,22 +31,23 @@ class StagewiseTS(sc.Policy):
 
     decision_names = ("sampled", "explore_baseline")
 
-    def __init__(self, arm_set, baseline_arm, baseline_reward, threshold, *, S, noise_sd,
-                 lam=0.1, delta_bar: float = 0.1, n_runs=1, seed=None):
-        super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
-                         noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed)
+    def __init__(self, setting, *, lam=0.1, delta_bar: float = 0.1, n_runs=1, seed=None):
+        super().__init__(setting, lam=lam, n_runs=n_runs, seed=seed)
         self.delta_bar = delta_bar
         self.confidence = sc.ConfidenceEllipsoid(self.d, self.lam, self.n_runs)
-        self.rho = sc.policies.rho_bar(baseline_reward, threshold, S, arm_set.diameter_bound())
+        floor, arm_set = setting.safety, setting.arm_set
+        self.rho = sc.policies.rho_bar(floor.baseline_reward, floor.threshold, setting.S,
+                                       arm_set.diameter_bound())
         self.exploration = arm_set.exploration()
         self._build()
 
     def _build(self):  # the SOCP, its parameters set each stage (cvxpy compiles it once)
         x, self._theta = cp.Variable(self.d), cp.Parameter(self.d)
         self._hat, self._M = cp.Parameter(self.d), cp.Parameter((self.d, self.d))
-        safe = self._hat @ x - cp.norm(self._M @ x) >= self.threshold  # LCB_t(x) >= b
+        b = self.setting.safety.threshold
+        safe = self._hat @ x - cp.norm(self._M @ x) >= b  # LCB_t(x) >= b
         self._x, self._program = x, cp.Problem(cp.Maximize(self._theta @ x),
-                                               [*self.arm_set.constraints(x), safe])
+                                               [*self.setting.arm_set.constraints(x), safe])
 
     def __getstate__(self):  # a solved program holds Clarabel's solver: rebuilt, not pickled
         return {k: v for k, v in vars(self).items()
@@ -55,10 +58,10 @@ class StagewiseTS(sc.Policy):
         self._build()
 
     def select(self):
-        t, conf = self.t + 1, self.confidence
+        t, conf, s = self.t + 1, self.confidence, self.setting
         r = sc.confidence_radius(t - 1, sc.policies.paper_risk(t, self.delta_bar), dim=self.d,
-                                 noise_sd=self.noise_sd, lam=self.lam, S=self.S,
-                                 L=self.arm_set.norm_bound())
+                                 noise_sd=s.noise_sd, lam=self.lam, S=s.S,
+                                 L=s.arm_set.norm_bound())
         arms = np.empty((self.n_runs, self.d))
         for i, rng in enumerate(self.rngs):
             g = rng.standard_normal(self.d + 1)  # a direction and a radius, uniform in the ball
@@ -72,16 +75,16 @@ class StagewiseTS(sc.Policy):
             except cp.SolverError:
                 x = None
             if x is not None:  # played only if inside exactly and certified safe
-                x, ok = self.arm_set.pull_inside(x[None])
-                if ok[0] and conf.lcb(x, r, rows=np.array([i]))[0] >= self.threshold:
+                x, ok = s.arm_set.pull_inside(x[None])
+                if ok[0] and conf.lcb(x, r, rows=np.array([i]))[0] >= s.safety.threshold:
                     arms[i], self.last_decision[i] = x[0], 0
                     continue
             U = self.exploration.points(rng.standard_normal((1, self.d)))
-            x, ok = self.arm_set.pull_inside((1 - self.rho) * self.baseline_arm + self.rho * U)
-            arms[i], self.last_decision[i] = (x[0] if ok[0] else self.baseline_arm), 1
+            x, ok = s.arm_set.pull_inside((1 - self.rho) * s.safe_arm + self.rho * U)
+            arms[i], self.last_decision[i] = (x[0] if ok[0] else s.safe_arm), 1
         return arms
 
-    def observe(self, arms, rewards):
+    def observe(self, arms, rewards, constraint_values):
         self.confidence.update(arms, rewards)
 
 

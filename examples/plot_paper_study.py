@@ -24,7 +24,7 @@ policy_seeds, noise_seeds = sc.run_seeds(0, runs)
 results = {}
 for name in ("SEGE", "CLUCB"):
     policy = problem.policy(name, runs, policy_seeds)
-    bandit = sc.LinearBandit(problem.theta_star, problem.noise_sd, noise_seeds)
+    bandit = problem.bandit(noise_seeds)
     results[name] = sc.simulate(policy, bandit, horizon)
 
 # %%

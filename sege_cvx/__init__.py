@@ -19,16 +19,19 @@ _EXPORTS = {
     "Exploration": ".arm_sets.exploration", "FiniteArmSet": ".arm_sets",
     "Polytope": ".arm_sets", "StarSet": ".arm_sets",
     "LinearConstraint": ".safety", "KnownConstraint": ".safety", "RewardFloor": ".safety",
+    "SafeSetting": ".setting",
     "ConfidenceEllipsoid": ".confidence", "confidence_radius": ".confidence", "lcb": ".confidence",
     "self_normalized_radius": ".confidence",
     "SolverFailure": ".conic", "CLUCB": ".policies", "GNOP": ".policies", "Policy": ".policies",
     "ROFUL": ".policies", "SafeTS": ".policies", "SafeLUCB": ".policies",
+    "StagewiseROFUL": ".policies", "policies": ".policies",
     "SEGE": ".policies", "policy_class": ".policies", "register_policy": ".policies",
     "registered_policies": ".policies", "grid_parameters": ".policies",
     "LinearBandit": ".simulation", "run_seeds": ".simulation", "simulate": ".simulation",
     "BanditProblem": ".problems", "paper_problem": ".problems",
     "StudySpec": ".experiments", "run_sweep": ".experiments",
-    "load_results": ".experiments", "simulation": ".simulation", "testing": ".testing",
+    "load_results": ".experiments", "simulation": ".simulation", "stages": ".stages",
+    "testing": ".testing",
 }
 
 __all__ = sorted(_EXPORTS)

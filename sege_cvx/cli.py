@@ -60,7 +60,8 @@ def _print_study(study) -> None:
         safety = (f"{n} safety violation{'s' if n != 1 else ''} (first at stage "
                   f"{s['first_violation_stage']})" if n else "no safety violation")
         print(f"{name:>5}: {s['wall_seconds']:.1f} s, {safety}, min expected reward "
-              f"{s['min_expected_reward']:.4f} (b = {study.setup.threshold:.4f}), mean regret {regret}")
+              f"{s['min_expected_reward']:.4f} (b = {study.setup.setting.safety.threshold:.4f}), "
+              f"mean regret {regret}")
         if s.get("solver_fallbacks"):
             # Safe, but the study then measured the fallbacks, not the algorithm: say so loudly.
             print(f"{name:>5}: warning: {s['solver_fallbacks']} arm computations failed and fell "
@@ -170,8 +171,9 @@ def _run(args: argparse.Namespace) -> int:
     problem = EXAMPLES[args.arm_set]()
     print(f"{problem.name}: {problem.description}")
     print(f"  arm set {problem.arm_set!r}")
-    print(f"  theta* = {problem.theta_star}, baseline arm {problem.baseline_arm}, "
-          f"b0 = {problem.baseline_reward:.4f}, b = {problem.threshold:.4f}; "
+    floor = problem.setting.safety
+    print(f"  theta* = {problem.theta_star}, baseline arm {problem.setting.safe_arm.tolist()}, "
+          f"b0 = {floor.baseline_reward:.4f}, b = {floor.threshold:.4f}; "
           f"{args.runs} runs x {args.horizon} stages, seed {args.seed}", flush=True)
     # Sets without compiled arms run SEGE's rule around their own arms: warm that path.
     compiled = problem.arm_set.compiled_arms is not None
@@ -422,12 +424,12 @@ def _algorithm_parameters(algorithms: Sequence[str]) -> dict[str, tuple[str, ...
     """Each of ``--algorithms``'s grid parameters, by name; a ValueError naming a policy that is
     not registered or cannot be imported (an import path's module is looked for in the current
     directory too)."""
-    from .policies.registry import grid_parameters, policy_class
+    from .policies.registry import grid_parameters, policy_entry
 
     if any(":" in name for name in algorithms) and "" not in sys.path and "." not in sys.path:
         sys.path.append(str(Path.cwd()))
     try:
-        return {name: grid_parameters(policy_class(name)) for name in algorithms}
+        return {name: grid_parameters(policy_entry(name)) for name in algorithms}
     except (ImportError, TypeError, ValueError) as exc:
         raise ValueError(f"argument --algorithms: {exc}") from None
 
@@ -477,10 +479,10 @@ def _validate(args: argparse.Namespace) -> None:
         args.grid_parameters = _algorithm_parameters(algorithms)
         model = ("linear_constraint" if getattr(args, "study", None) == "roful-2024"
                  else "stagewise")
-        from .policies.registry import policy_class, safety_model_problem
+        from .policies.registry import safety_model_problem
 
         for name in algorithms:
-            if (wrong := safety_model_problem(policy_class(name), model)) is not None:
+            if (wrong := safety_model_problem(name, model)) is not None:
                 raise ValueError(f"argument --algorithms: {wrong}")
     if (getattr(args, "horizon", 0) or 0) > MAX_HORIZON:
         raise ValueError(f"argument --horizon: must be at most 2**53 = {MAX_HORIZON}, got "

@@ -26,31 +26,32 @@ def sege_decision_margins(policy, bandit, horizon: int) -> dict[str, float]:
     policy's.
     """
     n = policy.n_runs
+    arm_set, floor = policy.setting.arm_set, policy.setting.safety
     worst = {"info": math.inf, "exploit": math.inf, "lcb": math.inf}
     for t in range(1, horizon + 1):
         conf = policy.confidence
-        radii, bound = policy.radii(t), policy.c * math.sqrt(t)
+        radii, bound = policy.radii_at(t), policy.c * math.sqrt(t)
         lam_min = np.array([np.linalg.eigvalsh(v)[0] for v in conf.V])
         worst["info"] = min(worst["info"], float(np.min(np.abs(lam_min - bound))) / bound)
         exploit = np.zeros(n, dtype=bool)
         ready = np.flatnonzero(min_eigenvalue_at_least(conf.V, bound))  # the policy's own test
         if ready.size:
-            greedy = policy.arm_set.greedy_arm_batch(conf.theta_hat[ready])
+            greedy = arm_set.greedy_arm_batch(conf.theta_hat[ready])
             ok = ready[greedy.ok]
             values = lcb_values(greedy.arms[greedy.ok], conf.theta_hat[ok], conf.chol[ok], radii[ok])
             if ok.size:
                 worst["exploit"] = min(worst["exploit"], float(
-                    np.min(np.abs(values - policy.threshold))) / abs(policy.threshold))
-            exploit[ok] = values >= policy.threshold
+                    np.min(np.abs(values - floor.threshold))) / abs(floor.threshold))
+            exploit[ok] = values >= floor.threshold
         idx = np.flatnonzero(~exploit)
         if idx.size:
-            lcb = policy.arm_set.lcb_arm_batch(conf.theta_hat[idx], conf.chol[idx], radii[idx],
-                                               policy.lcb_method)
+            lcb = arm_set.lcb_arm_batch(conf.theta_hat[idx], conf.chol[idx], radii[idx],
+                                        policy.lcb_method)
             rows = idx[lcb.ok]
             values = lcb_values(lcb.arms[lcb.ok], conf.theta_hat[rows], conf.chol[rows], radii[rows])
             if rows.size:
                 worst["lcb"] = min(worst["lcb"], float(
-                    np.min(np.abs(values - policy.baseline_reward))) / abs(policy.baseline_reward))
+                    np.min(np.abs(values - floor.baseline_reward))) / abs(floor.baseline_reward))
         x = policy.select()
         policy.observe(x, bandit.pull(x.reshape(n, -1))[1])
     return worst

@@ -102,7 +102,8 @@ def safe_set_figure(study):
     fig.subplots_adjust(left=0.14, right=0.96)
     angles = np.linspace(0, 2 * np.pi, 721)
     circle = center + radius * np.column_stack([np.cos(angles), np.sin(angles)])
-    unsafe = circle[circle @ theta_star < setup.threshold]
+    threshold = setup.setting.safety.threshold
+    unsafe = circle[circle @ theta_star < threshold]
     if len(unsafe):  # the circle's unsafe arc, closed by the chord on <x, theta*> = b
         ax.fill(unsafe[:, 0], unsafe[:, 1], color="red", alpha=0.2, linewidth=0,
                 label=r"unsafe: $\langle x, \theta^*\rangle < b$")
@@ -115,7 +116,7 @@ def safe_set_figure(study):
     cmap = plt.get_cmap("Blues")
     for k, t in enumerate(stages):
         theta_hat, V, r = study.sege.snapshots[t]
-        margin = np.where(inside, lcb(pts, theta_hat, V, r).reshape(gx.shape) - setup.threshold,
+        margin = np.where(inside, lcb(pts, theta_hat, V, r).reshape(gx.shape) - threshold,
                           np.nan)
         shade = cmap(0.35 + 0.65 * (k + 1) / len(stages))
         if np.nanmax(margin) >= 0:
@@ -124,7 +125,7 @@ def safe_set_figure(study):
         ax.plot([], [], color=shade, label=f"safe set at t = {t}")
     x_opt = study.sege.optimal_reward  # value; the arm itself from the disk's greedy formula
     arm_opt = center + radius * theta_star / np.linalg.norm(theta_star)
-    ax.plot(*setup.baseline_arm, "o", color="tab:blue", label="baseline arm $X_0$")
+    ax.plot(*setup.setting.safe_arm, "o", color="tab:blue", label="baseline arm $X_0$")
     ax.plot(*arm_opt, "*", color="black", markersize=12, label=rf"$X^*$ (reward {x_opt:.2f})")
     pad = 0.06 * radius  # the whole disk, its top and bottom included
     ax.set_xlim(center[0] - radius - pad, center[0] + radius + pad)
@@ -169,7 +170,8 @@ def write_figures(study, out: Path) -> list[Path]:
     paths = []
     colors = algorithm_colors(list(study.results))
     for label, result in study.results.items():
-        paths += _save(titled(reward_figure(result, s.threshold, result.optimal_reward,
+        paths += _save(titled(reward_figure(result, s.setting.safety.threshold,
+                                            result.optimal_reward,
                                             colors[label], label)),
                        out, name(f"{policy_stem(label)}_reward"))
     paths += _save(titled(regret_figure(study.results, colors=colors)), out, name("regret"))

@@ -20,7 +20,6 @@ from .._validation import as_positive_int
 from ..arm_sets import Ball
 from ..policies.registry import (
     grid_parameters,
-    policy_class,
     policy_entry,
     policy_stem,
 )
@@ -173,7 +172,7 @@ def play_a_few_stages(algorithm: str, problem: BanditProblem, lcb_method: str = 
     with compile_timer() as timer:
         policy_seeds, noise_seeds = run_seeds(0, 2)
         policy = problem.policy(algorithm, 2, policy_seeds, **_lcb_setting(algorithm, lcb_method))
-        simulate(policy, problem.bandit(noise_seeds), 3)
+        simulate(policy, problem.bandit(noise_seeds), 3, misspecified=problem.misspecified)
     return timer.seconds
 
 
@@ -242,7 +241,7 @@ def _compiled_kernels(algorithm: str, problem: BanditProblem, lcb_method: str) -
 
 def _lcb_setting(algorithm: str, lcb_method: str) -> dict:
     """``{"lcb_method": lcb_method}`` for a policy that has that parameter (SEGE), else ``{}``."""
-    return ({"lcb_method": lcb_method} if "lcb_method" in grid_parameters(policy_class(algorithm))
+    return ({"lcb_method": lcb_method} if "lcb_method" in grid_parameters(policy_entry(algorithm))
             else {})
 
 
@@ -345,7 +344,8 @@ def run_study(
     results = replace(results, path=None)
     optimal = results.manifest["problems"][spec.problems[0].label]["optimal_reward"]
     rows = {name: results.runs[results.runs["algorithm"] == name] for name in names}
-    simulations = {name: SimulationResult(stats[name], optimal, setup.threshold,
+    threshold = setup.setting.safety.threshold
+    simulations = {name: SimulationResult(stats[name], optimal, threshold,
                                           float(rows[name]["wall_seconds"].to_numpy().sum()))
                    for name in names}
     # SEGE's constants (rho, L, sigma^2)
@@ -357,7 +357,7 @@ def run_study(
         if name == "SEGE" and isinstance(setup.arm_set, Ball) and setup.arm_set.dim == 2:
             result.snapshots = _replay_snapshots(setup, run_seed(seed, spec.problems[0].label, 0),
                                                  lcb_method, horizon, result.stats)
-        block = summarize(result, setup.threshold, seed)
+        block = summarize(result, threshold, seed)
         block.update(_algorithm_summary(name, result, setup, lcb_method, horizon))
         block.update({"solver_fallbacks": int(rows[name]["fallbacks"].to_numpy().sum()),
                       "fallback_reasons": dict(results.fallback_reasons(algorithm=name))})
@@ -388,7 +388,8 @@ def _replay_snapshots(setup: BanditProblem, seed: int, lcb_method: str, horizon:
     policy_seeds, noise_seeds = run_seeds(seed, 1)
     replay = simulate(setup.policy("SEGE", 1, policy_seeds, lcb_method=lcb_method),
                       setup.bandit(noise_seeds), stages[-1],
-                      snapshot_stages=stages, checkpoints=[stages[-1]])
+                      snapshot_stages=stages, checkpoints=[stages[-1]],
+                      misspecified=setup.misspecified)
     if replay.stats.cum_regret[0] != stats.regret[stats.at(stages[-1]), 0]:
         raise RuntimeError("replaying run 0 alone gave another regret than in the study: "
                            f"{replay.stats.cum_regret[0]!r} != "

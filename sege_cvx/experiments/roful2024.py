@@ -79,9 +79,9 @@ def authors_trials(figure: str = "2a", n_trials: int = N_TRIALS) -> list[Authors
             if np.any(directions @ theta > 0):
                 break
         draws = rng.standard_normal((horizon, 2))
-        problem = BanditProblem(
-            StarSet(directions, RADIUS), theta_star=theta.ravel(), baseline_arm=np.zeros(DIM),
-            S=math.sqrt(DIM), noise_sd=NOISE_SD, lam=LAM, delta_bar=DELTA,
+        problem = BanditProblem.from_truth(
+            StarSet(directions, RADIUS), theta_star=theta.ravel(), safe_arm=np.zeros(DIM),
+            S=math.sqrt(DIM), noise_sd=NOISE_SD,
             constraint=LinearConstraint(float(limit), gamma_star=gamma.ravel(),
                                         noise_sd=NOISE_SD),
             name=f"trial{trial}", description=f"ROFUL paper Figure {figure}, trial {trial}")
@@ -195,8 +195,9 @@ def run_roful_study(figure: str = "2a", *, n_trials: int = N_TRIALS, horizon: in
         k, name = job
         trial = trials[k]
         problem = trial.problem
-        policy = problem.policy(name, 1, seed=k)  # trial k's draws (SafeTS) from seed k
-        bandit = LinearBandit(problem.theta_star, problem.noise_sd,
+        # Their constants, and trial k's draws (SafeTS) from seed k.
+        policy = problem.policy(name, 1, seed=k, lam=LAM, delta=DELTA)
+        bandit = LinearBandit(problem.theta_star, problem.setting.noise_sd,
                               draws=trial.draws[None, :horizon], constraint=problem.constraint)
         result = simulate(policy, bandit, horizon, checkpoints=stages.tolist())
         return (k, name, result.stats.regret[:, 0], int(result.stats.total_violations[0]),

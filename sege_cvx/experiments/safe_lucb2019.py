@@ -28,7 +28,8 @@ HORIZON, EXPLORATION_STAGES = 100_000, 10_000
 
 def problem() -> BanditProblem:
     """Their problem (module docstring), rewards maximized."""
-    return BanditProblem(Box([-1.0, -1.0], [1.0, 1.0]), theta_star=-MU, baseline_arm=(0.0, 0.0),
-                         S=1.0, noise_sd=0.01, lam=1.0, delta_bar=0.01, name="safe-lucb-2019",
-                         description="Amani et al. (2019), Codes/CLBwithD_0.m",
-                         constraint=LinearConstraint(LIMIT, B=-B))
+    return BanditProblem.from_truth(Box([-1.0, -1.0], [1.0, 1.0]), theta_star=-MU,
+                                    safe_arm=(0.0, 0.0), S=1.0, noise_sd=0.01,
+                                    constraint=LinearConstraint(LIMIT, B=-B),
+                                    name="safe-lucb-2019",
+                                    description="Amani et al. (2019), Codes/CLBwithD_0.m")

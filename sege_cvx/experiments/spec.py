@@ -31,10 +31,10 @@ The spec's shape is checked when it is read, before any work: unknown keys, unkn
 or parameters, empty grids and bad sizes (``runs`` up to 10**6 per cell, ``horizon`` up to
 2**53) are errors naming the key.  An algorithm's grid parameters are its constructor's
 keyword parameters of plain type, read from its signature
-(:func:`~sege_cvx.policies.registry.grid_parameters`); a grid value overrides the value the
-problem gives (e.g. SEGE's ``c`` and ``lam``: :meth:`BanditProblem.policy_defaults
-<sege_cvx.problems.problem.BanditProblem.policy_defaults>`) and is checked by the
-algorithm's constructor.  Reading a spec imports the modules of the policies it names by
+(:func:`~sege_cvx.policies.registry.grid_parameters`; of every class of a name registered for
+several safety models); a grid value overrides the policy's default (its constructor's, or
+what :meth:`Policy.defaults <sege_cvx.Policy.defaults>` gives for the problem) and is checked by
+the algorithm's constructor.  Reading a spec imports the modules of the policies it names by
 import path.
 
 An algorithm's ``problems`` restricts it to those problems (labels: a problem's ``name``, else
@@ -285,14 +285,14 @@ def _algorithm(i: int, table) -> AlgorithmSpec:
         raise SpecError(f"{where} must be a table, got {format_value(table)}")
     _no_unknown(where, table, _ALGORITHM_KEYS)
     from ..policies.base import reserved_name
-    from ..policies.registry import grid_parameters, policy_class, registered_policies
+    from ..policies.registry import grid_parameters, policy_entry, registered_policies
 
     name = table.get("name")
     if not isinstance(name, str):
         raise SpecError(f"{where}: name must be a string, a registered policy ("
                         f"{', '.join(registered_policies())}) or 'module:Class'; got {format_value(name)}")
     try:
-        parameters = grid_parameters(policy_class(name))
+        parameters = grid_parameters(policy_entry(name))
     except (ValueError, TypeError, ImportError) as exc:
         raise SpecError(f"{where}: {exc}") from None
     grid = table.get("grid", {})

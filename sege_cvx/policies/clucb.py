@@ -10,7 +10,6 @@ import numpy as np
 from .._numba import njit
 from .._random import SeedLike
 from .._validation import as_scalar
-from ..arm_sets.base import ArmSet
 from ..arm_sets.discretization import (
     as_arm_count,
     default_arm_count,
@@ -22,6 +21,7 @@ from ..arm_sets.finite import FiniteArmSet
 from ..confidence.cholesky import directional_terms, inverse_factor_one, lcb_one, observe_one
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius, CountTable, radii_all, radius_one
+from ..setting import SafeSetting
 from ..stages.loop import (
     StageHooks,
     choose_loop,
@@ -121,7 +121,7 @@ def run_view(policy, i):
 
 
 @njit(inline="always")
-def learn(policy, run, work, i, arm, y, code) -> bool:
+def learn(policy, run, work, i, arm, y, code, z) -> bool:
     """Only optimistic rounds enter the confidence set (:func:`observe_one`) and ``z``."""
     if code != OPTIMISTIC:
         return True
@@ -154,15 +154,11 @@ class CLUCB(Policy):
 
     Parameters
     ----------
-    arm_set : ArmSet
-    baseline_arm : array_like, shape (d,)
-        In the set; on a finite set, one of its arms exactly.
-    baseline_reward : float
-        ``b0``, the baseline's (known) expected reward.
-    threshold : float
-        ``b = (1 - alpha) b0 < b0``.
-    S, noise_sd, lam : float
-        As for :class:`~sege_cvx.policies.SEGE`.
+    setting : SafeSetting
+        The arm set (any: on a finite set the baseline arm is one of its arms exactly), the
+        baseline arm, ``S``, the noise level and the :class:`~sege_cvx.RewardFloor`: ``b0``, the
+        baseline's (known) expected reward, positive, and ``b = (1 - alpha) b0 < b0``.
+    lam : float, default 0.1
     delta : float, default 0.1
         Overall risk of the confidence sets.
     n_arms : int, optional
@@ -193,7 +189,9 @@ class CLUCB(Policy):
     --------
     >>> import sege_cvx as sc
     >>> disk = sc.Ball(center=[1.0, 1.0], radius=1.0)
-    >>> policy = sc.CLUCB(disk, [1.2, 1.9], 2.24, 0.8 * 2.24, S=1.0, noise_sd=1.0)
+    >>> setting = sc.SafeSetting(disk, [1.2, 1.9], S=1.0, noise_sd=1.0,
+    ...                          safety=sc.RewardFloor(2.24, 0.8 * 2.24))
+    >>> policy = sc.CLUCB(setting)
     >>> policy.arms.shape, policy.discretization_error <= 3e-3
     ((41, 2), True)
     """
@@ -201,17 +199,14 @@ class CLUCB(Policy):
     #: The name of each decision code of :attr:`last_decision` (0, 1, 2), as ``summary.json``
     #: counts them (None: a code CLUCB never records).
     decision_names: tuple[str | None, ...] = ("optimistic", None, "baseline")
+    #: Its guarantee is the conservative (cumulative) constraint, not every stage's floor.
+    stagewise_safe = False
     compiled_kernels = (stage_loop(CLUCBStages),)
 
     def __init__(
         self,
-        arm_set: ArmSet,
-        baseline_arm: np.ndarray,
-        baseline_reward: float,
-        threshold: float,
+        setting: SafeSetting,
         *,
-        S: float,
-        noise_sd: float,
         lam: float = 0.1,
         delta: float = 0.1,
         n_arms: int | None = None,
@@ -219,14 +214,13 @@ class CLUCB(Policy):
         n_runs: int = 1,
         seed: SeedLike = None,
     ) -> None:
-        super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
-                         noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed)
-        d = arm_set.dim
+        super().__init__(setting, lam=lam, n_runs=n_runs, seed=seed)
+        arm_set, d, floor = setting.arm_set, self.d, setting.safety
         # The conservative constraint is stated for a positive baseline reward r_b = b0.
-        if not self.baseline_reward > 0.0:
+        if not floor.baseline_reward > 0.0:
             raise ValueError(f"baseline_reward must be > 0 for CLUCB's conservative budget, got "
-                             f"{self.baseline_reward!r} (after certifying a moved baseline arm)")
-        self.alpha = 1.0 - self.threshold / self.baseline_reward
+                             f"{floor.baseline_reward!r} (after certifying a moved baseline arm)")
+        self.alpha = 1.0 - floor.threshold / floor.baseline_reward
         self.delta = as_scalar("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
         if isinstance(arm_set, FiniteArmSet):
             # The arms are given: play them as they are, with no discretization.
@@ -238,16 +232,16 @@ class CLUCB(Policy):
             self.discretization_error = 0.0
         else:
             tests = support_tests(arm_set)  # one greedy arm per direction, used twice
-            K = (default_arm_count(arm_set, self.S, tests=tests) if n_arms is None
+            K = (default_arm_count(arm_set, setting.S, tests=tests) if n_arms is None
                  else as_arm_count("n_arms", n_arms))
             self.arms, self.arm_witnesses = discretize_with_witnesses(arm_set, K)
-            self.discretization_error = discretization_error(arm_set, self.arms, self.S,
+            self.discretization_error = discretization_error(arm_set, self.arms, setting.S,
                                                              tests=tests)
         self._arms_t = np.ascontiguousarray(self.arms.T)  # arms as columns: vectorized scans
         self.L = arm_set.norm_bound()
         self._check_lam(self.L)
         self.radius = radius
-        self._radius = ConfidenceRadius(radius, d, self.noise_sd, self.lam, self.S, self.L)
+        self._radius = ConfidenceRadius(radius, d, setting.noise_sd, self.lam, setting.S, self.L)
         self._beta = CountTable(self._radius, self.delta)  # by count of optimistic rounds
 
         self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
@@ -256,7 +250,7 @@ class CLUCB(Policy):
     def select(self) -> np.ndarray:
         """Choose round ``t``'s arms: optimistic if the conservative check passes, else baseline."""
         t = self.t + 1
-        arms = np.empty((self.n_runs, self.arm_set.dim))
+        arms = np.empty((self.n_runs, self.d))
         codes = np.empty(self.n_runs, dtype=np.int8)
         choose_loop(CLUCBStages)(self.stage_record(t, 1), t, arms, codes)
         self.last_decision = codes
@@ -270,7 +264,7 @@ class CLUCB(Policy):
                 "discretization_error": self.discretization_error,
                 "baseline_plays_mean": float(stats.decision_counts[:, BASELINE].mean())}
 
-    def beta(self) -> np.ndarray:
+    def radii(self) -> np.ndarray:
         """Every run's current ``beta``: ``r_n(delta)`` (eq. (r_t) at its ``n`` optimistic
         rounds) or the self-normalized bound at its ``V``."""
         conf = self.confidence
@@ -285,9 +279,10 @@ class CLUCB(Policy):
         return CLUCBStages(conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
                            self.optimistic_sum, self.decision_counts, self.last_decision,
                            self._radius.rule, table, self.arms, self._arms_t,
-                           self.baseline_reward, self.alpha, self.baseline_arm)
+                           self.setting.safety.baseline_reward, self.alpha,
+                           self.setting.safe_arm)
 
-    def observe(self, x: np.ndarray, y: np.ndarray | float) -> None:
+    def observe(self, x: np.ndarray, y: np.ndarray, constraint_values: None = None) -> None:
         """Record rewards; only optimistic rounds enter the confidence set."""
         optimistic = self.last_decision == OPTIMISTIC
         self.confidence.update_unchecked(x, y, mask=optimistic)

@@ -51,6 +51,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._numba import njit
+from .._random import SeedLike
 from .._validation import as_scalar, scaled_norm
 from ..arm_sets.base import ArmSet
 from ..arm_sets.discretization import as_arm_count, default_arm_count, sphere_directions
@@ -67,8 +68,9 @@ from ..confidence.cholesky import (
 )
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius, CountTable, check_radius, radii_all, radius_one
-from ..safety import KnownConstraint
+from ..setting import SafeSetting
 from ..stages.loop import StageHooks, choose_loop, register_stage_hooks, stage_loop
+from .base import Policy
 
 #: Decision codes: the step played in full (ROFUL: ``max(b~, mu) >= 1``; GNOP and SafeTS: at
 #: the ray's cap), scaled down to the certificate's boundary, or the safe arm.
@@ -321,46 +323,86 @@ def learn_all(V, chol, xy_sum, theta_hat, counts, xz_sum, gamma_hat, x, y, z) ->
     return -1
 
 
-def require_origin(policy) -> None:
+def require_origin(policy: Policy) -> None:
     """Refuse a safe arm other than the origin, the safe arm of the ROFUL and Safe-LUCB papers'
     models, whose constraint value is 0 whatever ``gamma*``."""
-    name = type(policy).__name__
-    if np.any(policy.baseline_arm != 0.0):
+    name, setting = type(policy).__name__, policy.setting
+    if np.any(setting.safe_arm != 0.0):
         raise ValueError(f"{name} works from the origin, the safe arm of its authors' model: give "
-                         f"baseline_arm = 0 (got {policy.baseline_arm.tolist()})")
-    if policy.constraint.safe_value != 0.0:
+                         f"safe_arm = 0 (got {setting.safe_arm.tolist()})")
+    if setting.safety.safe_value != 0.0:
         raise ValueError(f"the safe arm is the origin, whose constraint value is 0, but {name} "
-                         f"was told {policy.constraint.safe_value!r}")
+                         f"was told {setting.safety.safe_value!r}")
 
 
-class DirectionalPolicy:
-    """The state and the step API of ROFUL and GNOP under a linear constraint (a part of the
-    :class:`~sege_cvx.ROFUL` and :class:`~sege_cvx.GNOP` policies, which hold one)."""
+class DirectionalPolicy(Policy):
+    """The base of ROFUL, GNOP and SafeTS under an unknown linear constraint with its own
+    feedback: their state (one ``V`` for both estimates, ``theta_hat`` and ``gamma_hat``), the
+    rays they scan, their step API and their compiled stages, for the rule of :attr:`rule`
+    (:func:`ray_step`).
 
-    def __init__(self, policy, algorithm: int, delta: float, radius: str | None,
-                 n_directions: int | None, rays: bool = True) -> None:
-        known: KnownConstraint = policy.constraint
-        arm_set: ArmSet = policy.arm_set
-        name = type(policy).__name__
-        if known.B is not None:
-            raise TypeError(f"{name} learns the constraint from its own feedback (gamma*'s "
-                            "model); this problem's constraint is <B x, theta*> <= c, whose "
-                            "feedback is the reward's")
-        require_origin(policy)
-        d = arm_set.dim
-        self.algorithm = algorithm
+    A subclass sets :attr:`rule` (ROFUL and GNOP take this constructor as it is).  The safe arm
+    is the origin (:func:`require_origin`).
+
+    Parameters
+    ----------
+    setting : SafeSetting
+        A :class:`~sege_cvx.StarSet` (its rays, compiled stages) or a convex set holding the
+        origin, the origin as safe arm, and a :class:`~sege_cvx.KnownConstraint` with its own
+        feedback.
+    lam : float, default 1.0
+    delta : float, default 0.01
+        Overall risk, split between the two confidence sets (the authors' ``delta / 2``).
+    radius : {"theorem1", "self_normalized"}, default "theorem1"
+        ``beta``: the authors' ``beta_t`` (:mod:`sege_cvx.confidence.radius`) or the
+        self-normalized bound.
+    n_directions : int, optional
+        Rays on a convex set (default: CLUCB's count, at least :data:`MIN_RAYS`); a star set has
+        its own.
+    n_runs : int, default 1
+    seed : optional
+        ROFUL and GNOP draw nothing; accepted (and validated) as every policy's.
+
+    Attributes
+    ----------
+    directions, caps : ndarray
+        The rays ``u_k`` (rows) and their largest scales (empty where the policy scans none).
+    margin : float
+        ``c`` less the safe arm's value.
+    L : float
+        The bound on the arms' norm in the radius.
+    confidence : ConfidenceEllipsoid
+        ``V`` and ``theta_hat``.
+    gamma_hat : ndarray, shape (n_runs, d)
+        Every run's estimate of ``gamma*``.
+    """
+
+    #: The rule of :func:`ray_step`: :data:`ROFUL_RULE`, :data:`GNOP_RULE` or :data:`TS_RULE`.
+    rule: int
+    safety_models = ("linear_constraint",)
+    decision_names: tuple[str | None, ...] = ("full_step", "scaled_step", "baseline")
+
+    def __init__(self, setting: SafeSetting, *, lam: float = 1.0, delta: float = 0.01,
+                 radius: str = "theorem1", n_directions: int | None = None, n_runs: int = 1,
+                 seed: SeedLike = None) -> None:
+        super().__init__(setting, lam=lam, n_runs=n_runs, seed=seed)
+        arm_set: ArmSet = setting.arm_set
+        name = type(self).__name__
+        star = isinstance(arm_set, StarSet)
+        rays = self._scans_rays(setting)
+        if not (arm_set.is_convex or star):
+            raise TypeError(f"{name} needs a convex set or a sc.StarSet, not {arm_set!r}")
+        require_origin(self)
+        d = self.d
         self.delta = as_scalar("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
-        self.margin = float(known.margin)
-        if isinstance(arm_set, StarSet):
+        self.margin = float(setting.safety.margin)
+        if star:
             directions = np.array(arm_set.directions)
             caps = np.array(arm_set.caps)
         elif not rays:  # the policy solves its own program over a convex set (SafeTS)
             directions, caps = np.empty((0, d)), np.empty(0)
         else:
-            if not arm_set.is_convex:
-                raise TypeError(f"{name} scans rays: give a sc.StarSet or a convex set, not "
-                                f"{arm_set!r}")
-            K = (max(default_arm_count(arm_set, policy.S), MIN_RAYS) if n_directions is None
+            K = (max(default_arm_count(arm_set, setting.S), MIN_RAYS) if n_directions is None
                  else as_arm_count("n_directions", n_directions))
             directions = sphere_directions(d, K)
             caps = radial_caps(arm_set, directions)
@@ -370,146 +412,117 @@ class DirectionalPolicy:
             directions, caps = directions[keep], caps[keep]
         self.directions = np.ascontiguousarray(directions)
         self.caps = np.ascontiguousarray(caps, dtype=np.float64)
-        self.unorm = np.ascontiguousarray(scaled_norm(self.directions, axis=1))
-        self.dirs_t = np.ascontiguousarray(self.directions.T)
-        self.radius = check_radius("theorem1" if radius is None else radius)
+        self._unorm = np.ascontiguousarray(scaled_norm(self.directions, axis=1))
+        self._dirs_t = np.ascontiguousarray(self.directions.T)
+        self.radius = check_radius(radius)
         # One radius for both confidence sets: the larger noise, the risk split between them.
-        sd = max(policy.noise_sd, known.noise_sd)
+        sd = max(setting.noise_sd, setting.safety.noise_sd)
         self.L = arm_set.norm_bound()
-        policy._check_lam(self.L)
-        self._radius = ConfidenceRadius(self.radius, d, sd, policy.lam, policy.S, self.L)
+        self._check_lam(self.L)
+        self._radius = ConfidenceRadius(self.radius, d, sd, self.lam, setting.S, self.L)
         self._beta = CountTable(self._radius, self.delta / 2.0)
-        n = policy.n_runs
-        self.confidence = ConfidenceEllipsoid(d, policy.lam, n)
-        self.xz_sum = np.zeros((n, d))
-        self.gamma_hat = np.zeros((n, d))
-        self.fallbacks = np.zeros(n, dtype=np.int64)
-        self.star = isinstance(arm_set, StarSet)
+        self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
+        self._xz_sum = np.zeros((self.n_runs, d))
+        self.gamma_hat = np.zeros((self.n_runs, d))
+        self._fallbacks = np.zeros(self.n_runs, dtype=np.int64)
+        self._star = star
         # The compiled stages move an arm exactly into the set where its membership is compiled
         # (ellipsoids, balls, boxes, polytopes); a star's arms are members already.  Other sets
         # move the arms in Python, after the compiled scan (:meth:`select`).
         compiled = arm_set.compiled_arms
-        geometry = None if compiled is None or self.star else compiled.geometry()
-        self.geometry = geometry if has_pull_in(geometry) else Unmoved()
+        geometry = None if compiled is None or star else compiled.geometry()
+        self._geometry = geometry if has_pull_in(geometry) else Unmoved()
         # (SafeTS on a convex set solves its own program: no rays, nothing compiled.)
-        self.compiled = self.star or (rays and not isinstance(self.geometry, Unmoved))
+        self._compiled = star or (rays and not isinstance(self._geometry, Unmoved))
 
-    def draws(self, policy, n_stages: int) -> np.ndarray:
-        """SafeTS's standard normals for the next ``n_stages`` stages, ``d + 2`` a stage, each
-        run's from its own generator (the same numbers whatever the stages per call); an empty
-        ``(n_runs, 0, 0)`` for ROFUL and GNOP, which draw nothing."""
-        if self.algorithm != TS_RULE:
-            return np.empty((policy.n_runs, 0, 0))
-        return np.stack([rng.standard_normal((n_stages, policy.d + 2)) for rng in policy.rngs])
-
-    def record(self, policy, n_stages: int) -> DirectionalStages:
-        conf = self.confidence
-        table = self._beta.covering(int(conf.counts.max()) + n_stages)
-        return DirectionalStages(conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
-                                 self.xz_sum, self.gamma_hat, policy.decision_counts,
-                                 policy.last_decision, self.fallbacks, self._radius.rule, table,
-                                 self.algorithm, self.dirs_t, self.unorm, self.caps, self.margin,
-                                 policy.S, self.draws(policy, n_stages), self.geometry)
-
-    def select(self, policy) -> tuple[np.ndarray, np.ndarray]:
-        """Every run's arm and code (the compiled stage of :func:`choose_loop`), moved exactly
-        into a convex set (the safe arm, counted, where it cannot be)."""
-        n, d = policy.n_runs, policy.d
-        arms = np.empty((n, d))
-        codes = np.empty(n, dtype=np.int8)
-        choose_loop(DirectionalStages, type(self.geometry))(self.record(policy, 1), policy.t + 1,
-                                                            arms, codes)
-        if not self.compiled:
-            arms, inside = policy.arm_set.pull_inside_unchecked(arms)
-            played = codes != BASELINE
-            ok = inside & (~played | self.certified(policy, arms))
-            if not ok.all():
-                self.fallbacks += ~ok
-                arms[~ok] = policy.baseline_arm
-                codes[~ok] = BASELINE
-        return arms, codes
-
-    def certified(self, policy, arms: np.ndarray) -> np.ndarray:
-        """Per run: whether its arm's UCB ``<x, gamma_hat> + beta ||x||_{V^{-1}} <= c`` or
-        ``S ||x|| <= c`` (NaN arms: False)."""
-        # UCB = -LCB of -gamma_hat (negation is exact).
-        ucb = -lcb_values(arms, -self.gamma_hat, self.confidence.chol, self.beta(policy))
-        with np.errstate(invalid="ignore"):
-            return (ucb <= self.margin) | (policy.S * scaled_norm(arms, axis=1) <= self.margin)
-
-    def observe(self, x: np.ndarray, y: np.ndarray, z: np.ndarray) -> None:
-        conf = self.confidence
-        bad = learn_all(conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts, self.xz_sum,
-                        self.gamma_hat, np.ascontiguousarray(x), np.ascontiguousarray(y),
-                        np.ascontiguousarray(z))
-        if bad >= 0:
-            raise ValueError(f"run {bad}: V = lam I + sum x x^T is not numerically positive "
-                             f"definite (lam is too small): use a larger lam")
-
-    def beta(self, policy) -> np.ndarray:
-        conf = self.confidence
-        return radii_all(self._radius.rule, self._beta[conf.counts], conf.chol)
-
-    @property
-    def kernels(self) -> tuple:
-        return (stage_loop(DirectionalStages, type(self.geometry)),) if self.compiled else ()
-
-    def fallback_reasons(self) -> Counter[str]:
-        total = int(self.fallbacks.sum())
-        return Counter({"Uncertified": total} if total else {})
-
-
-class DirectionalMixin:
-    """What a policy of the linear-constraint model built on a :class:`DirectionalPolicy` (its
-    ``_directional``) exposes, by delegation: GNOP's and SafeTS's state, step API and compiled
-    stages.  Put before :class:`~sege_cvx.Policy` in the bases."""
-
-    _directional: DirectionalPolicy
-
-    def _use(self, directional: DirectionalPolicy) -> None:
-        """Hold ``directional`` and expose its ``delta``, ``radius`` and ``confidence``."""
-        self._directional = directional
-        self.delta, self.radius = directional.delta, directional.radius
-        self.confidence = directional.confidence
-
-    @property
-    def gamma_hat(self) -> np.ndarray:
-        """Every run's estimate of ``gamma*``, shape ``(n_runs, d)``."""
-        return self._directional.gamma_hat
+    def _scans_rays(self, setting: SafeSetting) -> bool:
+        """Whether the policy scans rays on ``setting``'s set (SafeTS solves its own program on
+        a convex set)."""
+        return True
 
     @property
     def compiled_stages(self) -> bool:
-        return self._directional.compiled
+        return self._compiled
 
     @property
     def compiled_kernels(self) -> tuple:
-        return self._directional.kernels
+        return (stage_loop(DirectionalStages, type(self._geometry)),) if self._compiled else ()
 
     @property
     def solver_fallbacks(self) -> np.ndarray:
         """Per run: stages whose arm failed its certificate or exact membership (the safe arm
         was played)."""
-        return self._directional.fallbacks
+        return self._fallbacks
 
     @property
     def fallback_reasons(self) -> Counter[str]:
         """How often an arm failed its certificate (``"Uncertified"``)."""
-        return self._directional.fallback_reasons()
+        total = int(self._fallbacks.sum())
+        return Counter({"Uncertified": total} if total else {})
 
-    def beta(self) -> np.ndarray:
-        """Every run's current confidence radius ``beta``."""
-        return self._directional.beta(self)
+    def radii(self) -> np.ndarray:
+        """Every run's current confidence radius ``beta`` (both confidence sets')."""
+        conf = self.confidence
+        return radii_all(self._radius.rule, self._beta[conf.counts], conf.chol)
 
-    def select(self) -> np.ndarray:
-        """Every run's arm by the policy's rule, certified (:func:`ray_step`)."""
-        arms, self.last_decision = self._directional.select(self)
-        return arms
+    def summary(self, stats, stages: list[int]) -> dict:
+        """The number of rays and the confidence radius."""
+        return {"n_directions": int(self.directions.shape[0]), "radius": self.radius}
 
-    def observe(self, x: np.ndarray, y: np.ndarray, constraint_values: np.ndarray) -> None:
-        """Record the rewards ``y`` and the constraint's values."""
-        self._directional.observe(x, y, constraint_values)
+    def _draws(self, n_stages: int) -> np.ndarray:
+        """SafeTS's standard normals for the next ``n_stages`` stages, ``d + 2`` a stage, each
+        run's from its own generator (the same numbers whatever the stages per call); an empty
+        ``(n_runs, 0, 0)`` for ROFUL and GNOP, which draw nothing."""
+        if self.rule != TS_RULE:
+            return np.empty((self.n_runs, 0, 0))
+        return np.stack([rng.standard_normal((n_stages, self.d + 2)) for rng in self.rngs])
 
     def stage_record(self, t0: int, n_stages: int) -> DirectionalStages:
         """The record of the compiled stage loop (:attr:`compiled_stages`)."""
-        return self._directional.record(self, n_stages)
+        conf = self.confidence
+        table = self._beta.covering(int(conf.counts.max()) + n_stages)
+        return DirectionalStages(conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
+                                 self._xz_sum, self.gamma_hat, self.decision_counts,
+                                 self.last_decision, self._fallbacks, self._radius.rule, table,
+                                 self.rule, self._dirs_t, self._unorm, self.caps, self.margin,
+                                 self.setting.S, self._draws(n_stages), self._geometry)
 
+    def select(self) -> np.ndarray:
+        """Every run's arm by the policy's rule (the compiled stage of :func:`choose_loop`),
+        certified, and moved exactly into a convex set (the safe arm, counted, where it cannot
+        be)."""
+        n, d = self.n_runs, self.d
+        arms = np.empty((n, d))
+        codes = np.empty(n, dtype=np.int8)
+        choose_loop(DirectionalStages, type(self._geometry))(self.stage_record(self.t + 1, 1),
+                                                             self.t + 1, arms, codes)
+        if not self._compiled:
+            arms, inside = self.setting.arm_set.pull_inside_unchecked(arms)
+            played = codes != BASELINE
+            ok = inside & (~played | self._certified(arms))
+            if not ok.all():
+                self._fallbacks += ~ok
+                arms[~ok] = self.setting.safe_arm
+                codes[~ok] = BASELINE
+        self.last_decision = codes
+        return arms
+
+    def _certified(self, arms: np.ndarray) -> np.ndarray:
+        """Per run: whether its arm's UCB ``<x, gamma_hat> + beta ||x||_{V^{-1}} <= c`` or
+        ``S ||x|| <= c`` (NaN arms: False)."""
+        # UCB = -LCB of -gamma_hat (negation is exact).
+        ucb = -lcb_values(arms, -self.gamma_hat, self.confidence.chol, self.radii())
+        with np.errstate(invalid="ignore"):
+            return ((ucb <= self.margin)
+                    | (self.setting.S * scaled_norm(arms, axis=1) <= self.margin))
+
+    def observe(self, x: np.ndarray, y: np.ndarray, constraint_values: np.ndarray) -> None:
+        """Record the rewards ``y`` and the constraint's values: ``V``, ``theta_hat`` and
+        ``gamma_hat``."""
+        conf = self.confidence
+        bad = learn_all(conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts, self._xz_sum,
+                        self.gamma_hat, np.ascontiguousarray(x), np.ascontiguousarray(y),
+                        np.ascontiguousarray(constraint_values))
+        if bad >= 0:
+            raise ValueError(f"run {bad}: V = lam I + sum x x^T is not numerically positive "
+                             f"definite (lam is too small): use a larger lam")

@@ -1,15 +1,19 @@
-"""The policy registry: a policy's name to its class, and what a study may vary of it.
+"""The policy registry: a policy's name to its classes, and what a study may vary of them.
 
 Every layer that names policies reads this one table: a spec's ``[[algorithms]] name``, the
 command line's ``--algorithms``, :meth:`~sege_cvx.problems.problem.BanditProblem.policy`, the
-paper's study and the reports' labels and colours.  SEGE, CLUCB and ROFUL register here like
-any user's policy.  A name is either registered (:func:`register_policy`) or an import path
+paper's study and the reports' labels and colours.  The built-in policies register here like any
+user's policy.  A name is either registered (:func:`register_policy`) or an import path
 ``"module:Class"`` naming a :class:`~sege_cvx.policies.base.Policy` subclass.
 
-A study varies a policy's *grid parameters*: its constructor's parameters, read from its
-signature (scikit-learn's ``get_params`` is the model), except those the problem and the sweep
-supply (:data:`PROBLEM_PARAMETERS`) and those whose annotation is not a plain number, string or
-bool (an exploration object, a callable): a TOML grid holds plain values only.
+A name may stand for one class per safety model: ``"ROFUL"`` is
+:class:`~sege_cvx.StagewiseROFUL` on the stagewise floor and :class:`~sege_cvx.ROFUL` under an
+unknown linear constraint.  :func:`policy_class` gives the class of a problem's model.
+
+A study varies a policy's *grid parameters*: its constructor's keyword parameters, read from its
+signature (scikit-learn's ``get_params`` is the model), except those the sweep supplies
+(:data:`PROBLEM_PARAMETERS`) and those whose annotation is not a plain number, string or bool
+(an exploration object, a callable): a TOML grid holds plain values only.
 """
 
 from __future__ import annotations
@@ -23,18 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..safety import SAFETY_MODELS
-from .base import Policy
+from .base import Policy, model_problem
 
 __all__ = ["PROBLEM_PARAMETERS", "PolicyEntry", "grid_parameters", "policy_class",
            "policy_code_fingerprint", "policy_color", "policy_entry", "policy_stem",
-           "register_policy",
-           "registered_policies", "safety_model_problem"]
+           "register_policy", "registered_policies", "safety_model_problem"]
 
-#: Constructor parameters the problem (arm set, baseline, threshold, ``S``, noise sd, the linear
-#: constraint) and the
-#: sweep (runs and seeds) supply: never grid parameters.
-PROBLEM_PARAMETERS = ("arm_set", "baseline_arm", "baseline_reward", "threshold", "S", "noise_sd",
-                      "n_runs", "seed", "constraint")
+#: Constructor parameters the problem (its setting) and the sweep (runs and seeds) supply: never
+#: grid parameters.
+PROBLEM_PARAMETERS = ("setting", "n_runs", "seed")
 
 #: Annotation words of a grid parameter's type: plain numbers, strings, bools and None.
 _PLAIN_WORDS = {"float", "int", "str", "bool", "None", "NoneType", "Optional", "Union", "Literal",
@@ -45,12 +46,27 @@ _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 
 @dataclass(frozen=True)
 class PolicyEntry:
-    """A registered policy: its ``name``, its class and its report colour (any matplotlib
-    colour; ``None``: the next free one of the reports' palette)."""
+    """A registered policy: its ``name``, its classes (one per safety model, in the order they
+    were registered) and its report colour (any matplotlib colour; ``None``: the next free one
+    of the reports' palette)."""
 
     name: str
-    cls: type[Policy]
+    classes: tuple[type[Policy], ...]
     color: str | None = None
+
+    @property
+    def cls(self) -> type[Policy]:
+        """The first class registered under the name (its only one, for most policies)."""
+        return self.classes[0]
+
+    @property
+    def safety_models(self) -> tuple[str, ...]:
+        """The safety models the name runs on: its classes', in their order."""
+        return tuple(dict.fromkeys(m for cls in self.classes for m in cls.safety_models))
+
+    def for_model(self, model: str) -> type[Policy] | None:
+        """The class of the name that runs on safety model ``model`` (None if none does)."""
+        return next((cls for cls in self.classes if model in cls.safety_models), None)
 
 
 _REGISTRY: dict[str, PolicyEntry] = {}
@@ -60,6 +76,11 @@ def register_policy(name: str, cls: type[Policy] | None = None, *, color: str | 
                     replace: bool = False):
     """Register the policy class ``cls`` under ``name``; usable as a class decorator.
 
+    A name takes one class per safety model: registering a class whose
+    :attr:`~sege_cvx.Policy.safety_models` no class of the name covers adds it to the name (as
+    ``"ROFUL"`` is the stagewise :class:`~sege_cvx.StagewiseROFUL` and the constrained
+    :class:`~sege_cvx.ROFUL`).
+
     Parameters
     ----------
     name : str
@@ -68,9 +89,11 @@ def register_policy(name: str, cls: type[Policy] | None = None, *, color: str | 
     cls : type
         A subclass of :class:`sege_cvx.Policy`.  Omitted: returns a decorator.
     color : str, optional
-        Its colour in reports (a matplotlib colour).
+        Its colour in reports (a matplotlib colour); a name's first colour stays unless
+        another is given.
     replace : bool
-        Allow ``name`` to name another class than it does (otherwise a ValueError).
+        Allow ``name`` to name ``cls`` in place of the classes of the same safety models
+        (otherwise a ValueError).
 
     Returns
     -------
@@ -85,8 +108,8 @@ def register_policy(name: str, cls: type[Policy] | None = None, *, color: str | 
     ...     decision_names = ("baseline",)
     ...     def select(self):
     ...         self.last_decision[:] = 0
-    ...         return self.baseline_arm
-    ...     def observe(self, arms, rewards):
+    ...         return self.setting.safe_arm
+    ...     def observe(self, arms, rewards, constraint_values):
     ...         pass
     >>> sc.policy_class("Baseline-only") is BaselineOnly
     True
@@ -104,17 +127,32 @@ def register_policy(name: str, cls: type[Policy] | None = None, *, color: str | 
                         f"{cls!r}")
     if color is not None and not isinstance(color, str):
         raise TypeError(f"color must be a matplotlib colour name or None, got {color!r}")
+    if unknown := [m for m in cls.safety_models if m not in SAFETY_MODELS]:
+        raise ValueError(f"{cls.__name__}.safety_models names {unknown[0]!r}, not a safety model "
+                         f"({', '.join(SAFETY_MODELS)})")
     known = _REGISTRY.get(name)
-    if known is not None and known.cls is not cls and not replace:
-        raise ValueError(f"policy name {name!r} is registered to {_path_of(known.cls)}; pass "
-                         "replace=True to register another class under it")
-    _REGISTRY[name] = PolicyEntry(name, cls, color)
+    if known is None:
+        _REGISTRY[name] = PolicyEntry(name, (cls,), color)
+        return cls
+    if cls in known.classes:
+        if color is not None:
+            _REGISTRY[name] = PolicyEntry(name, known.classes, color)
+        return cls
+    overlap = [k for k in known.classes if set(k.safety_models) & set(cls.safety_models)]
+    if overlap and not replace:
+        raise ValueError(f"policy name {name!r} is registered to {_path_of(overlap[0])} on the "
+                         f"same safety model; pass replace=True to register another class "
+                         "under it")
+    classes = tuple(k for k in known.classes if k not in overlap) + (cls,)
+    _REGISTRY[name] = PolicyEntry(name, classes, known.color if color is None else color)
     return cls
 
 
-def registered_policies() -> tuple[str, ...]:
-    """The registered names, in the order they were registered (the built-ins first)."""
-    return tuple(_REGISTRY)
+def registered_policies(model: str | None = None) -> tuple[str, ...]:
+    """The registered names, in the order they were registered (the built-ins first); with
+    ``model``, those with a class for that safety model."""
+    return tuple(name for name, entry in _REGISTRY.items()
+                 if model is None or entry.for_model(model) is not None)
 
 
 def policy_entry(name: str) -> PolicyEntry:
@@ -144,12 +182,25 @@ def policy_entry(name: str) -> PolicyEntry:
                           f"{type(exc).__name__}: {' '.join(str(exc).split())}") from exc
     if not (isinstance(target, type) and issubclass(target, Policy)):
         raise TypeError(f"policy {name!r} is not a subclass of sege_cvx.Policy: {target!r}")
-    return PolicyEntry(name, target)
+    return PolicyEntry(name, (target,))
 
 
-def policy_class(name: str) -> type[Policy]:
-    """The class of ``name`` (see :func:`policy_entry`)."""
-    return policy_entry(name).cls
+def policy_class(name: str, model: str | None = None) -> type[Policy]:
+    """The class of ``name`` (see :func:`policy_entry`) on safety model ``model`` (a key of
+    :data:`~sege_cvx.safety.SAFETY_MODELS`), or its first class if ``model`` is None.
+
+    Raises
+    ------
+    TypeError
+        If no class of ``name`` runs on ``model`` (:func:`safety_model_problem`'s sentence).
+    """
+    entry = policy_entry(name)
+    if model is None:
+        return entry.cls
+    cls = entry.for_model(model)
+    if cls is None:
+        raise TypeError(safety_model_problem(name, model))
+    return cls
 
 
 def policy_color(name: str) -> str | None:
@@ -170,15 +221,18 @@ def policy_stem(name: str) -> str:
     return stem or "policy_" + hashlib.sha256(name.encode()).hexdigest()[:8]
 
 
-def grid_parameters(cls: type[Policy]) -> tuple[str, ...]:
+def grid_parameters(cls: type[Policy] | PolicyEntry) -> tuple[str, ...]:
     """The parameters a study may vary of ``cls``, in its constructor's order: its keyword
     parameters but :data:`PROBLEM_PARAMETERS`, whose annotation (if any) names only plain
-    types (``float``, ``int``, ``str``, ``bool``, ``None``).
+    types (``float``, ``int``, ``str``, ``bool``, ``None``).  Of a :class:`PolicyEntry`: those
+    of any of its classes, in their order.
 
     >>> from sege_cvx import CLUCB
     >>> grid_parameters(CLUCB)
     ('lam', 'delta', 'n_arms', 'radius')
     """
+    if isinstance(cls, PolicyEntry):
+        return tuple(dict.fromkeys(n for klass in cls.classes for n in grid_parameters(klass)))
     names = []
     for param in inspect.signature(cls.__init__).parameters.values():
         if (param.name == "self" or param.name in PROBLEM_PARAMETERS
@@ -199,16 +253,22 @@ def grid_parameters(cls: type[Policy]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def policy_code_fingerprint(cls: type[Policy]) -> str | None:
+def policy_code_fingerprint(cls: type[Policy] | PolicyEntry) -> str | None:
     """SHA-256 of the source files of ``cls`` and of its bases outside sege_cvx (None for
-    sege_cvx's own policies, which the package's version identifies).  A sweep records it, so
-    that a policy whose code changed is never pooled with the shards of its old code.
+    sege_cvx's own policies, which the package's version identifies); of a
+    :class:`PolicyEntry`, of all its classes (its one class's, if it has one).  A sweep records
+    it, so that a policy whose code changed is never pooled with the shards of its old code.
 
     Only the modules defining the class and its bases are read: a helper module they import is
     not covered (keep a policy's code in its module, or rerun a sweep with ``overwrite`` after
     changing a helper).  A script's classes count as the script's (``__main__`` here,
     ``__mp_main__`` in a worker process started by ``spawn``).  A class whose source cannot be
     read (defined at an interactive prompt) is identified by its name alone."""
+    if isinstance(cls, PolicyEntry):
+        codes = [policy_code_fingerprint(klass) for klass in cls.classes]
+        if len(codes) == 1 or not any(codes):
+            return codes[0]
+        return hashlib.sha256("\0".join(map(str, codes)).encode()).hexdigest()
     digest = hashlib.sha256()
     outside = [klass for klass in cls.__mro__ if klass is not object
                and not klass.__module__.split(".")[0] == "sege_cvx"]
@@ -224,17 +284,22 @@ def policy_code_fingerprint(cls: type[Policy]) -> str | None:
     return digest.hexdigest()
 
 
-def safety_model_problem(cls: type, model: str) -> str | None:
-    """Why policy class ``cls`` does not run on a problem of safety model ``model``, in one
-    sentence naming the registered policies that do (None if it runs)."""
-    models = getattr(cls, "safety_models", ("stagewise",))
-    if model in models:
-        return None
-    names = {name: policy_class(name) for name in registered_policies()}
-    fits = [name for name, klass in names.items()
-            if model in getattr(klass, "safety_models", ())]
-    called = next((name for name, klass in names.items() if klass is cls),
-                  getattr(cls, "__name__", cls))  # its registered name, if any
+def safety_model_problem(policy: str | type, model: str) -> str | None:
+    """Why ``policy`` (a name, as :func:`policy_entry` reads it, or a class) does not run on a
+    problem of safety model ``model``, in one sentence naming the registered policies that do
+    (None if it runs)."""
+    if isinstance(policy, str):
+        entry = policy_entry(policy)
+        if entry.for_model(model) is not None:
+            return None
+        called, models = policy, entry.safety_models
+    else:
+        if model_problem(policy, model) is None:
+            return None
+        called = next((name for name, e in _REGISTRY.items() if policy in e.classes),
+                      policy.__name__)  # its registered name, if any
+        models = policy.safety_models
+    fits = registered_policies(model)
     runs_on = " and on ".join(SAFETY_MODELS.get(m, m) for m in models)
     return (f"{called} runs on {runs_on}, not on "
             f"{SAFETY_MODELS.get(model, model)}: use {', '.join(fits) or 'another policy'}")

@@ -1,8 +1,11 @@
 r"""ROFUL (Hutchinson, Turan and Alizadeh, "Directional Optimism for Safe Linear Bandits",
-AISTATS 2024) in the paper's setting, for a batch of runs: a stagewise-safe comparator.
+AISTATS 2024), one class per safety model, both registered as ``"ROFUL"``: :class:`ROFUL` in its
+authors' model (an unknown linear constraint; :mod:`.directional` has that rule) and
+:class:`StagewiseROFUL`, a stagewise-safe comparator in the paper's setting, for a batch of runs.
 
-The rule works relative to the baseline arm ``x0``, whose reward ``b0 = <x0, theta*>`` it must
-know exactly: ``x' = x - x0``, ``y' = y - b0 = <x', theta*> + eta``, and safety is
+:class:`StagewiseROFUL`'s rule works relative to the baseline arm ``x0``, whose reward
+``b0 = <x0, theta*>`` it must know exactly: ``x' = x - x0``, ``y' = y - b0 = <x', theta*> + eta``,
+and safety is
 ``<x', theta*> >= -m`` with the margin ``m = b0 - b > 0``.  ``V = lam I + sum x' x'^T`` and
 ``theta_hat = V^{-1} sum x' y'`` are those of :mod:`sege_cvx.confidence`; ``beta`` is the
 confidence radius (:mod:`sege_cvx.confidence.radius`).  The directions ``u_j = (p_j - x0) / s_j``
@@ -44,13 +47,12 @@ import numpy as np
 from .._numba import njit
 from .._random import SeedLike
 from .._validation import as_scalar, scaled_norm
-from ..arm_sets.base import ArmSet
 from ..arm_sets.discretization import as_arm_count, default_arm_count, discretize_with_witnesses
 from ..arm_sets.kernels.registry import has_pull_in, pull_in
 from ..confidence.cholesky import directional_terms, inverse_factor_one, observe_one
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius, CountTable, radii_all, radius_one
-from ..safety import KnownConstraint
+from ..setting import SafeSetting
 from ..stages.loop import StageHooks, register_stage_hooks, stage_loop
 from .base import Policy
 from .directional import ROFUL_RULE, DirectionalPolicy, ray_step
@@ -179,7 +181,7 @@ def choose_arm(policy, run, work, i, s, t, arm) -> int:
 
 
 @njit(inline="always")
-def learn(policy, run, work, i, arm, y, code) -> bool:
+def learn(policy, run, work, i, arm, y, code, z) -> bool:
     """The update with ``(x - x0, y - b0)`` (:func:`observe_one`)."""
     rel, baseline = work[2], policy.baseline
     for k in range(arm.shape[0]):
@@ -194,9 +196,11 @@ def learn(policy, run, work, i, arm, y, code) -> bool:
 register_stage_hooks(ROFULStages, StageHooks(scratch, run_view, choose_arm, learn))
 
 
-class ROFUL(Policy):
-    r"""ROFUL, directional optimism for stagewise safety (Hutchinson, Turan and Alizadeh, AISTATS
-    2024), on ``n_runs`` runs at once; the rule is in the module docstring.
+class StagewiseROFUL(Policy):
+    r"""ROFUL adapted to the stagewise floor (Hutchinson, Turan and Alizadeh, AISTATS 2024,
+    directional optimism), on ``n_runs`` runs at once; the rule is in the module docstring.
+    Registered, with :class:`ROFUL` (its authors' model), as ``"ROFUL"``: the registry gives
+    the class of a problem's safety model.
 
     **Why it is safe.**  On the event of the confidence set (probability ``1 - delta`` for all
     stages at once), ``<x~, theta*> >= <x~, theta_hat> - beta ||x~||_{V^{-1}} = -p``.  With
@@ -210,47 +214,29 @@ class ROFUL(Policy):
     ROFUL's ``y' = y - b0`` assumes equality.  A gap ``g = <x0, theta*> - b0 > 0`` adds ``g`` to
     every ``y'``, for which the model ``<x', theta>`` has no intercept: ``theta_hat`` is biased
     toward the directions played (by about ``g / ||x'||``), the confidence set no longer holds and
-    neither does the guarantee through ``mu`` (the ``kappa`` steps stay safe).  So ``baseline_arm``
-    must lie in the set exactly (a baseline moved into the set has a reward known only as a
+    neither does the guarantee through ``mu`` (the ``kappa`` steps stay safe).  So the baseline
+    arm must lie in the set exactly (a baseline moved into the set has a reward known only as a
     bound: refused).
-
-    **Under an unknown linear constraint** (``constraint`` given, :mod:`sege_cvx.safety`):
-    ROFUL in its authors' own model and as their code defines it, on a
-    :class:`~sege_cvx.StarSet` (compiled stages) or a convex set holding the origin, the safe
-    arm (:mod:`sege_cvx.policies.directional`, which also says how each arm is certified).
-    ``baseline_reward`` and ``threshold`` are then None, and ``radius`` defaults to the authors'
-    ``"theorem1"`` form at risk ``delta / 2`` per confidence set.
 
     Parameters
     ----------
-    arm_set : ArmSet
-        A convex set (or a :class:`~sege_cvx.StarSet` under a linear constraint).
-    baseline_arm : array_like, shape (d,)
-        The baseline arm; under a linear constraint the safe arm, the origin.
-    baseline_reward : float or None
-        ``b0 = <x0, theta*>``, exactly (None under a linear constraint).
-    threshold : float or None
-        ``b < b0`` (None under a linear constraint).
-    S, noise_sd : float
-        ``||theta*|| <= S`` and the noise's sub-Gaussian parameter.
+    setting : SafeSetting
+        A convex set, the baseline arm (in the set exactly), ``S``, the noise level and the
+        :class:`~sege_cvx.RewardFloor` ``(b0, b)`` with ``b0 = <x0, theta*>`` exactly.
     lam : float, default 0.1
     delta : float, default 0.1
         Overall risk of the confidence sets.
-    radius : {"self_normalized", "theorem1"}, optional
-        ``beta``: the self-normalized bound (the stagewise default) or the paper's
-        ``r_n(delta)`` at ``n`` observations with ``L`` a certified bound on ``max ||x - x0||``
-        over the set (:meth:`~sege_cvx.arm_sets.ArmSet.distance_bound`; the default under a
-        linear constraint, as its authors' code).
+    radius : {"self_normalized", "theorem1"}, default "self_normalized"
+        ``beta``: the self-normalized bound or the paper's ``r_n(delta)`` at ``n`` observations
+        with ``L`` a certified bound on ``max ||x - x0||`` over the set
+        (:meth:`~sege_cvx.arm_sets.ArmSet.distance_bound`).
     n_directions : int, optional
         ``K``: as CLUCB's ``n_arms`` (default the smallest count meeting a 3e-3 discretization
-        error; 41 on the paper's disk); under a linear constraint on a convex set, at least 64.
+        error; 41 on the paper's disk).
     n_runs : int, default 1
     seed : int, SeedSequence or list of SeedSequence, optional
-        ROFUL draws nothing; accepted (and validated) so that every policy takes the same
-        arguments.
-    constraint : KnownConstraint, optional
-        What is known of the problem's linear constraint (:meth:`LinearConstraint.known
-        <sege_cvx.LinearConstraint.known>`); None: the stagewise model.
+        StagewiseROFUL draws nothing; accepted (and validated) so that every policy takes the
+        same arguments.
 
     Attributes
     ----------
@@ -266,14 +252,15 @@ class ROFUL(Policy):
         :data:`FULL_STEP`, :data:`SCALED_STEP` or :data:`BASELINE`.
     decision_counts : ndarray, shape (n_runs, 3)
     solver_fallbacks : ndarray, shape (n_runs,)
-        Stages whose point could not be verified in the set, or certified safe under a linear
-        constraint (the baseline arm was played).
+        Stages whose point could not be verified in the set (the baseline arm was played).
 
     Examples
     --------
     >>> import sege_cvx as sc
     >>> disk = sc.Ball(center=[1.0, 1.0], radius=1.0)
-    >>> policy = sc.ROFUL(disk, [1.2, 1.9], 2.24, 0.8 * 2.24, S=1.0, noise_sd=1.0)
+    >>> setting = sc.SafeSetting(disk, [1.2, 1.9], S=1.0, noise_sd=1.0,
+    ...                          safety=sc.RewardFloor(2.24, 0.8 * 2.24))
+    >>> policy = sc.StagewiseROFUL(setting)
     >>> policy.directions.shape, round(policy.margin, 3)
     ((41, 2), 0.448)
     >>> x = policy.select()
@@ -285,57 +272,36 @@ class ROFUL(Policy):
     #: The name of each decision code of :attr:`last_decision` (0, 1, 2), as ``summary.json``
     #: counts them.
     decision_names: tuple[str | None, ...] = ("full_step", "scaled_step", "baseline")
-    safety_models = ("stagewise", "linear_constraint")
 
     def __init__(
         self,
-        arm_set: ArmSet,
-        baseline_arm: np.ndarray,
-        baseline_reward: float | None = None,
-        threshold: float | None = None,
+        setting: SafeSetting,
         *,
-        S: float,
-        noise_sd: float,
         lam: float = 0.1,
         delta: float = 0.1,
-        radius: str | None = None,
+        radius: str = "self_normalized",
         n_directions: int | None = None,
         n_runs: int = 1,
         seed: SeedLike = None,
-        constraint: KnownConstraint | None = None,
     ) -> None:
-        if constraint is not None:  # the authors' own model (:mod:`.directional`)
-            super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
-                             noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed,
-                             constraint=constraint)
-            self._directional = DirectionalPolicy(self, ROFUL_RULE, delta, radius, n_directions)
-            self.delta, self.radius = self._directional.delta, self._directional.radius
-            self.margin = self._directional.margin
-            self.directions, self.steps = self._directional.directions, self._directional.caps
-            self.L = self._directional.L
-            self.confidence = self._directional.confidence
-            return
-        self._directional = None
-        self._require_convex(arm_set)  # it plays points of segments [x0, p_j]
-        super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
-                         noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed)
-        radius = "self_normalized" if radius is None else radius
-        if self.baseline_shift > 0.0:
+        super().__init__(setting, lam=lam, n_runs=n_runs, seed=seed)
+        self._require_convex()  # it plays points of segments [x0, p_j]
+        if setting.safe_shift > 0.0:
             # The arm may well be in the set: on its boundary, rounding (or, on a lifted set, the
             # witness solve) can fail the exact test, which is what the user must know.
-            raise ValueError(f"ROFUL needs the baseline's exact reward, but baseline_arm failed "
+            raise ValueError(f"ROFUL needs the baseline's exact reward, but the safe arm failed "
                              f"the set's exact membership test (tol=0) and was moved "
-                             f"{self.baseline_shift:.3g} into the arm set (its reward is then "
+                             f"{setting.safe_shift:.3g} into the arm set (its reward is then "
                              "known only as a bound), as a point on the boundary can by rounding: "
-                             "give a baseline arm that passes arm_set.contains(x0, tol=0), e.g. "
+                             "give a safe arm that passes arm_set.contains(x0, tol=0), e.g. "
                              "one off the boundary")
-        d = arm_set.dim
+        arm_set, d, floor = setting.arm_set, self.d, setting.safety
         self.delta = as_scalar("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
-        self.margin = self.baseline_reward - self.threshold
-        K = (default_arm_count(arm_set, self.S) if n_directions is None
+        self.margin = floor.margin
+        K = (default_arm_count(arm_set, setting.S) if n_directions is None
              else as_arm_count("n_directions", n_directions))
         points, witnesses = discretize_with_witnesses(arm_set, K)
-        offsets = points - self.baseline_arm
+        offsets = points - setting.safe_arm
         steps = scaled_norm(offsets, axis=1)
         keep = steps > MIN_STEP * arm_set.diameter_bound()
         if not keep.any():
@@ -348,10 +314,10 @@ class ROFUL(Policy):
         self.directions = self._offsets / self.steps[:, None]
         self._dirs_t = np.ascontiguousarray(self.directions.T)  # columns: vectorized scans
         self._unorm = np.ones(len(self.steps))  # the rule's ||u_j||: unit directions
-        self.L = arm_set.distance_bound(self.baseline_arm)
+        self.L = arm_set.distance_bound(setting.safe_arm)
         self._check_lam(self.L)
         self.radius = radius
-        self._radius = ConfidenceRadius(radius, d, self.noise_sd, self.lam, self.S, self.L)
+        self._radius = ConfidenceRadius(radius, d, setting.noise_sd, self.lam, setting.S, self.L)
         self._beta = CountTable(self._radius, self.delta)  # by observation count
         # Compiled stages on sets whose membership is decided from x alone (registry.has_pull_in).
         compiled = arm_set.compiled_arms
@@ -363,100 +329,115 @@ class ROFUL(Policy):
 
     @property
     def compiled_stages(self) -> bool:
-        if self._directional is not None:
-            return self._directional.compiled
         return self._geometry is not None
 
     @property
     def compiled_kernels(self) -> tuple:
-        if self._directional is not None:
-            return self._directional.kernels
         if self._geometry is None:
             return ()
         return (stage_loop(ROFULStages, type(self._geometry)),)
 
     @property
-    def gamma_hat(self) -> np.ndarray:
-        """Under a linear constraint, every run's estimate of ``gamma*`` (shape ``(n_runs, d)``)."""
-        if self._directional is None:
-            raise AttributeError("ROFUL has no gamma_hat on the stagewise model (no constraint)")
-        return self._directional.gamma_hat
+    def solver_fallbacks(self) -> np.ndarray:
+        """Per run: stages whose arm could not be verified in the set (the baseline arm was
+        played)."""
+        return self._fallbacks
 
     @property
-    def solver_fallbacks(self) -> np.ndarray:
-        """Per run: stages whose arm could not be verified in the set, or (under a linear
-        constraint) certified safe; the safe arm was played."""
-        return self._fallbacks if self._directional is None else self._directional.fallbacks
+    def fallback_reasons(self) -> Counter[str]:
+        """How often a point could not be verified in the set (status ``"NotMember"``)."""
+        total = int(self._fallbacks.sum())
+        return Counter({"NotMember": total} if total else {})
 
     def summary(self, stats, stages: list[int]) -> dict:
         """The number of directions and the confidence radius."""
         return {"n_directions": int(self.directions.shape[0]), "radius": self.radius}
 
-    @property
-    def fallback_reasons(self) -> Counter[str]:
-        """How often a point could not be verified in the set (status ``"NotMember"``), or
-        certified safe under a linear constraint (``"Uncertified"``)."""
-        if self._directional is not None:
-            return self._directional.fallback_reasons()
-        total = int(self.solver_fallbacks.sum())
-        return Counter({"NotMember": total} if total else {})
-
-    def beta(self) -> np.ndarray:
+    def radii(self) -> np.ndarray:
         """Every run's current confidence radius ``beta``."""
-        if self._directional is not None:
-            return self._directional.beta(self)
         conf = self.confidence
         return radii_all(self._radius.rule, self._beta[conf.counts], conf.chol)
 
     def select(self) -> np.ndarray:
         """Choose the stage's arms (:func:`step_one`, then the point moved exactly into the set;
-        the baseline arm, counted in ``solver_fallbacks``, where it cannot be).  Under a linear
-        constraint, the authors' rule (:mod:`.directional`)."""
-        if self._directional is not None:
-            arms, self.last_decision = self._directional.select(self)
-            return arms
-        conf = self.confidence
+        the baseline arm, counted in ``solver_fallbacks``, where it cannot be)."""
+        conf, setting = self.confidence, self.setting
         j, tau, code = step_all(conf.chol, conf.theta_hat, self._radius.rule,
                                 self._beta[conf.counts], self._dirs_t, self.steps, self._unorm,
-                                self.margin, self.S)
+                                self.margin, setting.S)
         uncertified = tau < 0.0
         tau = np.maximum(tau, 0.0)
-        arms = _segment_points(self.baseline_arm, self._offsets, j, tau)
+        arms = _segment_points(setting.safe_arm, self._offsets, j, tau)
         witnesses = None
-        if self.arm_set.witness_dim:  # the same convex combination of the witnesses
-            witnesses = ((1.0 - tau)[:, None] * self.baseline_witness
+        if setting.arm_set.witness_dim:  # the same convex combination of the witnesses
+            witnesses = ((1.0 - tau)[:, None] * setting.safe_witness
                          + tau[:, None] * self._point_witnesses[j])
-        arms, inside = self.arm_set.pull_inside_unchecked(arms, witnesses)
+        arms, inside = setting.arm_set.pull_inside_unchecked(arms, witnesses)
         inside &= ~uncertified
         if not inside.all():
             self._fallbacks += ~inside
-            arms[~inside] = self.baseline_arm
+            arms[~inside] = setting.safe_arm
             code[~inside] = BASELINE
         self.last_decision = code
         return arms
 
-    def observe(self, x: np.ndarray, y: np.ndarray | float,
-                constraint_values: np.ndarray | None = None) -> None:
-        """Record the rewards: ``(x - x0, y - b0)`` enter the confidence set.  Under a linear
-        constraint, ``(x, y)`` and ``(x, z)`` with ``z`` the constraint's values."""
-        if self._directional is not None:
-            self._directional.observe(x, y, constraint_values)
-            return
-        self.confidence.update_unchecked(x - self.baseline_arm, y - self.baseline_reward)
+    def observe(self, x: np.ndarray, y: np.ndarray, constraint_values: None = None) -> None:
+        """Record the rewards: ``(x - x0, y - b0)`` enter the confidence set."""
+        setting = self.setting
+        self.confidence.update_unchecked(x - setting.safe_arm, y - setting.safety.baseline_reward)
 
     def stage_record(self, t0: int, n_stages: int) -> ROFULStages:
         """The record of the ``n_stages`` stages from ``t0`` on, for the compiled stage loop
         (:mod:`sege_cvx.stages.loop`).  Only on sets with a compiled membership test
         (:attr:`compiled_stages`)."""
-        if self._directional is not None:
-            return self._directional.record(self, n_stages)
-        conf = self.confidence
+        conf, setting = self.confidence, self.setting
         table = self._beta.covering(int(conf.counts.max()) + n_stages)
         return ROFULStages(conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
                            self.decision_counts, self.last_decision, self._fallbacks,
                            self._radius.rule, table, self._dirs_t, self.steps, self._offsets,
-                           self._unorm, self.margin, self.S, self.baseline_arm, self.baseline_reward,
-                           self._geometry)
+                           self._unorm, self.margin, setting.S, setting.safe_arm,
+                           setting.safety.baseline_reward, self._geometry)
+
+
+class ROFUL(DirectionalPolicy):
+    r"""ROFUL in its authors' own model, an unknown linear constraint with its own feedback,
+    and as their code defines it (:mod:`sege_cvx.policies.directional` has the rule and says
+    how each arm is certified), on ``n_runs`` runs at once.  Registered, with
+    :class:`StagewiseROFUL` (the stagewise floor), as ``"ROFUL"``.
+
+    Parameters
+    ----------
+    setting : SafeSetting
+        A :class:`~sege_cvx.StarSet` (compiled stages) or a convex set holding the origin, the
+        origin as safe arm, ``S`` bounding ``||theta*||`` and ``||gamma*||``, and a
+        :class:`~sege_cvx.KnownConstraint` with its own feedback.
+    lam : float, default 1.0
+    delta : float, default 0.01
+        Overall risk, split between the two confidence sets (the authors' ``delta / 2``).
+    radius : {"theorem1", "self_normalized"}, default "theorem1"
+        The authors' ``beta_t`` at risk ``delta / 2`` per confidence set, or the self-normalized
+        bound.
+    n_directions : int, optional
+        Rays on a convex set (default: CLUCB's count, at least 64); a star set has its own.
+    n_runs : int, default 1
+    seed : optional
+        ROFUL draws nothing; accepted (and validated) as every policy's.
+
+    Examples
+    --------
+    >>> import sege_cvx as sc
+    >>> star = sc.StarSet([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]], radius=1.0)
+    >>> con = sc.LinearConstraint(0.5, gamma_star=[0.8, 0.1], noise_sd=0.1)
+    >>> setting = sc.SafeSetting(star, [0.0, 0.0], S=1.0, noise_sd=0.1,
+    ...                          safety=con.known([0.0, 0.0], theta_star=[0.6, 0.3]))
+    >>> policy = sc.ROFUL(setting, n_runs=2)
+    >>> result = sc.simulate(policy, sc.LinearBandit([0.6, 0.3], 0.1, sc.run_seeds(0, 2)[1],
+    ...                                              constraint=con), 300)
+    >>> int(result.stats.total_violations.sum())
+    0
+    """
+
+    rule = ROFUL_RULE
 
 
 @njit
@@ -469,4 +450,4 @@ def _segment_points(baseline, offsets, j, tau) -> np.ndarray:
     return out
 
 
-__all__ = ["ROFUL", "FULL_STEP", "SCALED_STEP", "BASELINE"]
+__all__ = ["ROFUL", "StagewiseROFUL", "FULL_STEP", "SCALED_STEP", "BASELINE"]

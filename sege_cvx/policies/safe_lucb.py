@@ -45,7 +45,7 @@ from ..arm_sets.star import StarSet
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius, CountTable, check_radius, radii_all
 from ..conic.errors import SolverFailure
-from ..safety import KnownConstraint
+from ..setting import SafeSetting
 from .base import Policy
 from .directional import SHRINK, require_origin
 
@@ -63,14 +63,11 @@ class SafeLUCB(Policy):
 
     Parameters
     ----------
-    arm_set : ArmSet
+    setting : SafeSetting
         A convex set holding the origin, or a :class:`~sege_cvx.StarSet` (its rays scanned in
-        closed form, and its exploration arms drawn ray by ray within the safe ellipsoid).
-    baseline_arm : array_like, shape (d,)
-        The safe arm: the origin.
-    baseline_reward, threshold : None
-    S, noise_sd : float
-        ``||theta*|| <= S``; the reward's noise level.
+        closed form, and its exploration arms drawn ray by ray within the safe ellipsoid); the
+        origin as safe arm; ``S`` bounding ``||theta*||``; the reward's noise level; a
+        :class:`~sege_cvx.KnownConstraint` with ``B`` (invertible).
     lam : float, default 1.0
     delta : float, default 0.01
     exploration_stages : int, default 10000
@@ -81,8 +78,6 @@ class SafeLUCB(Policy):
     n_runs : int, default 1
     seed : int, SeedSequence or list of SeedSequence, optional
         Run ``i``'s exploration arms come from :attr:`rngs` ``[i]`` alone.
-    constraint : KnownConstraint
-        With ``B`` (invertible).
 
     Attributes
     ----------
@@ -98,9 +93,9 @@ class SafeLUCB(Policy):
     >>> import sege_cvx as sc
     >>> box = sc.Box([-1.0, -1.0], [1.0, 1.0])
     >>> con = sc.LinearConstraint(0.9, B=-np.array([[3.0, 9.0], [9.0, 2.0]]) / 5)
-    >>> problem = sc.BanditProblem(box, theta_star=-np.array([20.8, 1.0]) / 23,
-    ...                            baseline_arm=[0.0, 0.0], S=1.0, noise_sd=0.01, lam=1.0,
-    ...                            delta_bar=0.01, constraint=con)
+    >>> problem = sc.BanditProblem.from_truth(box, theta_star=-np.array([20.8, 1.0]) / 23,
+    ...                                       safe_arm=[0.0, 0.0], S=1.0, noise_sd=0.01,
+    ...                                       constraint=con)
     >>> policy = problem.policy("Safe-LUCB", 2, seed=0, exploration_stages=20)
     >>> result = sc.simulate(policy, problem.bandit(sc.run_seeds(1, 2)[1]), 40)
     >>> policy.decision_counts.tolist(), int(result.stats.total_violations.sum())
@@ -112,13 +107,8 @@ class SafeLUCB(Policy):
 
     def __init__(
         self,
-        arm_set: ArmSet,
-        baseline_arm: np.ndarray,
-        baseline_reward: float | None = None,
-        threshold: float | None = None,
+        setting: SafeSetting,
         *,
-        S: float,
-        noise_sd: float,
         lam: float = 1.0,
         delta: float = 0.01,
         exploration_stages: int = 10_000,
@@ -126,18 +116,12 @@ class SafeLUCB(Policy):
         radius: str = "theorem1",
         n_runs: int = 1,
         seed: SeedLike = None,
-        constraint: KnownConstraint | None = None,
     ) -> None:
-        if constraint is None or constraint.B is None:
-            raise TypeError("Safe-LUCB is a policy of the linear constraint <B x, theta*> <= c "
-                            "with B known: give a problem with sc.LinearConstraint(c, B=...)")
-        if isinstance(arm_set, ArmSet) and not (arm_set.is_convex
-                                                or isinstance(arm_set, StarSet)):
+        super().__init__(setting, lam=lam, n_runs=n_runs, seed=seed)
+        arm_set, constraint = setting.arm_set, setting.safety
+        if not (arm_set.is_convex or isinstance(arm_set, StarSet)):
             raise TypeError(f"Safe-LUCB needs a convex arm set (it solves programs over it) or a "
                             f"sc.StarSet (it scans its rays), not {arm_set!r}")
-        super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
-                         noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed,
-                         constraint=constraint)
         require_origin(self)
         d = self.d
         B = constraint.B
@@ -149,26 +133,26 @@ class SafeLUCB(Policy):
         self.B_inverse = np.linalg.inv(B)
         self.delta = as_scalar("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
         self.exploration_stages = as_nonnegative_int("exploration_stages", exploration_stages)
-        self.R = self.noise_sd if R is None else as_scalar("R", R, low=0.0)
+        self.R = setting.noise_sd if R is None else as_scalar("R", R, low=0.0)
         self.radius = check_radius(radius)
         self.margin = float(constraint.margin)
         self.L = arm_set.norm_bound()
         self._check_lam(self.L)
-        self._radius = ConfidenceRadius(self.radius, d, self.R, self.lam, self.S, self.L)
+        self._radius = ConfidenceRadius(self.radius, d, self.R, self.lam, setting.S, self.L)
         self._beta = CountTable(self._radius, self.delta)
         self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
-        self.solver_fallbacks = np.zeros(self.n_runs, dtype=np.int64)
+        self._fallbacks = np.zeros(self.n_runs, dtype=np.int64)
         self._reasons: Counter[str] = Counter()
         # Room for the rounding of B^-1 r, which grows with B's condition number.
         slack = max(SHRINK, 16.0 * d * np.finfo(float).eps * np.linalg.cond(B))
-        self._exploration_radius = (1.0 - slack) * self.margin / self.S
+        self._exploration_radius = (1.0 - slack) * self.margin / setting.S
         self._star = isinstance(arm_set, StarSet)
         self._program = self._optimistic_program()
 
     def _optimistic_program(self):
         if self._star:
             return None  # the rays are scanned in closed form
-        return _optimistic_program(self.arm_set, 2 * self.d, self.margin)
+        return _optimistic_program(self.setting.arm_set, 2 * self.d, self.margin)
 
     def __getstate__(self) -> dict:
         # Clarabel's solvers do not pickle; the program is compiled again on loading and, as
@@ -180,12 +164,18 @@ class SafeLUCB(Policy):
         self._program = self._optimistic_program()
 
     @property
+    def solver_fallbacks(self) -> np.ndarray:
+        """Per run: stages whose arm could not be solved, certified or found in the set (the
+        safe arm was played)."""
+        return self._fallbacks
+
+    @property
     def fallback_reasons(self) -> Counter[str]:
         """Why the safe arm replaced an arm: a solver status, ``"Uncertified"`` or
         ``"NotMember"``."""
         return self._reasons.copy()
 
-    def beta(self) -> np.ndarray:
+    def radii(self) -> np.ndarray:
         """Every run's current confidence radius ``beta``."""
         conf = self.confidence
         return radii_all(self._radius.rule, self._beta[conf.counts], conf.chol)
@@ -198,7 +188,7 @@ class SafeLUCB(Policy):
         """Every run's relaxed confidence set: its ``2d`` vertices
         ``theta_hat +- sqrt(d) beta V^{-1/2} e_i`` (``+`` first), shape ``(n_runs, 2d, d)``."""
         conf, d = self.confidence, self.d
-        beta = self.beta()
+        beta = self.radii()
         out = np.empty((self.n_runs, 2 * d, d))
         for i in range(self.n_runs):
             values, vectors = np.linalg.eigh(conf.V[i])
@@ -223,12 +213,12 @@ class SafeLUCB(Policy):
                     arms[i] = self.B_inverse @ (self._exploration_radius * z[:d]
                                                 / np.linalg.norm(z))
             codes[:] = EXPLORE
-            inside = self.arm_set.contains(arms, tol=0.0)
-            safe = self.S * np.linalg.norm(arms @ self.B.T, axis=1) <= self.margin
+            inside = self.setting.arm_set.contains(arms, tol=0.0)
+            safe = self.setting.S * np.linalg.norm(arms @ self.B.T, axis=1) <= self.margin
             for reason, failed in (("NotMember", ~inside), ("Uncertified", inside & ~safe)):
                 if failed.any():
                     self._reasons[reason] += int(failed.sum())
-                    self.solver_fallbacks += failed
+                    self._fallbacks += failed
                     arms[failed], codes[failed] = 0.0, BASELINE
             self.last_decision = codes
             return arms
@@ -246,19 +236,19 @@ class SafeLUCB(Policy):
                         best, value = x, float(w @ x)
             except SolverFailure as exc:
                 self._reasons[exc.status] += 1
-                self.solver_fallbacks[i] += 1
+                self._fallbacks[i] += 1
                 continue
             top = float(np.max(bounds[i] @ best))
             if top > (1.0 - SHRINK) * self.margin:
                 best = best * ((1.0 - SHRINK) * self.margin / top)
             arms[i], codes[i] = best, OPTIMISTIC
         played = codes != BASELINE
-        moved, inside = self.arm_set.pull_inside_unchecked(arms)
+        moved, inside = self.setting.arm_set.pull_inside_unchecked(arms)
         safe = np.einsum("ikj,ij->ik", bounds, moved).max(axis=1) <= self.margin
         ok = ~played | (inside & safe)
         if not ok.all():
             self._reasons["Uncertified"] += int((~ok).sum())
-            self.solver_fallbacks += ~ok
+            self._fallbacks += ~ok
             codes[~ok] = BASELINE
         moved[codes == BASELINE] = 0.0
         self.last_decision = codes
@@ -268,7 +258,7 @@ class SafeLUCB(Policy):
         """On a star set, the exploration arm ``fl(s u_k)``: a ray ``k`` uniformly, then ``s``
         uniformly along its part inside the safe ellipsoid ``||B x|| <= (1 - e) c / S`` (both from
         standard normals ``z``, by their normal quantiles)."""
-        star: StarSet = self.arm_set
+        star: StarSet = self.setting.arm_set
         K = star.n_directions
         uniform = [0.5 * math.erfc(-float(v) / math.sqrt(2.0)) for v in z[:2]]  # in [0, 1]
         k = min(int(K * uniform[0]), K - 1)
@@ -281,7 +271,7 @@ class SafeLUCB(Policy):
         set is ``s <= sigma_k = min(cap_k, min_j c / <n_j, u_k>)`` (over the normals with
         ``<n_j, u_k> > 0``), and the best ``(vertex, ray)`` maximizes ``sigma_k <w_i, u_k>``;
         the safe arm if no value is positive.  ``(arm, code)``."""
-        star: StarSet = self.arm_set
+        star: StarSet = self.setting.arm_set
         slopes = star.directions @ normals.T  # (K, 2d): <n_j, u_k>
         with np.errstate(divide="ignore"):
             limits = np.where(slopes > 0.0, self.margin / np.where(slopes > 0.0, slopes, 1.0),
@@ -295,7 +285,7 @@ class SafeLUCB(Policy):
         s = sigma[k] * (1.0 - SHRINK) if cut[k] else sigma[k]
         return s * star.directions[k], OPTIMISTIC
 
-    def observe(self, x: np.ndarray, y: np.ndarray) -> None:
+    def observe(self, x: np.ndarray, y: np.ndarray, constraint_values: None = None) -> None:
         """Record the rewards (the constraint's feedback is the reward's)."""
         self.confidence.update(x, y)
 

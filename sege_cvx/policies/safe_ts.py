@@ -36,15 +36,13 @@ from ..arm_sets.base import ArmSet
 from ..arm_sets.star import StarSet
 from ..confidence.cholesky import inverse_factor_one
 from ..conic.errors import SolverFailure
-from ..safety import KnownConstraint
-from .base import Policy
+from ..setting import SafeSetting
 from .directional import (
     BASELINE,
     FULL_STEP,
     SCALED_STEP,
     SHRINK,
     TS_RULE,
-    DirectionalMixin,
     DirectionalPolicy,
     sample_parameter,
 )
@@ -54,25 +52,21 @@ from .directional import (
 ACTIVE = 1e-6
 
 
-class SafeTS(DirectionalMixin, Policy):
+class SafeTS(DirectionalPolicy):
     r"""Safe Thompson sampling on ``n_runs`` runs at once (the rule and its safety argument are
     in :mod:`sege_cvx.policies.safe_ts`): the best arm for a parameter sampled in the confidence
     ellipsoid, over the estimated safe set, one SOCP a stage.
 
-    A policy of the linear-constraint model (``constraint`` required), learning ``gamma*`` from
-    its own feedback, with the origin as the safe arm.  ``solver_fallbacks`` counts per run the
-    stages whose arm could not be solved, certified or moved into the set (the safe arm was
-    played); ``fallback_reasons`` says why.
+    A policy of the linear-constraint model (a :class:`~sege_cvx.KnownConstraint` with its own
+    feedback), from the origin.  ``solver_fallbacks`` counts per run the stages whose arm could
+    not be solved, certified or moved into the set (the safe arm was played);
+    ``fallback_reasons`` says why.
 
     Parameters
     ----------
-    arm_set : ArmSet
-        A :class:`~sege_cvx.StarSet` (compiled stages) or a convex set holding the origin.
-    baseline_arm : array_like, shape (d,)
-        The safe arm: the origin.
-    baseline_reward, threshold : None
-    S, noise_sd : float
-        ``||theta*||, ||gamma*|| <= S``; the reward's noise level.
+    setting : SafeSetting
+        A :class:`~sege_cvx.StarSet` (compiled stages) or a convex set holding the origin, the
+        origin as safe arm, ``S`` bounding ``||theta*||`` and ``||gamma*||``.
     lam : float, default 1.0
     delta : float, default 0.01
         Overall risk, split between the two confidence sets.
@@ -80,61 +74,41 @@ class SafeTS(DirectionalMixin, Policy):
     n_runs : int, default 1
     seed : int, SeedSequence or list of SeedSequence, optional
         Run ``i``'s samples come from :attr:`rngs` ``[i]`` alone.
-    constraint : KnownConstraint
-        What is known of the linear constraint.
-
-    Attributes
-    ----------
-    confidence : ConfidenceEllipsoid
-        ``V`` and ``theta_hat``; ``gamma_hat`` the constraint's estimate.
 
     Examples
     --------
     >>> import sege_cvx as sc
     >>> box = sc.Box([-1.0, -1.0], [1.0, 1.0])
     >>> con = sc.LinearConstraint(0.3, gamma_star=[0.7, 0.5], noise_sd=0.1)
-    >>> problem = sc.BanditProblem(box, theta_star=[0.6, 0.3], baseline_arm=[0.0, 0.0],
-    ...                            S=1.0, noise_sd=0.1, lam=1.0, delta_bar=0.01, constraint=con)
+    >>> problem = sc.BanditProblem.from_truth(box, theta_star=[0.6, 0.3], safe_arm=[0.0, 0.0],
+    ...                                       S=1.0, noise_sd=0.1, constraint=con)
     >>> policy = problem.policy("SafeTS", 2, seed=0)
     >>> result = sc.simulate(policy, problem.bandit(sc.run_seeds(1, 2)[1]), 50)
     >>> int(result.stats.total_violations.sum()), int(policy.solver_fallbacks.sum())
     (0, 0)
     """
 
-    decision_names: tuple[str | None, ...] = ("full_step", "scaled_step", "baseline")
-    safety_models = ("linear_constraint",)
+    rule = TS_RULE
 
     def __init__(
         self,
-        arm_set: ArmSet,
-        baseline_arm: np.ndarray,
-        baseline_reward: float | None = None,
-        threshold: float | None = None,
+        setting: SafeSetting,
         *,
-        S: float,
-        noise_sd: float,
         lam: float = 1.0,
         delta: float = 0.01,
         radius: str = "theorem1",
         n_runs: int = 1,
         seed: SeedLike = None,
-        constraint: KnownConstraint | None = None,
     ) -> None:
-        if constraint is None:
-            raise TypeError("SafeTS is a policy of the linear-constraint model: give constraint= "
-                            "(BanditProblem(..., constraint=...).policy('SafeTS'))")
-        if isinstance(arm_set, ArmSet) and not (arm_set.is_convex or isinstance(arm_set, StarSet)):
-            raise TypeError(f"SafeTS needs a convex set or a sc.StarSet, not {arm_set!r}")
-        super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
-                         noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed,
-                         constraint=constraint)
-        star = isinstance(arm_set, StarSet)
-        self._use(DirectionalPolicy(self, TS_RULE, delta, radius, None, rays=star))
+        super().__init__(setting, lam=lam, delta=delta, radius=radius, n_runs=n_runs, seed=seed)
         self._reasons: Counter[str] = Counter()
-        self._program = None if star else self._safe_set_program()
+        self._program = (None if self._star
+                         else _safe_set_program(setting.arm_set, self.margin))
 
-    def _safe_set_program(self):
-        return _safe_set_program(self.arm_set, self._directional.margin)
+    def _scans_rays(self, setting: SafeSetting) -> bool:
+        """Only a star set's: on a convex set SafeTS solves its program over the estimated safe
+        set."""
+        return isinstance(setting.arm_set, StarSet)
 
     def __getstate__(self) -> dict:
         # Clarabel's solvers do not pickle; the program is compiled again on loading, and (it
@@ -143,15 +117,15 @@ class SafeTS(DirectionalMixin, Policy):
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        if not self._directional.star:
-            self._program = self._safe_set_program()
+        if not self._star:
+            self._program = _safe_set_program(self.setting.arm_set, self.margin)
 
     @property
     def fallback_reasons(self) -> Counter[str]:
         """Why the safe arm replaced an arm: a solver status, ``"Uncertified"`` or
         ``"NotMember"``."""
-        if self._directional.star:
-            return self._directional.fallback_reasons()
+        if self._star:
+            return super().fallback_reasons
         return self._reasons.copy()
 
     def summary(self, stats, stages: list[int]) -> dict:
@@ -160,12 +134,12 @@ class SafeTS(DirectionalMixin, Policy):
 
     def select(self) -> np.ndarray:
         """Every run's arm (the module docstring's rule), certified before it is returned."""
-        if self._directional.star:  # the compiled scan of the rays
+        if self._star:  # the compiled scan of the rays
             return super().select()
         n, d = self.n_runs, self.d
-        conf, margin = self.confidence, self._directional.margin
-        beta = self.beta()
-        draws = self._directional.draws(self, 1)[:, 0]
+        conf, margin, setting = self.confidence, self.margin, self.setting
+        beta = self.radii()
+        draws = self._draws(1)[:, 0]
         arms = np.zeros((n, d))
         codes = np.full(n, BASELINE, dtype=np.int8)
         inv, e, col, sampled = np.empty((d, d)), np.empty(d), np.empty(d), np.empty(d)
@@ -176,7 +150,7 @@ class SafeTS(DirectionalMixin, Policy):
                 x = self._program.solve(sampled, self.gamma_hat[i], beta[i] * inv).x
             except SolverFailure as exc:
                 self._reasons[exc.status] += 1
-                self._directional.fallbacks[i] += 1
+                self._fallbacks[i] += 1
                 continue
             if not float(sampled @ x) > 0.0:
                 continue  # the safe arm is as good for theta~
@@ -186,14 +160,14 @@ class SafeTS(DirectionalMixin, Policy):
                 x = x * ((1.0 - SHRINK) * margin / ucb)
             arms[i], codes[i] = x, code
         played = codes != BASELINE
-        moved, inside = self.arm_set.pull_inside_unchecked(arms)
-        ok = ~played | (inside & self._directional.certified(self, moved))
+        moved, inside = setting.arm_set.pull_inside_unchecked(arms)
+        ok = ~played | (inside & self._certified(moved))
         if not ok.all():
             self._reasons["Uncertified"] += int((~ok).sum())
-            self._directional.fallbacks[~ok] += 1
-            moved[~ok] = self.baseline_arm
+            self._fallbacks[~ok] += 1
+            moved[~ok] = setting.safe_arm
             codes[~ok] = BASELINE
-        moved[~played] = self.baseline_arm
+        moved[~played] = setting.safe_arm
         self.last_decision = codes
         return moved
 

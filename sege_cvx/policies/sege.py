@@ -11,19 +11,21 @@ import numpy as np
 
 from .._random import PacedNormals, SeedLike
 from .._validation import as_scalar
-from ..arm_sets.base import LCB_METHODS, ArmSet
+from ..arm_sets.base import LCB_METHODS
 from ..arm_sets.exploration import Exploration
 from ..arm_sets.kernels.status import STATUS
 from ..confidence.cholesky import min_eigenvalue_at_least
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import ConfidenceRadius
+from ..safety import RewardFloor
+from ..setting import SafeSetting
 from ..stages.loop import choose_loop, stage_loop
 from . import sege_rule
 from .base import Policy
 from .sege_rule import EXPLOIT, EXPLORE_BASELINE, EXPLORE_LCB
 
-__all__ = ["SEGE", "EXPLOIT", "EXPLORE_LCB", "EXPLORE_BASELINE", "PaperRisk", "paper_risk",
-           "rho_bar"]
+__all__ = ["SEGE", "EXPLOIT", "EXPLORE_LCB", "EXPLORE_BASELINE", "PaperRisk", "default_c",
+           "paper_risk", "rho_bar"]
 
 
 def paper_risk(t: int, delta_bar: float = 0.1) -> float:
@@ -48,6 +50,20 @@ class PaperRisk:
 
     def __call__(self, t: int) -> float:
         return paper_risk(t, self.delta_bar)
+
+
+def default_c(rho: float, sigma2: float) -> float:
+    """SEGE's default exploitation constant: ``20 rho^2 sigma^2`` to one significant digit.
+
+    Safe exploration raises ``lambda_min(V_t)`` by about ``rho^2 sigma^2`` a stage (Lemma 4),
+    so line 5's test ``lambda_min(V_{t-1}) >= c sqrt(t)`` passes after about
+    ``(c / (rho^2 sigma^2))^2 = 400`` exploring stages, whatever the set's scale.  The ratio is
+    the paper's: on its disk (``rho = 0.224``, ``sigma^2 = 1/2``) it gives its ``c = 0.5``.
+
+    >>> default_c(0.224, 0.5)
+    0.5
+    """
+    return float(f"{20.0 * rho * rho * sigma2:.0e}")
 
 
 def rho_bar(baseline_reward: float, threshold: float, S: float, diameter: float) -> float:
@@ -95,23 +111,18 @@ class SEGE(Policy):
 
     Parameters
     ----------
-    arm_set : ArmSet
-        The set of arms, convex (a :class:`~sege_cvx.arm_sets.FiniteArmSet` is refused with a
-        ``TypeError``: SEGE plays mixtures of arms).
-    baseline_arm : array_like, shape (d,)
-        Known safe arm ``X_0`` in the set.
-    baseline_reward : float
-        ``b0 <= <X_0, theta*>``.
-    threshold : float
-        Safety threshold ``b < b0``.
-    S : float
-        Bound ``||theta*|| <= S``.
-    noise_sd : float
-        Sub-Gaussian noise parameter ``sigma_eta``.
+    setting : SafeSetting
+        What SEGE is told: the arm set, convex (a :class:`~sege_cvx.arm_sets.FiniteArmSet` is
+        refused with a ``TypeError``: SEGE plays mixtures of arms), the baseline arm ``X_0`` (the
+        setting's safe arm), ``S``, the noise level ``sigma_eta`` and the
+        :class:`~sege_cvx.RewardFloor` ``(b0, b)``.
     lam : float, default 0.1
         Regularization ``lambda``.
-    c : float, default 0.5
-        Exploitation rate constant of line 5.
+    c : float, optional
+        Exploitation rate constant of line 5.  Default: ``20 rho^2 sigma^2`` to one significant
+        digit (:func:`default_c`), the paper's own ratio (its ``c = 0.5`` on its disk): safe
+        exploration raises ``lambda_min(V_t)`` by about ``rho^2 sigma^2`` a stage (Lemma 4), so
+        the test ``lambda_min(V_{t-1}) >= c sqrt(t)`` passes after about 400 stages on any set.
     rho : float, optional
         Mixing weight in ``(0, rho_bar]``; default ``rho_bar`` (Lemma 1).
     L : float, optional
@@ -151,8 +162,8 @@ class SEGE(Policy):
         Mixing weight, its bound, the norm bound in ``r_t`` and ``lambda_min(Cov U_t)``.
     exploration : Exploration
         The distribution of ``U_t``.
-    baseline_witness : ndarray, shape (witness_dim,)
-        The baseline arm's witness on a lifted arm set (empty otherwise).
+    c : float
+        The exploitation rate constant (as given, or its default).
     confidence : ConfidenceEllipsoid
         ``V_t``, ``V_t^{-1}``, ``theta_hat_t`` per run.
     last_decision : ndarray of int8, shape (n_runs,)
@@ -176,9 +187,11 @@ class SEGE(Policy):
     --------
     >>> import numpy as np, sege_cvx as sc
     >>> disk = sc.Ball(center=[1.0, 1.0], radius=1.0)
-    >>> policy = sc.SEGE(disk, [1.2, 1.9], 2.24, 0.8 * 2.24, S=1.0, noise_sd=1.0, seed=0)
-    >>> round(policy.rho, 3)
-    0.224
+    >>> setting = sc.SafeSetting(disk, [1.2, 1.9], S=1.0, noise_sd=1.0,
+    ...                          safety=sc.RewardFloor(2.24, 0.8 * 2.24))
+    >>> policy = sc.SEGE(setting, seed=0)
+    >>> round(policy.rho, 3), policy.c
+    (0.224, 0.5)
     >>> x = policy.select()
     >>> policy.observe(x, float(x @ [0.6, 0.8]) + 0.1)
     >>> policy.t, int(policy.decision_counts[0, 2])
@@ -191,15 +204,10 @@ class SEGE(Policy):
 
     def __init__(
         self,
-        arm_set: ArmSet,
-        baseline_arm: np.ndarray,
-        baseline_reward: float,
-        threshold: float,
+        setting: SafeSetting,
         *,
-        S: float,
-        noise_sd: float,
         lam: float = 0.1,
-        c: float = 0.5,
+        c: float | None = None,
         rho: float | None = None,
         L: float | None = None,
         exploration: Exploration | None = None,
@@ -210,11 +218,10 @@ class SEGE(Policy):
         n_runs: int = 1,
         seed: SeedLike = None,
     ) -> None:
-        self._require_convex(arm_set)  # U_t and the mix (1 - rho) X^S + rho U need convexity
-        super().__init__(arm_set, baseline_arm, baseline_reward, threshold, S=S,
-                         noise_sd=noise_sd, lam=lam, n_runs=n_runs, seed=seed)
-        d = arm_set.dim
-        self.c = as_scalar("c", c, low=0.0, low_open=True)
+        super().__init__(setting, lam=lam, n_runs=n_runs, seed=seed)
+        self._require_convex()  # U_t and the mix (1 - rho) X^S + rho U need convexity
+        arm_set, d = setting.arm_set, self.d
+        floor: RewardFloor = setting.safety
         if lcb_method not in LCB_METHODS:
             raise ValueError(f"lcb_method must be one of {LCB_METHODS}, got {lcb_method!r}")
         if lcb_method == "closed_form" and not arm_set.has_closed_form_lcb:
@@ -233,7 +240,8 @@ class SEGE(Policy):
         if not callable(self.risk):
             raise TypeError(f"risk must be callable t -> delta_t, got {type(risk).__name__}")
 
-        self.rho_bar = rho_bar(self.baseline_reward, self.threshold, self.S, arm_set.diameter_bound())
+        self.rho_bar = rho_bar(floor.baseline_reward, floor.threshold, setting.S,
+                               arm_set.diameter_bound())
         self.rho = self.rho_bar if rho is None else as_scalar(
             "rho", rho, low=0.0, low_open=True, high=self.rho_bar)
         self.exploration = arm_set.exploration() if exploration is None else exploration
@@ -248,8 +256,10 @@ class SEGE(Policy):
             raise ValueError("exploration is not certified to lie inside the arm set")
         # Cov(U) = B E[zeta zeta^T] B^T = B B^T / d (Lemma 4's sigma^2).
         self.sigma2 = self.exploration.sigma2
+        self.c = (default_c(self.rho, self.sigma2) if c is None
+                  else as_scalar("c", c, low=0.0, low_open=True))
         self.L = arm_set.norm_bound() if L is None else as_scalar("L", L, low=0.0, low_open=True)
-        known = np.vstack([self.exploration.vertices(), self.baseline_arm])
+        known = np.vstack([self.exploration.vertices(), setting.safe_arm])
         norms = np.linalg.norm(known, axis=1)
         if self.L < norms.max():
             raise ValueError(f"L = {self.L} is below ||x|| = {norms.max():.6g} of the point "
@@ -257,7 +267,7 @@ class SEGE(Policy):
 
         self._check_lam(self.L)
         self.radius = radius
-        self._radius = ConfidenceRadius(radius, d, self.noise_sd, self.lam, self.S, self.L)
+        self._radius = ConfidenceRadius(radius, d, setting.noise_sd, self.lam, setting.S, self.L)
         # zeta_t is drawn only at the stages where a run explores: its k-th exploration uses
         # the k-th draw of its own stream (the same distribution as a draw at every stage).
         self._zeta = PacedNormals(self._seed_sequences, d)
@@ -274,7 +284,7 @@ class SEGE(Policy):
         if compiled is not None and lcb_method != "solver":
             # A lifted set's stage mixes arms in weight space: it needs the baseline's weights
             # and the exploration vertices' (arm_sets.hull.arms).
-            geometry = (compiled.geometry(self.lam, (self.baseline_witness,
+            geometry = (compiled.geometry(self.lam, (setting.safe_witness,
                                                      self.exploration.witness_table()))
                         if arm_set.witness_dim else compiled.geometry(self.lam))
             self._compiled = (geometry, (self.exploration.center, self.exploration.B,
@@ -344,7 +354,11 @@ class SEGE(Policy):
             raise ValueError(f"risk schedule returned delta_{t} = {delta!r}, outside (0, 1)")
         return float(delta)
 
-    def radii(self, t: int) -> np.ndarray:
+    def radii(self) -> np.ndarray:
+        """Every run's radius for its next stage ``t + 1`` (:meth:`radii_at`)."""
+        return self.radii_at(self.t + 1)
+
+    def radii_at(self, t: int) -> np.ndarray:
         """Every run's radius at stage ``t`` from its current ``V`` (``V_{t-1}`` when ``t`` is
         the next stage): ``r_t(delta_t)`` of eq. (r_t), the same for all runs, or the
         self-normalized bound (``radius="self_normalized"``)."""
@@ -360,29 +374,30 @@ class SEGE(Policy):
         """
         t = self.t + 1
         if self._compiled is not None:
-            arms = np.empty((self.n_runs, self.arm_set.dim))
+            arms = np.empty((self.n_runs, self.d))
             decision = np.empty(self.n_runs, dtype=np.int8)
             kernel = choose_loop(sege_rule.SEGEStages, type(self._compiled[0]))
             kernel(self.stage_record(t, 1), t, arms, decision)
         else:
-            arms, decision = self._select_around_arm_set(self.radii(t), self.c * math.sqrt(t))
+            arms, decision = self._select_around_arm_set(self.radii_at(t), self.c * math.sqrt(t))
         self.last_decision = decision
         return arms
 
     def _select_around_arm_set(self, r: np.ndarray, bound: float) -> tuple[np.ndarray, np.ndarray]:
         """The rule (:mod:`.sege_rule`) around the arm set's own greedy and LCB arms (``r``: the
         runs' radii)."""
-        conf = self.confidence
+        conf, setting = self.confidence, self.setting
+        floor, arm_set = setting.safety, setting.arm_set
         # Safe greedy exploitation (lines 5-6).  The greedy arm (eq. (greedy arm)) is computed
         # only for runs that pass the information test, which is cheap and often fails.
-        arms = np.full((self.n_runs, self.arm_set.dim), np.nan)
+        arms = np.full((self.n_runs, self.d), np.nan)
         exploit = min_eigenvalue_at_least(conf.V, bound)
         ready = np.flatnonzero(exploit)
         if ready.size:
-            greedy = self.arm_set.greedy_arm_batch(conf.theta_hat[ready])
+            greedy = arm_set.greedy_arm_batch(conf.theta_hat[ready])
             self._count_fallbacks(ready, greedy)
             exploit[ready] = sege_rule.exploit_all(greedy.arms, greedy.ok, conf.theta_hat,
-                                                   conf.chol, r, self.threshold, ready)
+                                                   conf.chol, r, floor.threshold, ready)
             arms[ready] = greedy.arms
 
         # Safe exploration (lines 7-8) for the other runs.
@@ -391,24 +406,24 @@ class SEGE(Policy):
         self.last_exploration_arm.fill(np.nan)
         idx = np.flatnonzero(~exploit)
         if idx.size:
-            lcb_arm = self.arm_set.lcb_arm_batch(conf.theta_hat[idx], conf.chol[idx], r[idx],
-                                                 self.lcb_method)
+            lcb_arm = arm_set.lcb_arm_batch(conf.theta_hat[idx], conf.chol[idx], r[idx],
+                                            self.lcb_method)
             self._count_fallbacks(idx, lcb_arm)
             draws = self._zeta.take(idx)
             U = self.exploration.points(draws)  # eq. (U_t)
             use_lcb, safe, mixed = sege_rule.explore_all(
-                lcb_arm.arms, lcb_arm.ok, conf.theta_hat, conf.chol, r, self.baseline_reward,
-                self.baseline_arm, U, self.rho, idx)
+                lcb_arm.arms, lcb_arm.ok, conf.theta_hat, conf.chol, r, floor.baseline_reward,
+                setting.safe_arm, U, self.rho, idx)
             witnesses = None
-            if self.arm_set.witness_dim:  # the same convex combination of the witnesses
-                safe_w = np.where(use_lcb[:, None], lcb_arm.witnesses, self.baseline_witness)
+            if arm_set.witness_dim:  # the same convex combination of the witnesses
+                safe_w = np.where(use_lcb[:, None], lcb_arm.witnesses, setting.safe_witness)
                 witnesses = (1.0 - self.rho) * safe_w + self.rho * self.exploration.witness_points(draws)
             # Rounding can leave the mix an ulp outside; the baseline if it cannot be moved in.
-            explore, inside = self.arm_set.pull_inside_unchecked(mixed, witnesses)
+            explore, inside = arm_set.pull_inside_unchecked(mixed, witnesses)
             if not inside.all():
                 self._fallbacks[idx] += ~inside
                 self._fallback_reasons["NotMember"] += int((~inside).sum())
-            arms[idx] = np.where(inside[:, None], explore, self.baseline_arm)
+            arms[idx] = np.where(inside[:, None], explore, setting.safe_arm)
             decision[idx] = np.where(use_lcb, EXPLORE_LCB, EXPLORE_BASELINE)
             self.last_safe_arm[idx] = safe
             self.last_exploration_arm[idx] = U
@@ -438,9 +453,10 @@ class SEGE(Policy):
             self.last_decision, self.last_safe_arm, self.last_exploration_arm,
             self._compiled_fallbacks, self._checked_warm_start(), bounds, self._radius.rule,
             values, self._zeta.buffer, self._zeta.cursor, geometry, exploration, self.rho,
-            self.baseline_arm, self.threshold, self.baseline_reward)
+            self.setting.safe_arm, self.setting.safety.threshold,
+            self.setting.safety.baseline_reward)
 
-    def observe(self, x: np.ndarray, y: np.ndarray | float) -> None:
+    def observe(self, x: np.ndarray, y: np.ndarray, constraint_values: None = None) -> None:
         """Record the observed rewards of the arms returned by :meth:`select` (line 11).
 
         Parameters
@@ -449,6 +465,8 @@ class SEGE(Policy):
             The arms played (those :meth:`select` returned).
         y : float or ndarray of shape (n_runs,)
             Observed rewards.
+        constraint_values : None
+            The stagewise floor has no constraint feedback.
         """
         self.confidence.update_unchecked(x, y)
 

@@ -194,7 +194,7 @@ def run_view(policy, i):
 
 
 @njit(inline="always")
-def learn(policy, run, work, i, arm, y, code) -> bool:
+def learn(policy, run, work, i, arm, y, code, z) -> bool:
     """Line 11: the confidence set's update with ``(arm, y)`` (:func:`observe_one`)."""
     if not observe_one(run[0], run[1], run[2], run[3], arm, y, work[2], work[3], work[4]):
         return False

@@ -3,13 +3,12 @@
 Each states its ``theta*``, baseline arm and threshold; the baseline reward is the baseline
 arm's true expected reward ``b0 = <x0, theta*>`` and the threshold ``b = 0.8 b0``.
 
-SEGE's ``c`` is set per problem: exploitation needs ``lambda_min(V_{t-1}) >= c sqrt(t)`` while
-safe exploration raises ``lambda_min`` by about ``rho^2 sigma^2`` per stage (Lemma 4), so a ``c``
-of about ``10 rho^2 sigma^2`` (the values below, rounded) lets that test pass after about a
-hundred stages.  The paper's ``c = 0.5`` is ``20 rho^2 sigma^2`` for its disk.  Exploitation
-also needs the greedy arm's LCB to reach ``b``: within a few hundred stages on the ellipsoid, box,
-disk and l1.5 ball, whose greedy arms point near the baseline arm, but only after about 10^5
-stages on the treatment-mix and polytope examples, whose greedy arms point away from it
+The policies take their defaults on every problem: SEGE's ``c``, for one, is
+``20 rho^2 sigma^2`` (:func:`sege_cvx.policies.default_c`, the paper's ratio), with which line
+5's information test passes after about 400 exploring stages.  Exploitation also needs the
+greedy arm's LCB to reach ``b``: within a few hundred stages on the ellipsoid, box, disk and l1.5
+ball, whose greedy arms point near the baseline arm, but only after about 10^5 stages on the
+treatment-mix and polytope examples, whose greedy arms point away from it
 (``benchmarks/measure_exploit_onset.py``).
 """
 
@@ -33,9 +32,10 @@ def treatment_mix_problem() -> BanditProblem:
     upper = np.array([1.0, 0.8, 0.6])
     A = np.vstack([np.eye(3), -np.eye(3), np.ones((1, 3))])
     b = np.concatenate([upper, np.zeros(3), [1.5]])
-    return BanditProblem(Polytope(A, b), theta_star=(0.4, 0.7, 0.5), baseline_arm=(0.6, 0.2, 0.2),
-                         S=1.0, noise_sd=0.5, c=8e-4, name="treatment-mix",
-                         description="3 treatments, dose bounds and a total budget (polytope)")
+    return BanditProblem.from_truth(
+        Polytope(A, b), theta_star=(0.4, 0.7, 0.5), safe_arm=(0.6, 0.2, 0.2), S=1.0,
+        noise_sd=0.5, name="treatment-mix",
+        description="3 treatments, dose bounds and a total budget (polytope)")
 
 
 #: The rotated ellipsoid's shape ``R diag(1, 0.5, 0.2) R^T``, ``R`` the Q factor of
@@ -50,25 +50,25 @@ ELLIPSOID_SHAPE = ((0.9539025399995126, 0.13395270681635532, 0.05911647955580447
 def ellipsoid_problem() -> BanditProblem:
     """An anisotropic, rotated ellipsoid in 3-D (semi-axes 1, 0.71 and 0.45)."""
     shape = np.array(ELLIPSOID_SHAPE)
-    return BanditProblem(Ellipsoid((1.0, 1.0, 1.0), shape), theta_star=(0.5, 0.6, 0.4),
-                         baseline_arm=(1.2, 1.3, 1.1), noise_sd=0.5, c=0.02, name="ellipsoid",
-                         description="rotated ellipsoid, semi-axes 1, 0.71, 0.45")
+    return BanditProblem.from_truth(
+        Ellipsoid((1.0, 1.0, 1.0), shape), theta_star=(0.5, 0.6, 0.4), safe_arm=(1.2, 1.3, 1.1),
+        noise_sd=0.5, name="ellipsoid", description="rotated ellipsoid, semi-axes 1, 0.71, 0.45")
 
 
 def box_problem() -> BanditProblem:
     """The unit cube in 3-D."""
-    return BanditProblem(Box((0.0, 0.0, 0.0), (1.0, 1.0, 1.0)), theta_star=(0.3, 0.5, 0.7),
-                         baseline_arm=(0.5, 0.5, 0.5), noise_sd=0.5, c=6e-3, name="box",
-                         description="unit cube [0, 1]^3")
+    return BanditProblem.from_truth(
+        Box((0.0, 0.0, 0.0), (1.0, 1.0, 1.0)), theta_star=(0.3, 0.5, 0.7),
+        safe_arm=(0.5, 0.5, 0.5), noise_sd=0.5, name="box", description="unit cube [0, 1]^3")
 
 
 def polytope_problem() -> BanditProblem:
     """The unit cube cut by two half-spaces (8 facets)."""
     A = np.vstack([np.eye(3), -np.eye(3), [[1.0, 1.0, 1.0], [1.0, -1.0, 0.0]]])
     b = np.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 2.0, 0.5])
-    return BanditProblem(Polytope(A, b), theta_star=(0.6, 0.3, 0.5),
-                         baseline_arm=(0.4, 0.5, 0.4), noise_sd=0.5, c=2e-3, name="polytope",
-                         description="unit cube with x1+x2+x3 <= 2 and x1-x2 <= 0.5")
+    return BanditProblem.from_truth(
+        Polytope(A, b), theta_star=(0.6, 0.3, 0.5), safe_arm=(0.4, 0.5, 0.4), noise_sd=0.5,
+        name="polytope", description="unit cube with x1+x2+x3 <= 2 and x1-x2 <= 0.5")
 
 
 def lp_ball_problem() -> BanditProblem:
@@ -77,11 +77,9 @@ def lp_ball_problem() -> BanditProblem:
 
     center = np.ones(3)
     arm_set = ConvexArmSet(3, lambda x: [cp.pnorm(x - center, 1.5) <= 1])
-    # 1024 CLUCB arms (error 3.3e-3): the default search for a 3e-3 error would take ~20 solver
-    # passes over thousands of directions on this solver-only set.
-    return BanditProblem(arm_set, theta_star=(0.5, 0.4, 0.6), baseline_arm=(1.1, 1.0, 1.2),
-                         noise_sd=0.5, c=0.03, clucb_arms=1024, name="lp-ball",
-                         description="l_1.5 ball of radius 1 at (1, 1, 1) (ConvexArmSet)")
+    return BanditProblem.from_truth(
+        arm_set, theta_star=(0.5, 0.4, 0.6), safe_arm=(1.1, 1.0, 1.2), noise_sd=0.5,
+        name="lp-ball", description="l_1.5 ball of radius 1 at (1, 1, 1) (ConvexArmSet)")
 
 
 #: ``sege-cvx run --arm-set NAME`` choices.

@@ -1,199 +1,200 @@
-"""A safe linear bandit problem: the arm set, ``theta*``, the baseline and the algorithms' constants.
+"""A safe linear bandit problem: what the learner is told (its setting) and the truth.
 
 :class:`BanditProblem` is what every layer above the policies builds its runs from: the paper's
-study (:mod:`.paper`), the built-in examples (:mod:`.examples`), a sweep's shards
-(:mod:`.sweeps.shards`) and the command line.  :func:`paper_problem` is the paper's Section 6 instance.
+study (:mod:`sege_cvx.experiments.paper`), the built-in examples (:mod:`.examples`), a sweep's
+shards (:mod:`sege_cvx.experiments.sweeps.shards`) and the command line.
+:func:`paper_problem` is the paper's Section 6 instance.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
 from .._fingerprint import fingerprint
-from .._validation import as_scalar, as_vector, scaled_norm
+from .._validation import as_scalar, as_vector
 from ..arm_sets import ArmSet, Ball
 from ..policies import Policy
-from ..policies.registry import grid_parameters, policy_class, safety_model_problem
-from ..safety import KnownConstraint, LinearConstraint
+from ..policies.registry import grid_parameters, policy_class
+from ..safety import KnownConstraint, LinearConstraint, RewardFloor
+from ..setting import SafeSetting
 from ..simulation.engine import LinearBandit
 
+__all__ = ["BanditProblem", "paper_problem"]
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, eq=False)
 class BanditProblem:
-    """A safe linear bandit instance and the algorithms' constants.
+    """A safe linear bandit instance: the :class:`~sege_cvx.SafeSetting` a learner is told and
+    the truth, ``theta*`` and (under the linear-constraint model) the
+    :class:`~sege_cvx.LinearConstraint`; :meth:`bandit` makes its environment and :meth:`policy`
+    a policy told its setting.
 
-    The baseline reward is, as in the paper's study, the baseline arm's true expected reward
-    ``b0 = <x0, theta*>``, unless a smaller known lower bound ``b0`` is given (the paper's
-    Assumption 3 asks only ``<x0, theta*> >= b0``); the threshold is
-    ``b = threshold_fraction * b0``.
-
-    With ``constraint`` (a :class:`~sege_cvx.LinearConstraint`) the problem is of the other
-    safety model: every stage must keep ``<x_t, gamma*> <= limit``, the baseline arm is the
-    known safe arm (its constraint value known to the learner, as ``b0`` is in the stagewise
-    model), regret is against the best arm meeting the constraint, and ``threshold_fraction`` and
-    ``b0`` play no part.  Only policies that declare its model in their
-    :attr:`~sege_cvx.Policy.safety_models` run on it; others are refused in one line.
-
-    The paper's assumptions are checked when the problem is made: ``||theta*|| <= S``
-    (Assumption 1, on which every confidence set and SEGE's safety rest) and
-    ``<x0, theta*> >= b0`` (Assumption 3).  A problem that breaks one is refused with a
+    The truth is checked against the setting when the problem is made: the safety model agrees
+    (a reward floor without a constraint; under a constraint, the setting's
+    :class:`~sege_cvx.KnownConstraint` is what the truth tells of it at the safe arm), and the
+    setting's assumptions hold (:meth:`SafeSetting.assumption_violations
+    <sege_cvx.SafeSetting.assumption_violations>`: ``||theta*|| <= S``, ``||gamma*|| <= S``,
+    ``<x0, theta*> >= b0``).  A problem that breaks an assumption is refused with a
     ``ValueError`` naming both numbers, unless ``misspecified=True`` asks for it: a
     misspecification study, whose results say so (a sweep's spec must then say
     ``misspecified = true`` for the problem too).
 
+    :meth:`from_truth` builds the setting from the truth as the paper's study does.
+
     Parameters
     ----------
-    arm_set : ArmSet
+    setting : SafeSetting
     theta_star : sequence of float
         The unknown parameter (stored as a tuple of floats).
-    baseline_arm : sequence of float
-        The known safe arm ``x0`` (stored as a tuple of floats).
-    threshold_fraction : float
-    S, noise_sd, c, lam, delta_bar : float
-        ``||theta*|| <= S``, noise sd, SEGE's ``c`` and ``lambda``, and the overall risk
-        ``delta_bar`` (SEGE's ``delta_t = 6 delta_bar / (pi^2 t^2)``; CLUCB's ``delta``).
-    clucb_arms : int, optional
-        CLUCB's number of discrete arms (default: the smallest meeting a 3e-3 error).
-    name, description : str
-    b0 : float, optional
-        The learner's known lower bound on the baseline arm's reward (default: its true
-        reward ``<x0, theta*>``).
-    misspecified : bool
-        Allow a problem that breaks the paper's assumptions (see above).
     constraint : LinearConstraint, optional
-        The unknown linear constraint (default: none, the stagewise model); its safe arm, the
-        baseline arm, must be strictly safe, and ``||gamma*|| <= S`` (unless ``misspecified``).
+        The unknown linear constraint, under the linear-constraint model (the setting's safety
+        a :class:`~sege_cvx.KnownConstraint`).
+    name, description : str
+    misspecified : bool
+        Allow a problem that breaks the setting's assumptions (see above).
 
     Examples
     --------
-    >>> from sege_cvx import Ball
-    >>> BanditProblem(Ball((1.0, 1.0), 1.0), theta_star=(3.0, 4.0),
-    ...               baseline_arm=(1.2, 1.9))  # doctest: +ELLIPSIS
+    >>> import sege_cvx as sc
+    >>> disk = sc.Ball((1.0, 1.0), 1.0)
+    >>> sc.BanditProblem.from_truth(disk, theta_star=(3.0, 4.0),
+    ...                             safe_arm=(1.2, 1.9))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     ValueError: ||theta*|| = 5 exceeds S = 1 (the paper's Assumption 1); pass misspecified=True...
-    >>> problem = BanditProblem(Ball((1.0, 1.0), 1.0), theta_star=(3.0, 4.0),
-    ...                         baseline_arm=(1.2, 1.9), misspecified=True)
+    >>> problem = sc.BanditProblem.from_truth(disk, theta_star=(3.0, 4.0), safe_arm=(1.2, 1.9),
+    ...                                       misspecified=True)
     >>> problem.assumption_violations()
     ["||theta*|| = 5 exceeds S = 1 (the paper's Assumption 1)"]
     """
 
-    arm_set: ArmSet
+    setting: SafeSetting
     theta_star: tuple[float, ...]
-    baseline_arm: tuple[float, ...]
-    threshold_fraction: float = 0.8
-    S: float = 1.0
-    noise_sd: float = 1.0
-    c: float = 0.5
-    lam: float = 0.1
-    delta_bar: float = 0.1
-    clucb_arms: int | None = None
+    constraint: LinearConstraint | None = None
     name: str = ""
     description: str = ""
-    b0: float | None = None
     misspecified: bool = False
-    constraint: LinearConstraint | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.arm_set, ArmSet):
-            raise TypeError(f"arm_set must be a sege_cvx arm set, got {type(self.arm_set).__name__}")
-        d = self.arm_set.dim
-        for name in ("theta_star", "baseline_arm"):
-            vector = as_vector(name, getattr(self, name), d)
-            object.__setattr__(self, name, tuple(float(v) for v in vector))
-        object.__setattr__(self, "S", as_scalar("S", self.S, low=0.0, low_open=True))
-        object.__setattr__(self, "noise_sd", as_scalar("noise_sd", self.noise_sd, low=0.0))
-        object.__setattr__(self, "threshold_fraction",
-                           as_scalar("threshold_fraction", self.threshold_fraction))
-        if self.b0 is not None:
-            object.__setattr__(self, "b0", as_scalar("b0", self.b0))
+        if not isinstance(self.setting, SafeSetting):
+            raise TypeError(f"setting must be a sc.SafeSetting, got {type(self.setting).__name__}")
+        d = self.setting.dim
+        theta = as_vector("theta_star", self.theta_star, d)
+        object.__setattr__(self, "theta_star", tuple(float(v) for v in theta))
         if not isinstance(self.misspecified, bool | np.bool_):
             raise TypeError(f"misspecified must be True or False, got {self.misspecified!r}")
         object.__setattr__(self, "misspecified", bool(self.misspecified))
-        if self.constraint is not None:
+        safety = self.setting.safety
+        if self.constraint is None:
+            if not isinstance(safety, RewardFloor):
+                raise ValueError("the setting is told a linear constraint but the problem has "
+                                 "none: give its constraint=sc.LinearConstraint(...)")
+        else:
             if not isinstance(self.constraint, LinearConstraint):
                 raise TypeError(f"constraint must be a sc.LinearConstraint, got "
                                 f"{type(self.constraint).__name__}")
             if self.constraint.dim != d:
                 raise ValueError(f"the constraint has dimension {self.constraint.dim} but the arm "
                                  f"set {d}")
-            if self.b0 is not None:
-                raise ValueError("b0 is the stagewise model's (a lower bound on the baseline "
-                                 "arm's reward); a problem with a linear constraint takes none")
-            if not self.arm_set.contains(np.array(self.baseline_arm), tol=0.0):
-                raise ValueError(f"the safe arm {list(self.baseline_arm)} is not in "
-                                 f"{self.arm_set!r} exactly (contains(x, tol=0))")
-            self.known_constraint()  # the safe arm strictly safe: one line if not
+            if not isinstance(safety, KnownConstraint):
+                raise ValueError("the problem has a linear constraint but its setting is told a "
+                                 "reward floor: tell it constraint.known(safe_arm, theta_star)")
+            told = self.constraint.known(self.setting.safe_arm, theta)
+            if not _same_constraint(safety, told):
+                raise ValueError(f"the setting's constraint is not the truth's: limit "
+                                 f"{safety.limit!r}, safe arm's value {safety.safe_value!r}, "
+                                 f"noise sd {safety.noise_sd!r} against {told.limit!r}, "
+                                 f"{told.safe_value!r}, {told.noise_sd!r} (or another B)")
         broken = self.assumption_violations()
         if broken and not self.misspecified:
             raise ValueError(f"{'; '.join(broken)}; pass misspecified=True to study a "
                              "misspecified problem")
 
-    @property
-    def baseline_reward(self) -> float | None:
-        """``b0``: the given bound, or the baseline arm's true reward ``<x0, theta*>``; None
-        under a linear constraint (no reward floor)."""
-        if self.constraint is not None:
-            return None
-        if self.b0 is not None:
-            return self.b0
-        # Summed left to right in Python floats, not by np.dot: BLAS kernels (which one a CPU
-        # gets) round differently, and b0 must be the same bits on every machine of a sweep.
-        return float(sum(x * t for x, t in zip(self.baseline_arm, self.theta_star, strict=True)))
+    @classmethod
+    def from_truth(cls, arm_set: ArmSet, theta_star, safe_arm, *, S: float = 1.0,
+                   noise_sd: float = 1.0, threshold_fraction: float = 0.8,
+                   b0: float | None = None, constraint: LinearConstraint | None = None,
+                   name: str = "", description: str = "",
+                   misspecified: bool = False) -> BanditProblem:
+        """A problem whose setting is made from the truth, as the paper's study makes it.
 
-    @property
-    def threshold(self) -> float | None:
-        """``b = threshold_fraction * b0``; None under a linear constraint."""
-        if self.constraint is not None:
-            return None
-        return self.threshold_fraction * self.baseline_reward
+        Under the stagewise floor the baseline reward is the safe arm's true expected reward
+        ``b0 = <x0, theta*>``, unless a smaller known lower bound ``b0`` is given (the paper's
+        Assumption 3 asks only ``<x0, theta*> >= b0``), and the threshold is
+        ``b = threshold_fraction * b0``.  Under a ``constraint`` the setting is told
+        :meth:`constraint.known(safe_arm, theta_star) <sege_cvx.LinearConstraint.known>` (the
+        safe arm's constraint value, as ``b0`` is in the stagewise model), and
+        ``threshold_fraction`` and ``b0`` play no part.
 
-    def assumption_violations(self) -> list[str]:
-        """The paper's assumptions this problem breaks, one sentence each (empty if none).
+        Parameters
+        ----------
+        arm_set : ArmSet
+        theta_star, safe_arm : sequence of float
+        S, noise_sd : float
+        threshold_fraction : float, default 0.8
+            ``b / b0``: the threshold as a fraction of the baseline reward.
+        b0 : float, optional
+            The learner's known lower bound on the safe arm's reward (default: its true reward).
+        constraint : LinearConstraint, optional
+        name, description : str
+        misspecified : bool
 
-        ``||theta*|| <= S`` and ``<x0, theta*> >= b0``, each up to the rounding of computing
-        its left side (a few ulps), so that a parameter on the sphere ``||theta|| = S`` passes.
+        Returns
+        -------
+        BanditProblem
         """
-        theta, x0 = np.array(self.theta_star), np.array(self.baseline_arm)
-        eps, d = np.finfo(np.float64).eps, len(theta)
-        broken = []
-        norm = float(scaled_norm(theta))
-        if norm > self.S * (1 + 2 * (d + 1) * eps):
-            broken.append(f"||theta*|| = {norm:.6g} exceeds S = {self.S:.6g} (the paper's "
-                          "Assumption 1)")
-        if self.constraint is not None:
-            broken.extend(self.constraint.violations(self.S))
-        if self.b0 is not None and self.constraint is None:
-            reward = math.fsum(x0 * theta)
-            if reward < self.b0 - 2 * (d + 1) * eps * math.fsum(np.abs(x0 * theta)):
-                broken.append(f"the baseline arm's reward <x0, theta*> = {reward:.6g} is below "
-                              f"b0 = {self.b0:.6g} (the paper's Assumption 3)")
-        return broken
+        if not isinstance(arm_set, ArmSet):
+            raise TypeError(f"arm_set must be a sege_cvx arm set, got {type(arm_set).__name__}")
+        d = arm_set.dim
+        theta = as_vector("theta_star", theta_star, d)
+        x0 = as_vector("safe_arm", safe_arm, d)
+        if constraint is None:
+            safety = _floor(x0, theta, threshold_fraction, b0)
+        else:
+            if b0 is not None:
+                raise ValueError("b0 is the stagewise model's (a lower bound on the baseline "
+                                 "arm's reward); a problem with a linear constraint takes none")
+            if not isinstance(constraint, LinearConstraint):
+                raise TypeError(f"constraint must be a sc.LinearConstraint, got "
+                                f"{type(constraint).__name__}")
+            if not arm_set.contains(x0, tol=0.0):
+                raise ValueError(f"the safe arm {x0.tolist()} is not in {arm_set!r} exactly "
+                                 "(contains(x, tol=0))")
+            safety = constraint.known(x0, theta)
+        setting = SafeSetting(arm_set, x0, S=S, noise_sd=noise_sd, safety=safety)
+        return cls(setting, tuple(theta), constraint, name, description, misspecified)
+
+    @property
+    def arm_set(self) -> ArmSet:
+        """The setting's arm set."""
+        return self.setting.arm_set
 
     @property
     def safety_model(self) -> str:
-        """``"stagewise"`` (a reward floor), ``"linear_constraint"`` (``gamma*`` with its own
-        feedback) or ``"linear_constraint_on_theta"`` (``B`` known): the keys of
-        :data:`~sege_cvx.policies.base.SAFETY_MODELS`."""
-        if self.constraint is None:
-            return "stagewise"
-        return "linear_constraint" if self.constraint.B is None else "linear_constraint_on_theta"
+        """The setting's safety model (:data:`sege_cvx.safety.SAFETY_MODELS`)."""
+        return self.setting.safety_model
 
-    def known_constraint(self) -> KnownConstraint | None:
-        """What a policy is told of the constraint (:meth:`LinearConstraint.known
-        <sege_cvx.LinearConstraint.known>` at the baseline arm), or None (stagewise model)."""
-        if self.constraint is None:
-            return None
-        return self.constraint.known(self.baseline_arm, self.theta_star)
+    @property
+    def gamma_star(self) -> np.ndarray | None:
+        """The constraint's true vector (``B^T theta*`` in ``B``'s model), or None."""
+        return None if self.constraint is None else self.constraint.vector(self.theta_star)
+
+    def assumption_violations(self) -> list[str]:
+        """The setting's assumptions the truth breaks, one sentence each (empty if none):
+        :meth:`SafeSetting.assumption_violations <sege_cvx.SafeSetting.assumption_violations>`."""
+        return self.setting.assumption_violations(np.array(self.theta_star), self.gamma_star)
 
     def bandit(self, noise_seeds: list[np.random.SeedSequence]) -> LinearBandit:
         """The environment of this problem, one noise stream per seed: ``theta*``, the noise and
-        the constraint (:class:`~sege_cvx.LinearBandit`)."""
-        return LinearBandit(self.theta_star, self.noise_sd, noise_seeds, constraint=self.constraint)
+        the safety criterion that scores violations, the floor's threshold or the constraint
+        (:class:`~sege_cvx.LinearBandit`)."""
+        safety = self.setting.safety
+        threshold = safety.threshold if isinstance(safety, RewardFloor) else None
+        return LinearBandit(self.theta_star, self.setting.noise_sd, noise_seeds,
+                            threshold=threshold, constraint=self.constraint)
 
     @cached_property
     def optimal_reward(self) -> float:
@@ -201,55 +202,40 @@ class BanditProblem:
         theta = np.asarray(self.theta_star)
         if self.constraint is None:
             return float(self.arm_set.support(theta))
-        return float(self.arm_set.constrained_support(theta, self.constraint.vector(theta),
+        return float(self.arm_set.constrained_support(theta, self.gamma_star,
                                                       self.constraint.limit))
 
     @cached_property
     def fingerprint(self) -> str:
-        """SHA-256 of everything a policy reads of this problem: the arm set's data
-        (:meth:`~sege_cvx.arm_sets.ArmSet.fingerprint_data`), ``theta*``, the baseline arm and
-        reward, the threshold, ``S``, the noise and the algorithms' constants, each to the last
-        bit.  A sweep refuses to mix runs of problems whose fingerprints differ."""
+        """SHA-256 of everything a run reads of this problem: the setting (the arm set's data,
+        :meth:`~sege_cvx.arm_sets.ArmSet.fingerprint_data`; the safe arm as certified, ``S``,
+        the noise, the safety model's numbers) and the truth, each to the last bit.  A sweep
+        refuses to mix runs of problems whose fingerprints differ."""
+        setting, safety = self.setting, self.setting.safety
         return fingerprint({
             "arm_set": {"class": type(self.arm_set).__name__, **self.arm_set.fingerprint_data()},
-            "theta_star": self.theta_star, "baseline_arm": self.baseline_arm,
-            "baseline_reward": self.baseline_reward, "threshold": self.threshold,
-            "threshold_fraction": self.threshold_fraction, "S": self.S,
-            "noise_sd": self.noise_sd, "c": self.c, "lam": self.lam, "delta_bar": self.delta_bar,
-            "clucb_arms": self.clucb_arms, "misspecified": self.misspecified,
-            # Only when given: a stagewise problem's fingerprint is what it always was.
-            **({} if self.constraint is None
-               else {"constraint": self.constraint.fingerprint_data()})})
-
-    def policy_defaults(self) -> dict:
-        """The constants this problem gives a policy, by constructor parameter name: ``lam``;
-        SEGE's ``c`` and ``delta_bar``; ``delta`` (``delta_bar``: Corollary 1's overall risk
-        ``sum_t delta_t``); ``n_arms`` and ``n_directions`` (``clucb_arms``, so that CLUCB and
-        ROFUL use the same boundary points).  :meth:`policy` passes each to a constructor that
-        has a parameter of that name (``None``: the constructor's own default).  Under a linear
-        constraint SEGE's ``c`` is left out: there ``c`` is the constraint's limit, which a
-        policy reads from its ``constraint``."""
-        defaults = {"lam": self.lam, "c": self.c, "delta_bar": self.delta_bar,
-                    "delta": self.delta_bar, "n_arms": self.clucb_arms,
-                    "n_directions": self.clucb_arms}
-        if self.constraint is not None:
-            del defaults["c"]
-        return defaults
+            "safe_arm": tuple(float(v) for v in setting.safe_arm), "S": setting.S,
+            "noise_sd": setting.noise_sd, "safety": _safety_data(safety),
+            "theta_star": self.theta_star, "misspecified": self.misspecified,
+            "constraint": None if self.constraint is None else self.constraint.fingerprint_data()})
 
     def policy(self, algorithm, n_runs: int = 1, seed=None, **settings) -> Policy:
-        """The policy ``algorithm`` on this problem, over ``n_runs`` runs seeded by ``seed``.
+        """The policy ``algorithm`` told this problem's setting, over ``n_runs`` runs seeded by
+        ``seed``.
 
         Parameters
         ----------
         algorithm : str or type
-            A registered name (:func:`sege_cvx.registered_policies`), an import path
-            ``"module:Class"``, or a :class:`~sege_cvx.Policy` subclass.
+            A registered name (:func:`sege_cvx.registered_policies`; the class of this
+            problem's safety model), an import path ``"module:Class"``, or a
+            :class:`~sege_cvx.Policy` subclass.
         n_runs : int
         seed : int, SeedSequence, sequence of SeedSequence, or None
         **settings
             Values of the policy's grid parameters
-            (:func:`~sege_cvx.policies.registry.grid_parameters`), overriding the problem's
-            (:meth:`policy_defaults`) and the constructor's defaults.
+            (:func:`~sege_cvx.policies.registry.grid_parameters`), overriding the policy's
+            defaults for this problem (:meth:`Policy.defaults <sege_cvx.Policy.defaults>`) and
+            its constructor's.
 
         Examples
         --------
@@ -263,47 +249,81 @@ class BanditProblem:
         ...
         TypeError: SEGE has no parameter 'step' (its grid parameters: lam, c, rho, L, ...)
         """
-        cls = algorithm if isinstance(algorithm, type) else policy_class(algorithm)
-        if not issubclass(cls, Policy):
-            raise TypeError(f"algorithm must name a subclass of sege_cvx.Policy, got {cls!r}")
+        if isinstance(algorithm, type):
+            cls = algorithm
+            if not issubclass(cls, Policy):
+                raise TypeError(f"algorithm must name a subclass of sege_cvx.Policy, got {cls!r}")
+        else:
+            try:
+                cls = policy_class(algorithm, self.safety_model)
+            except TypeError as exc:
+                raise TypeError(f"{exc} (problem {self.name or '(unnamed)'})") from None
         accepted = grid_parameters(cls)
         for key in settings:
             if key not in accepted:
                 raise TypeError(f"{cls.__name__} has no parameter {key!r} (its grid parameters: "
                                 f"{', '.join(accepted)})")
-        params = {key: value for key, value in self.policy_defaults().items()
-                  if key in accepted and value is not None}
-        params.update(settings)
-        if (wrong := safety_model_problem(cls, self.safety_model)) is not None:
-            raise TypeError(f"{wrong} (problem {self.name or '(unnamed)'})")
-        if self.constraint is None:
-            return cls(self.arm_set, self.baseline_arm, self.baseline_reward, self.threshold,
-                       S=self.S, noise_sd=self.noise_sd, n_runs=n_runs, seed=seed, **params)
-        return cls(self.arm_set, self.baseline_arm, S=self.S, noise_sd=self.noise_sd,
-                   n_runs=n_runs, seed=seed, constraint=self.known_constraint(), **params)
+        params = {**cls.defaults(self), **settings}
+        return cls(self.setting, n_runs=n_runs, seed=seed, **params)
 
     def describe(self) -> dict:
         """JSON-ready description (``summary.json``'s ``setup``)."""
+        setting = self.setting
         return {"name": self.name, "description": self.description,
                 "arm_set": repr(self.arm_set), "theta_star": list(self.theta_star),
-                "baseline_arm": list(self.baseline_arm), "baseline_reward": self.baseline_reward,
-                "threshold": self.threshold, "S": self.S, "noise_sd": self.noise_sd, "c": self.c,
-                "lam": self.lam, "delta_bar": self.delta_bar,
-                "misspecified": self.misspecified,
+                "safe_arm": setting.safe_arm.tolist(), "S": setting.S,
+                "noise_sd": setting.noise_sd, "safety_model": self.safety_model,
+                **_safety_data(setting.safety), "misspecified": self.misspecified,
                 "assumption_violations": self.assumption_violations(),
                 **({} if self.constraint is None
                    else {"constraint": self.constraint.describe()})}
 
 
+def _floor(x0: np.ndarray, theta: np.ndarray, threshold_fraction, b0) -> RewardFloor:
+    """The reward floor the paper's study tells: ``b0`` (given, or ``<x0, theta*>``) and
+    ``b = threshold_fraction * b0``, refused naming the fraction if ``b`` is not below
+    ``b0``."""
+    fraction = as_scalar("threshold_fraction", threshold_fraction)
+    if b0 is None:
+        # Summed left to right in Python floats, not by np.dot: BLAS kernels (which one a CPU
+        # gets) round differently, and b0 must be the same bits on every machine of a sweep.
+        b0 = float(sum(x * t for x, t in zip(x0.tolist(), theta.tolist(), strict=True)))
+    else:
+        b0 = as_scalar("b0", b0)
+    b = fraction * b0
+    if not b < b0:
+        raise ValueError(f"threshold_fraction {fraction!r} gives the threshold b = {b!r}, not below "
+                         f"the baseline reward b0 = {b0!r}: use a fraction below 1 (b0 > 0), or "
+                         "above 1 (b0 < 0)")
+    return RewardFloor(b0, b)
+
+
+def _safety_data(safety: RewardFloor | KnownConstraint) -> dict:
+    """The safety model's numbers, JSON-ready."""
+    if isinstance(safety, RewardFloor):
+        return {"baseline_reward": safety.baseline_reward, "threshold": safety.threshold}
+    return {"limit": safety.limit, "safe_value": safety.safe_value,
+            "B": None if safety.B is None else safety.B.tolist(),
+            "constraint_noise_sd": safety.noise_sd}
+
+
+def _same_constraint(known: KnownConstraint, told: KnownConstraint) -> bool:
+    same_B = (told.B is None) == (known.B is None) and (
+        told.B is None or np.array_equal(told.B, known.B))
+    return (known.limit == told.limit and known.safe_value == told.safe_value
+            and known.noise_sd == told.noise_sd and same_B)
+
+
 def paper_problem(**overrides) -> BanditProblem:
-    """Section 6's model and algorithm parameters, verbatim (keyword overrides allowed).
+    """Section 6's model, verbatim (keyword overrides of :meth:`BanditProblem.from_truth`).
 
     Disk of radius 1 centred at (1, 1); ``theta* = (0.6, 0.8)``, ``S = 1``; baseline arm
-    ``x0 = (1.2, 1.9)`` with ``b0 = <x0, theta*> = 2.24``; ``b = 0.8 b0``; N(0, 1) noise;
-    ``c = 0.5``, ``lambda = 0.1``, ``rho = rho_bar = 0.224``, ``delta_t = 6 (0.1) / (pi^2 t^2)``.
+    ``x0 = (1.2, 1.9)`` with ``b0 = <x0, theta*> = 2.24``; ``b = 0.8 b0``; N(0, 1) noise.  The
+    paper's algorithm parameters are SEGE's and CLUCB's defaults: ``c = 0.5`` (SEGE's default on
+    this disk), ``lambda = 0.1``, ``rho = rho_bar = 0.224``, ``delta_t = 6 (0.1) / (pi^2 t^2)``.
     """
-    params = dict(arm_set=Ball((1.0, 1.0), 1.0), theta_star=(0.6, 0.8), baseline_arm=(1.2, 1.9),
-                  threshold_fraction=0.8, S=1.0, noise_sd=1.0, c=0.5, lam=0.1, delta_bar=0.1,
-                  name="paper", description="Khezeli & Bitar (2020), Section 6")
+    params = dict(arm_set=Ball((1.0, 1.0), 1.0), theta_star=(0.6, 0.8), safe_arm=(1.2, 1.9),
+                  threshold_fraction=0.8, S=1.0, noise_sd=1.0, name="paper",
+                  description="Khezeli & Bitar (2020), Section 6")
     params.update(overrides)
-    return BanditProblem(**params)
+    return BanditProblem.from_truth(**params)

@@ -21,16 +21,17 @@ from .._validation import (
 )
 from ..conic.errors import SolverFailure
 from ..policies.base import Policy
-from ..safety import LinearConstraint
+from ..safety import KnownConstraint, LinearConstraint, RewardFloor
 from ..stages.loop import Environment, play_stages
 from ..stages.statistics import RunStatistics, checkpoint_grid, decision_count_problem
 
 
 class Feedback(NamedTuple):
     """One stage of every run (:meth:`LinearBandit.feedback`), each of shape ``(n_runs,)``:
-    expected and observed rewards, the constraint's value ``<x, gamma*>`` (NaN without a
-    constraint) and its observed value (NaN where the model has no separate feedback), and
-    whether the stage violated the constraint (False without one).
+    expected and observed rewards, the constraint's value ``<x, gamma*>`` and its observed value
+    (None where there is no constraint, and the observed value None where the constraint has no
+    feedback of its own), and whether the stage violated the bandit's safety criterion (the
+    reward floor or the constraint; False where it has none).
 
     Examples
     --------
@@ -44,14 +45,16 @@ class Feedback(NamedTuple):
 
     mean: np.ndarray
     observed: np.ndarray
-    constraint_value: np.ndarray
-    observed_constraint: np.ndarray
+    constraint_value: np.ndarray | None
+    observed_constraint: np.ndarray | None
     violated: np.ndarray
 
 
 class LinearBandit:
-    """Rewards ``Y = <X, theta*> + eta`` with ``eta ~ N(0, noise_sd^2)``, one noise stream per run;
-    with a :class:`~sege_cvx.LinearConstraint`, also the constraint's feedback.
+    """Rewards ``Y = <X, theta*> + eta`` with ``eta ~ N(0, noise_sd^2)``, one noise stream per run,
+    and the safety criterion that scores violations: a reward floor ``threshold`` (a stage
+    violates it if ``<X, theta*> < threshold``) or a :class:`~sege_cvx.LinearConstraint`
+    (``<X, gamma*> > limit``), with its feedback.
 
     Under a constraint with its own vector ``gamma*``, each stage also returns
     ``Z = <X, gamma*> + constraint.noise_sd * eta'``, each run drawing ``(eta, eta')`` from its
@@ -64,8 +67,10 @@ class LinearBandit:
     noise_sd : float
     seeds : list of numpy SeedSequence
         One per run (see :func:`sege_cvx.simulation.run_seeds`).
+    threshold : float, optional
+        The stagewise floor ``b`` (the paper's Definition 1).
     constraint : LinearConstraint, optional
-        The unknown linear constraint of the problem (default: none, the stagewise model).
+        The unknown linear constraint of the problem (not with ``threshold``).
     draws : array_like, shape (n_runs, horizon, width), optional
         Standard normal draws to replay instead of drawing from ``seeds`` (which must then be
         None): another code's noise, to compare runs draw for draw.  ``width`` is 2 under a
@@ -75,6 +80,7 @@ class LinearBandit:
     ----------
     dim, n_runs : int
         Dimension of ``theta*`` and number of noise streams (runs).
+    threshold : float or None
     constraint : LinearConstraint or None
     gamma_star : ndarray of shape (d,), or None
         The constraint's vector (``B^T theta*`` in ``B``'s model).
@@ -82,12 +88,16 @@ class LinearBandit:
 
     def __init__(self, theta_star: np.ndarray, noise_sd: float,
                  seeds: Sequence[np.random.SeedSequence] | None = None, *,
-                 constraint: LinearConstraint | None = None,
+                 threshold: float | None = None, constraint: LinearConstraint | None = None,
                  draws: np.ndarray | None = None) -> None:
         self.theta_star = as_vector("theta_star", theta_star)
         self.dim = self.theta_star.shape[0]
         # noise_sd times a normal draw (|z| < 40 in practice) must stay within the float range.
         self.noise_sd = as_scalar("noise_sd", noise_sd, low=0.0, high=np.finfo(float).max / 64)
+        if threshold is not None and constraint is not None:
+            raise TypeError("a bandit scores one safety criterion: a reward floor (threshold) or "
+                            "a linear constraint, not both")
+        self.threshold = None if threshold is None else as_scalar("threshold", threshold)
         if constraint is not None and not isinstance(constraint, LinearConstraint):
             raise TypeError(f"constraint must be a sc.LinearConstraint, got "
                             f"{type(constraint).__name__}")
@@ -127,16 +137,11 @@ class LinearBandit:
         if xs.shape[0] != self.n_runs:
             raise ValueError(f"arms must hold one arm per run ({self.n_runs}), got shape "
                              f"{np.shape(arms)}")
-        mean, observed = self._pull(xs)
-        if not np.all(np.isfinite(observed)):
+        feedback = self._feedback(xs)
+        if not np.all(np.isfinite(feedback.observed)):
             raise ValueError("arms and theta_star give rewards beyond the float range (max "
                              f"|theta_star| = {np.abs(self.theta_star).max():.3g}): rescale the "
                              "problem")
-        return mean, observed
-
-    def _pull(self, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`pull` without validation; each run's reward from its own row and stream."""
-        feedback = self._feedback(arms)
         return feedback.mean, feedback.observed
 
     def feedback(self, arms: np.ndarray) -> Feedback:
@@ -148,17 +153,29 @@ class LinearBandit:
         return self._feedback(xs)
 
     def _feedback(self, arms: np.ndarray) -> Feedback:
+        """:meth:`feedback` without validation; each run's from its own row and stream."""
         arms = np.ascontiguousarray(arms)
         draws = self._noise.next()
         mean = row_dot(arms, self.theta_star)
         observed = mean + self.noise_sd * draws[:, 0]
-        nan = np.full(len(mean), np.nan)
         if self.constraint is None:
-            return Feedback(mean, observed, nan, nan, np.zeros(len(mean), dtype=bool))
+            violated = (mean < self.threshold if self.threshold is not None
+                        else np.zeros(len(mean), dtype=bool))
+            return Feedback(mean, observed, None, None, violated)
         value = row_dot(arms, self.gamma_star)
         observed_value = (value + self.constraint.noise_sd * draws[:, 1]
-                          if draws.shape[1] > 1 else nan)
+                          if draws.shape[1] > 1 else None)
         return Feedback(mean, observed, value, observed_value, value > self.constraint.limit)
+
+    def environment(self, noise: np.ndarray, constraint_noise: np.ndarray,
+                    optimal: float) -> Environment:
+        """The bandit's side of a compiled call of the stage loop with these draws."""
+        if self.constraint is None:
+            threshold = -np.inf if self.threshold is None else self.threshold
+            return Environment(self.theta_star, self.noise_sd, noise, optimal, threshold)
+        return Environment(self.theta_star, self.noise_sd, noise, optimal, -np.inf,
+                           self.gamma_star, self.constraint.limit,
+                           self.constraint.noise_sd or 0.0, constraint_noise)
 
 
 @dataclass
@@ -171,9 +188,10 @@ class SimulationResult:
         Per-run running statistics and per-run values at the checkpoint stages
         (:mod:`sege_cvx.stages.statistics`): memory ``runs x checkpoints``.
     optimal_reward : float
-        ``<X*, theta*>``.
-    threshold : float
-        The policy's safety threshold ``b``, against which violations were counted.
+        ``<X*, theta*>`` (within the constraint, under one).
+    threshold : float or None
+        The bandit's reward floor ``b``, against which violations were counted (None under a
+        linear constraint).
     wall_seconds : float
     snapshots : dict
         ``{t: (theta_hat_{t-1}, V_{t-1}, r_t)}`` of run 0 at the requested stages.
@@ -183,7 +201,7 @@ class SimulationResult:
 
     stats: RunStatistics
     optimal_reward: float
-    threshold: float
+    threshold: float | None
     wall_seconds: float
     snapshots: dict[int, tuple[np.ndarray, np.ndarray, float]] = field(default_factory=dict)
     expected_reward: np.ndarray | None = None
@@ -209,16 +227,83 @@ class SimulationResult:
 
 def observe(policy: Policy, arms: np.ndarray, feedback: Feedback) -> None:
     """``policy.observe`` of ``arms`` with their :class:`Feedback`: the rewards, and the
-    constraint's values where the policy's constraint has its own feedback."""
-    known = policy.constraint
-    if known is not None and known.separate_feedback:
-        policy.observe(arms, feedback.observed, feedback.observed_constraint)
+    constraint's values where it has feedback of its own (None otherwise)."""
+    policy.observe(arms, feedback.observed, feedback.observed_constraint)
+
+
+def disagreement(policy: Policy, bandit: LinearBandit, misspecified: bool = False) -> str | None:
+    """Why ``policy``'s setting is not the truth ``bandit`` holds, in one sentence (None if it
+    is): the dimension, the safety criterion (the floor's threshold; the constraint's limit,
+    safe value, noise and ``B``), and, unless ``misspecified``, the setting's assumptions
+    (:meth:`SafeSetting.assumption_violations <sege_cvx.SafeSetting.assumption_violations>`:
+    ``||theta*||``, ``||gamma*|| <= S``, ``<x0, theta*> >= b0``)."""
+    setting, name = policy.setting, type(policy).__name__
+    if bandit.dim != setting.dim:
+        return (f"the bandit has dimension {bandit.dim} but {name}'s arm set has dimension "
+                f"{setting.dim}")
+    safety = setting.safety
+    if isinstance(safety, RewardFloor):
+        if bandit.constraint is not None:
+            return (f"the bandit has a linear constraint but {name} was told a reward floor: give "
+                    "both the same problem (BanditProblem.policy and BanditProblem.bandit do)")
+        if bandit.threshold is None:
+            return (f"{name} keeps a reward floor but the bandit scores none: make it with "
+                    f"LinearBandit(..., threshold={safety.threshold!r}) (BanditProblem.bandit "
+                    "does)")
+        if bandit.threshold != safety.threshold:
+            return (f"{name} was told the threshold {safety.threshold!r}, the bandit scores "
+                    f"violations against {bandit.threshold!r}")
     else:
-        policy.observe(arms, feedback.observed)
+        if bandit.constraint is None:
+            return (f"{name} was told a linear constraint but the bandit has none: give both the "
+                    "same problem (BanditProblem.policy and BanditProblem.bandit do)")
+        told = bandit.constraint.known(setting.safe_arm, bandit.theta_star)
+        if (wrong := _constraint_difference(safety, told)) is not None:
+            return f"{name} was told another constraint than the bandit's: {wrong}"
+    if not misspecified:
+        broken = setting.assumption_violations(bandit.theta_star, bandit.gamma_star)
+        if broken:
+            return (f"{'; '.join(broken)}: the bandit breaks what {name} was told (pass "
+                    "misspecified=True to study a misspecified problem)")
+    return None
+
+
+def _constraint_difference(known: KnownConstraint, told: KnownConstraint) -> str | None:
+    """What differs between the constraint a policy knows and the truth's, or None."""
+    same_B = (told.B is None) == (known.B is None) and (
+        told.B is None or np.array_equal(told.B, known.B))
+    if (known.limit == told.limit and known.safe_value == told.safe_value
+            and known.noise_sd == told.noise_sd and same_B):
+        return None
+    return (f"limit {known.limit!r}, safe arm's value {known.safe_value!r}, noise sd "
+            f"{known.noise_sd!r} against {told.limit!r}, {told.safe_value!r}, "
+            f"{told.noise_sd!r}{'' if same_B else ', and another B'}")
+
+
+@dataclass
+class _Run:
+    """A simulation checked and ready (:func:`_prepare`): what both ways of playing it use."""
+
+    policy: Policy
+    bandit: LinearBandit
+    horizon: int
+    grid: np.ndarray
+    snapshot_stages: list[int]
+    optimal: float
+    stats: RunStatistics
+    rewards: np.ndarray | None
+    decisions: np.ndarray | None
+    snapshots: dict = field(default_factory=dict)
+
+    def snapshot(self, t: int) -> None:
+        """Run 0's ``(theta_hat_{t-1}, V_{t-1}, r_t)`` before stage ``t``."""
+        conf = self.policy.confidence
+        self.snapshots[t] = (conf.theta_hat[0].copy(), conf.V[0].copy(),
+                             float(self.policy.radii()[0]))
 
 
 def simulate(
-    policy,
+    policy: Policy,
     bandit: LinearBandit,
     horizon: int,
     *,
@@ -226,16 +311,23 @@ def simulate(
     checkpoints: Iterable[int] | None = None,
     traces: bool = False,
     progress: bool | str = False,
+    misspecified: bool = False,
 ) -> SimulationResult:
     """Run ``policy`` (acting on ``n_runs`` runs) against ``bandit`` for ``horizon`` stages.
 
     Policies whose whole stage is compiled (:attr:`~sege_cvx.Policy.compiled_stages`: CLUCB,
-    ROFUL, and SEGE on ellipsoids, balls, boxes and polytopes unless its LCB arms come from the
-    solver) play up to a thousand stages per call of the compiled stage loop
-    (:mod:`sege_cvx.stages.loop`), with the runs spread over threads (as many as numba's setting:
-    ``NUMBA_NUM_THREADS``, or :func:`numba.set_num_threads`; default every core); others go
-    through ``select``/``observe`` stage by stage.  Either way the numbers are bitwise those of
-    the step API, whatever the number of threads.
+    ROFUL, GNOP and SEGE on ellipsoids, balls, boxes, polytopes and hulls unless its LCB arms come
+    from the solver, and the constrained policies on star sets) play up to a thousand stages per
+    call of the compiled stage loop (:mod:`sege_cvx.stages.loop`), with the runs spread over
+    threads (as many as numba's setting: ``NUMBA_NUM_THREADS``, or
+    :func:`numba.set_num_threads`; default every core); others go through
+    ``select``/``observe`` stage by stage.  Either way the numbers are bitwise those of the step
+    API, whatever the number of threads.
+
+    Before the first stage, the policy's setting is checked against the bandit
+    (:func:`disagreement`): the safety criterion the bandit scores is the one the policy was
+    told, and the truth meets the setting's assumptions (``||theta*|| <= S`` and, under a
+    constraint, ``||gamma*|| <= S``; ``<x0, theta*> >= b0``) unless ``misspecified``.
 
     Parameters
     ----------
@@ -247,7 +339,7 @@ def simulate(
         Number of stages ``T >= 1``.
     snapshot_stages : iterable of int
         Stages ``t`` at which to record run 0's ``(theta_hat_{t-1}, V_{t-1}, r_t)`` (needs
-        ``policy.radii``).
+        ``policy.confidence``).
     checkpoints : iterable of int, optional
         Stages at which every run's statistics are recorded; default
         :func:`~sege_cvx.stages.statistics.checkpoint_grid` (about 200 log-spaced stages and
@@ -256,13 +348,31 @@ def simulate(
         Also keep every stage's expected reward and decision (memory ``horizon x runs``).
     progress : bool or str
         Show a tqdm bar on stderr (a string is used as its label).
+    misspecified : bool, default False
+        Allow a bandit that breaks the setting's assumptions (a misspecification study).
 
     Returns
     -------
     SimulationResult
     """
-    # Everything a run needs is computed and checked before the first stage, so that a bad
-    # argument or a failing computation costs a clear error, not a discarded simulation.
+    run = _prepare(policy, bandit, horizon, snapshot_stages, checkpoints, traces, misspecified)
+    start = time.perf_counter()
+    bar = tqdm(total=run.horizon, desc=progress if isinstance(progress, str) else None,
+               disable=not progress, mininterval=0.5, unit="stage")
+    try:
+        (_play_compiled if policy.compiled_stages else _play_stepped)(run, bar)
+    finally:
+        bar.close()
+    return SimulationResult(run.stats, run.optimal, bandit.threshold,
+                            time.perf_counter() - start, run.snapshots, run.rewards,
+                            run.decisions)
+
+
+def _prepare(policy, bandit, horizon, snapshot_stages, checkpoints, traces,
+             misspecified) -> _Run:
+    """Every argument checked and everything a run needs computed before the first stage, so
+    that a bad argument or a failing computation costs a clear error, not a discarded
+    simulation."""
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a sege_cvx.Policy (SEGE, CLUCB, ROFUL or a subclass of "
                         f"sc.Policy), got {type(policy).__name__}")
@@ -272,9 +382,8 @@ def simulate(
         raise TypeError(f"bandit must be a LinearBandit, got {type(bandit).__name__}")
     horizon = as_positive_int("horizon", horizon)
     n = policy.n_runs
-    if bandit.dim != policy.arm_set.dim:
-        raise ValueError(f"bandit has dimension {bandit.dim} but the policy's arm set has "
-                         f"dimension {policy.arm_set.dim}")
+    if (wrong := disagreement(policy, bandit, bool(misspecified))) is not None:
+        raise ValueError(wrong)
     if policy.t != 0 or policy.awaiting_observe:
         pending = " and has a pending select()" if policy.awaiting_observe else ""
         raise ValueError(f"simulate starts at stage 1, but the policy has already played "
@@ -283,128 +392,100 @@ def simulate(
     if bandit.n_runs != n:
         raise ValueError(f"bandit has {bandit.n_runs} noise stream(s) but the policy acts on {n} "
                          "runs: give LinearBandit one seed per run (see sege_cvx.run_seeds)")
-    known = getattr(policy, "constraint", None)
-    if (known is None) != (bandit.constraint is None):
-        raise ValueError(f"the bandit {'has' if bandit.constraint is not None else 'has no'} "
-                         f"linear constraint but {type(policy).__name__} was made "
-                         f"{'without' if known is None else 'with'} one: give both the same "
-                         "problem (BanditProblem.policy and BanditProblem.bandit do)")
-    if known is not None:
-        told = bandit.constraint.known(policy.baseline_arm, bandit.theta_star)
-        same_B = (told.B is None) == (known.B is None) and (
-            told.B is None or np.array_equal(told.B, known.B))
-        if not (known.limit == told.limit and known.safe_value == told.safe_value
-                and known.noise_sd == told.noise_sd and same_B):
-            raise ValueError(f"{type(policy).__name__} was told another constraint than the "
-                             f"bandit's: limit {known.limit!r}, safe arm's value "
-                             f"{known.safe_value!r}, noise sd {known.noise_sd!r} against "
-                             f"{told.limit!r}, {told.safe_value!r}, {told.noise_sd!r}"
-                             f"{'' if same_B else ', and another B'} (BanditProblem.policy and "
-                             "BanditProblem.bandit tell both the same)")
     if isinstance(bandit._noise, GivenNormals) and bandit._noise.available() < horizon:
         raise ValueError(f"the bandit's given draws cover {bandit._noise.available()} stages, "
                          f"fewer than the horizon {horizon}")
-    snaps = set()
-    for s in snapshot_stages:
-        if isinstance(s, bool) or not isinstance(s, int | np.integer) or not 1 <= s <= horizon:
-            raise ValueError(f"snapshot_stages must hold stages in 1..{horizon}, got {s!r}")
-        snaps.add(int(s))
-    if snaps and not callable(getattr(policy, "radii", None)):
-        raise ValueError(f"snapshot_stages need a policy with a radii(t) method (SEGE); "
+    snaps = sorted({_stage("snapshot_stages", s, horizon) for s in snapshot_stages})
+    if snaps and policy.confidence is None:
+        raise ValueError(f"snapshot_stages need a policy with a confidence set; "
                          f"{type(policy).__name__} has none")
+    arm_set = policy.setting.arm_set
     try:
         if bandit.constraint is None:
-            optimal = float(policy.arm_set.support(bandit.theta_star))
+            optimal = float(arm_set.support(bandit.theta_star))
         else:
-            optimal = float(policy.arm_set.constrained_support(
+            optimal = float(arm_set.constrained_support(
                 bandit.theta_star, bandit.gamma_star, bandit.constraint.limit))
     except SolverFailure as exc:
         raise ValueError(f"could not compute the optimal reward max <x, theta*> over the arm set"
                          f"{'' if bandit.constraint is None else ' within the constraint'}: "
                          f"{exc}") from exc
-    if bandit.constraint is None:
-        gamma, limit, constraint_sd = np.empty(0), np.inf, 0.0
-    else:
-        gamma, limit = bandit.gamma_star, bandit.constraint.limit
-        constraint_sd = bandit.constraint.noise_sd or 0.0
     if checkpoints is None:
         grid = checkpoint_grid(horizon)
     else:
-        given = list(checkpoints)
-        for c in given:
-            if isinstance(c, bool) or not isinstance(c, int | np.integer) or not 1 <= c <= horizon:
-                raise ValueError(f"checkpoints must hold stages in 1..{horizon}, got {c!r}")
-        grid = np.array(sorted({int(c) for c in given} | {horizon}), dtype=np.int64)
-    stats = RunStatistics.empty(grid, n)
-    threshold = float(policy.threshold)
-    rewards = np.empty((horizon, n)) if traces else None
-    decisions = np.empty((horizon, n), dtype=np.int8) if traces else None
-    snapshots = {}
-    row = 0
-    start = time.perf_counter()
-    bar = tqdm(total=horizon, desc=progress if isinstance(progress, str) else None,
-               disable=not progress, mininterval=0.5, unit="stage")
-    if policy.compiled_stages:
-        # Many stages per compiled call, with the same per-run functions as select/observe;
-        # calls end before snapshot stages, whose state (stages 1..t-1) is recorded first.
-        upcoming = sorted(snaps)
-        t = 1
-        while t <= horizon:
-            if upcoming and upcoming[0] == t:
-                conf = policy.confidence
-                snapshots[t] = (conf.theta_hat[0].copy(), conf.V[0].copy(), policy.radii(t)[0])
-                upcoming.pop(0)
-            steps = min(horizon - t + 1, bandit._noise.available(), 1000 - (t - 1) % 1000,
-                        (upcoming[0] - t) if upcoming else horizon)
-            draws = bandit._noise.take(steps)
-            noise = np.ascontiguousarray(draws[:, :, 0])
-            constraint_noise = (np.ascontiguousarray(draws[:, :, 1]) if draws.shape[2] > 1
-                                else np.empty((0, 0)))
-            window = slice(t - 1, t - 1 + steps)
-            recording = stats.recording(
-                row, rewards[window] if traces else np.empty((0, n)),
-                decisions[window] if traces else np.empty((0, n), dtype=np.int8))
-            done = play_stages(policy.stage_record(t, steps), t,
-                               Environment(bandit.theta_star, bandit.noise_sd, noise, optimal,
-                                           threshold, gamma, limit, constraint_sd,
-                                           constraint_noise), recording)
-            if done.invalid.any():
-                i = int(np.argmax(done.invalid > 0))
-                raise ValueError(f"{type(policy).__name__}'s compiled stages gave run {i} a "
-                                 f"non-finite arm or a decision code outside 0.."
-                                 f"{policy.decision_counts.shape[1] - 1} at stage "
-                                 f"{done.invalid[i]}")
-            if done.failed.any():
-                i = int(np.argmax(done.failed > 0))
-                raise ValueError(f"run {i}, stage {done.failed[i]}: V = lam I + sum x x^T is "
-                                 f"not numerically positive definite (lam = {policy.lam:g} is too "
-                                 "small): use a larger lam")
-            policy.t = t + steps - 1
-            row = int(done.rows[0])  # the same for every run
-            t += steps
-            bar.update(t - 1 - bar.n)
-        bar.close()
-        return SimulationResult(stats, optimal, threshold, time.perf_counter() - start, snapshots,
-                                rewards, decisions)
-    for k in range(horizon):
+        given = {_stage("checkpoints", c, horizon) for c in checkpoints}
+        grid = np.array(sorted(given | {horizon}), dtype=np.int64)
+    return _Run(policy, bandit, horizon, grid, snaps, optimal, RunStatistics.empty(grid, n),
+                np.empty((horizon, n)) if traces else None,
+                np.empty((horizon, n), dtype=np.int8) if traces else None)
+
+
+def _stage(name: str, value: object, horizon: int) -> int:
+    """``value`` as a stage in ``1..horizon`` (a ValueError naming ``name`` otherwise)."""
+    if (isinstance(value, bool) or not isinstance(value, int | np.integer)
+            or not 1 <= value <= horizon):
+        raise ValueError(f"{name} must hold stages in 1..{horizon}, got {value!r}")
+    return int(value)
+
+
+def _play_compiled(run: _Run, bar) -> None:
+    """Many stages per compiled call, with the same per-run functions as select/observe; calls
+    end before snapshot stages, whose state (stages 1..t-1) is recorded first."""
+    policy, bandit, horizon, n = run.policy, run.bandit, run.horizon, run.policy.n_runs
+    upcoming = list(run.snapshot_stages)
+    row, t = 0, 1
+    while t <= horizon:
+        if upcoming and upcoming[0] == t:
+            run.snapshot(t)
+            upcoming.pop(0)
+        steps = min(horizon - t + 1, bandit._noise.available(), 1000 - (t - 1) % 1000,
+                    (upcoming[0] - t) if upcoming else horizon)
+        draws = bandit._noise.take(steps)
+        noise = np.ascontiguousarray(draws[:, :, 0])
+        constraint_noise = (np.ascontiguousarray(draws[:, :, 1]) if draws.shape[2] > 1
+                            else np.empty((0, 0)))
+        window = slice(t - 1, t - 1 + steps)
+        recording = run.stats.recording(
+            row, run.rewards[window] if run.rewards is not None else np.empty((0, n)),
+            run.decisions[window] if run.decisions is not None
+            else np.empty((0, n), dtype=np.int8))
+        done = play_stages(policy.stage_record(t, steps), t,
+                           bandit.environment(noise, constraint_noise, run.optimal), recording)
+        if done.invalid.any():
+            i = int(np.argmax(done.invalid > 0))
+            raise ValueError(f"{type(policy).__name__}'s compiled stages gave run {i} a "
+                             f"non-finite arm or a decision code outside 0.."
+                             f"{policy.decision_counts.shape[1] - 1} at stage "
+                             f"{done.invalid[i]}")
+        if done.failed.any():
+            i = int(np.argmax(done.failed > 0))
+            raise ValueError(f"run {i}, stage {done.failed[i]}: V = lam I + sum x x^T is "
+                             f"not numerically positive definite (lam = {policy.lam:g} is too "
+                             "small): use a larger lam")
+        policy.t = t + steps - 1
+        row = int(done.rows[0])  # the same for every run
+        t += steps
+        bar.update(t - 1 - bar.n)
+
+
+def _play_stepped(run: _Run, bar) -> None:
+    """``select``/``observe`` stage by stage."""
+    policy, bandit, n = run.policy, run.bandit, run.policy.n_runs
+    threshold = -np.inf if bandit.threshold is None else bandit.threshold
+    snaps, row = set(run.snapshot_stages), 0
+    for k in range(run.horizon):
         t = k + 1
         if t in snaps:
-            conf = policy.confidence
-            snapshots[t] = (conf.theta_hat[0].copy(), conf.V[0].copy(), policy.radii(t)[0])
+            run.snapshot(t)
         arms = policy.select()
         # The codes select set, as the protocol checked them (observe may change the attribute).
         codes = np.array(policy.last_decision, dtype=np.int8)
         feedback = bandit._feedback(arms.reshape(n, -1))
-        mean = feedback.mean
         observe(policy, arms, feedback)
-        violated = feedback.violated if known is not None else mean < threshold
-        stats.record(t, mean, violated, codes, optimal, threshold, row)
-        row += t == grid[row]
-        if traces:
-            rewards[k] = mean
-            decisions[k] = codes
-        if t % 1000 == 0 or t == horizon:
+        run.stats.record(t, feedback.mean, feedback.violated, codes, run.optimal, threshold, row)
+        row += t == run.grid[row]
+        if run.rewards is not None:
+            run.rewards[k] = feedback.mean
+            run.decisions[k] = codes
+        if t % 1000 == 0 or t == run.horizon:
             bar.update(t - bar.n)
-    bar.close()
-    return SimulationResult(stats, optimal, threshold, time.perf_counter() - start, snapshots,
-                            rewards, decisions)

@@ -12,12 +12,11 @@ least ``decision_counts`` and ``last_decision``) and four functions, its :class:
 * ``run_view(policy, i)``: run ``i``'s views of the state (a tuple), taken once per run;
 * ``choose_arm(policy, run, work, i, s, t, arm) -> code``: run ``i``'s arm at stage ``t`` (the
   call's ``s``-th) into ``arm``, and its decision code;
-* ``learn(policy, run, work, i, arm, y, code) -> ok``: run ``i``'s update with the reward ``y``
-  (False if ``V`` lost definiteness, which stops the run).  A policy for an unknown linear
-  constraint (:mod:`sege_cvx.safety`) takes one more argument,
-  ``learn(policy, run, work, i, arm, y, code, z)``: ``z`` is the constraint's own noisy value
-  ``<x, gamma*> + noise`` (NaN where the model has none: the stagewise floor, or ``B``'s model
-  whose feedback is the reward's).
+* ``learn(policy, run, work, i, arm, y, code, z) -> ok``: run ``i``'s update with the reward
+  ``y`` and, under an unknown linear constraint with feedback of its own
+  (:mod:`sege_cvx.safety`), the constraint's noisy value ``z = <x, gamma*> + noise`` (NaN where
+  the model has none: the stagewise floor, or ``B``'s model whose feedback is the reward's);
+  False if ``V`` lost definiteness, which stops the run.
 
 The loop also counts violations: a stage whose expected reward is below the threshold in the
 stagewise model, whose constraint value ``<x, gamma*>`` exceeds the limit in the other.
@@ -49,6 +48,7 @@ geometry record passed to the geometry's arms costs SEGE's stages on polyhedral 
 
 from __future__ import annotations
 
+import inspect
 import types
 from collections.abc import Callable
 from typing import NamedTuple
@@ -128,17 +128,6 @@ def learn(policy, run, work, i: int, arm, y: float, code: int, z: float) -> bool
     raise NotImplementedError("a stage hook: bound to a policy's function in a compiled loop")
 
 
-def reward_learn(policy, run, work, i: int, arm, y: float, code: int) -> bool:
-    """A ``learn`` hook of the reward alone (seven parameters), bound in :func:`_reward_only`."""
-    raise NotImplementedError("a stage hook: bound to a policy's function in a compiled loop")
-
-
-@njit(inline="always")
-def _reward_only(policy, run, work, i, arm, y, code, z):
-    """The loop's ``learn`` for a hook that takes the reward alone: ``z`` is dropped."""
-    return reward_learn(policy, run, work, i, arm, y, code)
-
-
 def register_stage_hooks(record: type, hooks: StageHooks) -> None:
     """Register the :class:`StageHooks` of the policy whose stage record class is ``record``."""
     if not (isinstance(record, type) and issubclass(record, tuple) and hasattr(record, "_fields")):
@@ -149,12 +138,33 @@ def register_stage_hooks(record: type, hooks: StageHooks) -> None:
                         "the stage loop updates")
     if not isinstance(hooks, StageHooks):
         raise TypeError(f"hooks must be a StageHooks, got {type(hooks).__name__}")
+    for name, hook in hooks._asdict().items():
+        _check_hook_signature(record, name, hook)
     # One set of hooks per record class: its compiled loops (and their disk cache, named after
     # the class) belong to those hooks.
     if _HOOKS.get(record, hooks) != hooks:
         raise TypeError(f"stage record {record.__name__} already has stage hooks; define another "
                         "record class for other hooks")
     _HOOKS[record] = hooks
+
+
+#: Each hook's parameters, as the loop calls it.
+_HOOK_PARAMETERS = {"scratch": "policy, d", "run_view": "policy, i",
+                    "choose_arm": "policy, run, work, i, s, t, arm",
+                    "learn": "policy, run, work, i, arm, y, code, z"}
+
+
+def _check_hook_signature(record: type, name: str, hook) -> None:
+    """Refuse, when it is registered, a hook the loop cannot call with its parameters
+    (:data:`_HOOK_PARAMETERS`): numba would say so only when the loop compiles."""
+    parameters = _HOOK_PARAMETERS[name]
+    try:
+        inspect.signature(getattr(hook, "py_func", hook)).bind(*parameters.split(", "))
+    except TypeError:
+        raise TypeError(f"stage hook {name} of {record.__name__} must take ({parameters})"
+                        ) from None
+    except ValueError:  # no signature to read: left to numba
+        pass
 
 
 def _run_stages(first, last, t0, n_stages, policy, env, recording, progress):
@@ -235,16 +245,6 @@ def _bound_to(function: Callable, bindings: dict[Callable, Callable]) -> Callabl
     return njit(cache=False, inline="always")(copy)
 
 
-def _required_parameters(hook: Callable) -> int:
-    """How many positional parameters without a default the (numba) function ``hook`` takes: a
-    ``learn`` hook of seven takes the reward alone, whatever optional ones follow."""
-    func = getattr(hook, "py_func", hook)
-    code = getattr(func, "__code__", None)
-    if code is None:
-        return -1
-    return code.co_argcount - len(getattr(func, "__defaults__", None) or ())
-
-
 def _bind(template: Callable, record: type, geometry: type | None, **options):
     """``njit(template)`` with ``record``'s hooks for the names ``scratch``, ``run_view``,
     ``choose_arm`` and ``learn`` (a copy of the function with its own globals; its own name, so
@@ -263,8 +263,6 @@ def _bind(template: Callable, record: type, geometry: type | None, **options):
         bindings = arm_bindings(geometry)
         hooks = StageHooks(*(_bound_to(hook, bindings) for hook in hooks))
         name = f"{name}_{geometry.__name__}"
-    if _required_parameters(hooks.learn) == 7:  # a hook of the reward alone
-        hooks = hooks._replace(learn=_bound_to(_reward_only, {reward_learn: hooks.learn}))
     names = dict(template.__globals__, **hooks._asdict(), CHECK_CHOICES=not ours)
     fn = types.FunctionType(template.__code__, names, template.__name__, template.__defaults__)
     fn.__qualname__ = fn.__name__ = name

@@ -26,7 +26,7 @@ def check_cells(spec: StudySpec) -> dict[str, dict]:
         ``safety_model`` and the ``constraint_limit``), its ``fingerprint``, whether it is
         ``misspecified`` and the assumptions it breaks.
     """
-    from ...policies.registry import policy_class, safety_model_problem
+    from ...policies.registry import safety_model_problem
     from ...simulation import run_seeds, simulate
 
     problems = {}
@@ -34,22 +34,22 @@ def check_cells(spec: StudySpec) -> dict[str, dict]:
         where = f"cell {index} ({problem_spec.label}, {algorithm.name}, {settings or 'defaults'})"
         try:
             problem = build_problem(problem_spec)
-            wrong = safety_model_problem(policy_class(algorithm.name), problem.safety_model)
+            wrong = safety_model_problem(algorithm.name, problem.safety_model)
             if wrong is not None:
                 raise SpecError(f"{where}: {wrong}; name the problems {algorithm.name} runs on "
                                 "in its [[algorithms]] table: problems = [...]")
             policy_seeds, noise_seeds = run_seeds(0, 1)
             policy = problem.policy(algorithm.name, 1, policy_seeds, **settings)
-            simulate(policy, problem.bandit(noise_seeds),
-                     min(2, spec.horizon))
-            # Plain Python values: a factory's numpy scalars (a float32 threshold fraction)
-            # would make the manifest, written after every simulation, fail to serialize.
+            simulate(policy, problem.bandit(noise_seeds), min(2, spec.horizon),
+                     misspecified=problem.misspecified)
+            # Plain Python values: a factory's numpy scalars would make the manifest, written
+            # after every simulation, fail to serialize.  A problem with a linear constraint
+            # has no reward floor: no b0 or b lines (null).
+            floor = problem.setting.safety if problem.constraint is None else None
             problems.setdefault(problem_spec.label, {
                 "dim": int(problem.arm_set.dim),
-                # A problem with a linear constraint has no reward floor: no b0 or b lines.
-                "baseline_reward": (float(problem.baseline_reward) if problem.constraint is None
-                                    else None),
-                "threshold": float(problem.threshold) if problem.constraint is None else None,
+                "baseline_reward": None if floor is None else float(floor.baseline_reward),
+                "threshold": None if floor is None else float(floor.threshold),
                 "safety_model": problem.safety_model,
                 "constraint_limit": (None if problem.constraint is None
                                      else float(problem.constraint.limit)),
@@ -99,10 +99,11 @@ def describe_algorithms(spec: StudySpec) -> dict[str, dict]:
 
     described = {}
     for algorithm in spec.algorithms:
-        cls = policy_entry(algorithm.name).cls
+        entry = policy_entry(algorithm.name)
+        cls = entry.cls
         described.setdefault(algorithm.name, {
             "class": f"{cls.__module__}:{cls.__qualname__}",
-            "grid_parameters": list(grid_parameters(cls)),
+            "grid_parameters": list(grid_parameters(entry)),
             "decision_names": list(cls.decision_names), "color": policy_color(algorithm.name),
-            "code": policy_code_fingerprint(cls)})
+            "code": policy_code_fingerprint(entry)})
     return described

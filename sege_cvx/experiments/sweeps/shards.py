@@ -22,7 +22,6 @@ import json
 import threading
 import time
 import zlib
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -32,7 +31,12 @@ import numpy as np
 import pyarrow as pa
 
 from ..._random import run_seeds
-from ...policies.registry import policy_class, policy_code_fingerprint, registered_policies
+from ...policies.registry import (
+    policy_class,
+    policy_code_fingerprint,
+    policy_entry,
+    registered_policies,
+)
 from ...simulation import simulate
 from ...stages.statistics import N_DECISIONS, RunStatistics, checkpoint_grid
 from ..outputs import runtime_versions
@@ -207,8 +211,9 @@ def run_shard(task: ShardTask) -> pa.Table:
     # fingerprint says it is the same code.
     known = (":" in algorithm.name or algorithm.name in registered_policies()
              or task.policy is None)
-    cls = policy_class(algorithm.name if known else task.policy)
-    if (code := policy_code_fingerprint(cls)) != task.policy_code:
+    entry = policy_entry(algorithm.name if known else task.policy)
+    cls = policy_class(entry.name, problem.safety_model)
+    if (code := policy_code_fingerprint(entry)) != task.policy_code:
         raise SpecError(f"policy {algorithm.name!r} loaded here is not the code the sweep "
                         f"checked (fingerprint {str(code)[:12]}, not {str(task.policy_code)[:12]}):"
                         " its module differs in this process")
@@ -217,11 +222,11 @@ def run_shard(task: ShardTask) -> pa.Table:
     grid = checkpoints_of(spec)
     with _SIMULATION_LOCK, _numba_threads(task.threads):
         start = time.perf_counter()
-        result = simulate(policy, bandit, spec.horizon, checkpoints=grid)
+        result = simulate(policy, bandit, spec.horizon, checkpoints=grid,
+                          misspecified=problem.misspecified)
         wall = time.perf_counter() - start
-    fallbacks = getattr(policy, "solver_fallbacks", np.zeros(len(seeds), dtype=np.int64))
-    reasons = dict(getattr(policy, "fallback_reasons", Counter()))
-    return shard_table(result.stats, runs, seeds, fallbacks, reasons, wall,
+    return shard_table(result.stats, runs, seeds, policy.solver_fallbacks,
+                       dict(policy.fallback_reasons), wall,
                        cell=cell_key(task), fingerprint=problem.fingerprint, versions=versions,
                        decision_names=cls.decision_names, policy_code=code,
                        conservative=problem.constraint is None)

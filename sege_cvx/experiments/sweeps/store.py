@@ -136,7 +136,7 @@ class SweepResults:
                 entry = policy_entry(name)
             except (ValueError, TypeError, ImportError):
                 continue
-            known[name] = {"grid_parameters": list(grid_parameters(entry.cls)),
+            known[name] = {"grid_parameters": list(grid_parameters(entry)),
                            "decision_names": list(_EARLIER_DECISION_COLUMNS),
                            "color": entry.color}
         return known
