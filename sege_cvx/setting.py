@@ -120,6 +120,12 @@ class SafeSetting:
         set_(self, "safe_shift", shift)
         set_(self, "safety", safety)
 
+    def __setstate__(self, state: dict) -> None:
+        # A pickle restores arrays writeable: the safe arm read-only again, so that compiled
+        # stages see the same array type in every process (numba compiles one loop per type).
+        self.__dict__.update(state)
+        self.safe_arm.flags.writeable = False
+
     @property
     def dim(self) -> int:
         return self.arm_set.dim

@@ -199,3 +199,16 @@ def test_policy_on_a_lambda_set_resumes_through_cloudpickle():
     arm_set = sc.ConvexArmSet(2, lambda x: [cp.pnorm(x - 1.0, 1.5) <= 1])
     policy = sc.SEGE(floor_setting(arm_set, [1.1, 1.0], 1.46, 1.2), c=0.01, n_runs=2, seed=0)
     assert_resumes(policy, bandit(2), 20, cloudpickle.dumps, cloudpickle.loads)
+
+
+def test_a_pickled_setting_keeps_its_safe_arm_read_only():
+    # Compiled stages carry the safe arm: a writeable copy after a pickle (a sweep's or a
+    # warm-up's helper process) would be another array type, and numba would compile the whole
+    # stage loop again for it.
+    setting = paper_setting()
+    loaded = pickle.loads(pickle.dumps(setting))
+    assert not setting.safe_arm.flags.writeable and not loaded.safe_arm.flags.writeable
+    assert loaded.safe_arm.tobytes() == setting.safe_arm.tobytes()
+    assert loaded.safety == setting.safety
+    policy = sc.SEGE(loaded, n_runs=2, seed=0)
+    assert sc.stages.geometry_of(policy.stage_record(1, 1)) is not None
