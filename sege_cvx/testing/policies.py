@@ -308,8 +308,9 @@ def _check_keeps_safety(case: _Case) -> None:
         i = int(np.argmax(stats.total_violations > 0))
         what = ("its expected reward below the threshold" if case.problem.constraint is None
                 else "its constraint value above the limit")
+        count = int(stats.total_violations[i])
         case.fail(f"'s run {i} broke the safety criterion at stage {stats.first_violation[i]} "
-                  f"({what}; {int(stats.total_violations[i])} such stages in {case.stages}), "
+                  f"({what}; {count} such stage{'s' if count != 1 else ''} in {case.stages}), "
                   "though it declares stagewise_safe")
 
 
