@@ -86,7 +86,8 @@ for name, arm_set in sets.items():
     floor = sc.RewardFloor(baseline_reward=b0, threshold=0.8 * b0)
     setting = sc.SafeSetting(arm_set, x0, S=1.0, noise_sd=0.3, safety=floor)
     policy = sc.SEGE(setting, c=0.05, n_runs=2, seed=sc.run_seeds(1, 2)[0])
-    bandit = sc.LinearBandit(theta_star, 0.3, sc.run_seeds(1, 2)[1], threshold=floor.threshold)
+    noise_seeds = sc.run_seeds(1, 2)[1]
+    bandit = sc.LinearBandit(theta_star, 0.3, noise_seeds, threshold=floor.threshold)
     result = sc.simulate(policy, bandit, 300)
     print(f"{name}: regret after 300 stages {result.stats.regret[-1].mean():.1f}, "
           f"violations {int(result.stats.total_violations.sum())}, "

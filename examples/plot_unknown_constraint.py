@@ -33,8 +33,9 @@ _, noise_seeds = sc.run_seeds(0, runs)
 
 fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), sharey=True)
 for ax, (label, arm_set, constraint, algorithms, settings) in zip(axes, panels, strict=True):
-    problem = sc.BanditProblem.from_truth(arm_set, theta_star=[0.6, 0.3], safe_arm=[0.0, 0.0],
-                                          S=1.0, noise_sd=0.1, constraint=constraint)
+    problem = sc.BanditProblem.from_truth(arm_set, theta_star=[0.6, 0.3],
+                                          safe_arm=[0.0, 0.0], S=1.0, noise_sd=0.1,
+                                          constraint=constraint)
     for algorithm in algorithms:
         policy = problem.policy(algorithm, runs, seed=1, **settings)
         stats = sc.simulate(policy, problem.bandit(noise_seeds), horizon).stats
