@@ -28,6 +28,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import FunctionType
 
 import numba
 from numba.core import caching, cgutils, event, types
@@ -125,7 +126,7 @@ def _without_literals(dispatcher):
     """Compile ``dispatcher`` for the plain types of the arguments a kernel passes it.
 
     numba specializes a kernel called from another for the *values* of constant arguments
-    (``Literal[bool](True)``): ``arm_one(..., True, ...)`` and ``arm_one(..., False, ...)`` would
+    (``Literal[bool](True)``): ``_arm_one(..., True, ...)`` and ``_arm_one(..., False, ...)`` would
     compile twice, each with everything it calls.  One compilation for ``bool`` serves both.
     """
     typed_call = dispatcher.get_call_template
@@ -160,6 +161,36 @@ def njit(fn: Callable | None = None, **options) -> Callable:
 
     return compile_(fn) if fn is not None else compile_
 
+
+
+def bind_globals(function: Callable, bindings: dict[Callable, Callable], *,
+                 constants: dict[str, object] | None = None, name: str | None = None,
+                 cache: bool = False, **options) -> Callable:
+    """A compiled copy of the numba function ``function`` whose globals that are keys of
+    ``bindings`` (placeholders: matched by identity) name their values instead.
+
+    How a compiled template calls what a record's class chose (a geometry's arms, a radius
+    rule, a policy's stage hooks): the choice is made when the copy compiles, and numba inlines
+    it.  ``constants``: globals set by name (flags numba folds away).  ``name``: the copy's
+    name, which names its disk-cache file (two copies of one source need two names);
+    ``cache``: whether numba caches it on disk (only for code of this package, whose source
+    stamps the cache: :class:`PackageSourceLocator`); ``options``: numba's
+    (``inline="always"``, ``nogil=True``).  ``function`` itself if it uses no
+    placeholder and no ``name`` is asked for.
+    """
+    py_func = getattr(function, "py_func", function)
+    # By identity: a module's globals may hold objects that cannot be hashed or compared.
+    by_id = {id(placeholder): bound for placeholder, bound in bindings.items()}
+    names = {key: by_id[id(value)] for key, value in py_func.__globals__.items()
+             if id(value) in by_id}
+    names.update(constants or {})
+    if not names and name is None:
+        return function
+    copy = FunctionType(py_func.__code__, dict(py_func.__globals__, **names),
+                              py_func.__name__, py_func.__defaults__, py_func.__closure__)
+    copy.__qualname__ = copy.__name__ = name or py_func.__name__
+    copy.__module__, copy.__doc__ = py_func.__module__, py_func.__doc__
+    return njit(cache=cache, **options)(copy)
 
 def over_runs(kernel: Callable, n_runs: int, *args) -> None:
     """``kernel(first, last, *args)`` for blocks of runs ``[first, last)`` on threads.

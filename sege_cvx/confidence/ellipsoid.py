@@ -24,6 +24,7 @@ from .._validation import (
     as_vector,
 )
 from . import cholesky
+from .state import ConfidenceState
 from .validation import as_spd_batch
 
 #: Largest dimension accepted (a bandit's d is small; larger ints overflow the radius formula).
@@ -288,6 +289,12 @@ class ConfidenceEllipsoid:
                 f"run {run}: V = lam I + sum x x^T is not numerically positive definite after "
                 f"{self.counts[run]} observations (lam = {self.lam:g} is too small for arms of "
                 f"norm {np.linalg.norm(x[failed]):.3g}); use a larger lam")
+
+    def state(self) -> ConfidenceState:
+        """The runs' arrays as the compiled stage loop takes them (views, not copies):
+        :class:`~sege_cvx.confidence.state.ConfidenceState`."""
+        return ConfidenceState(V=self.V, chol=self.chol, xy_sum=self.xy_sum,
+                               theta_hat=self.theta_hat, counts=self.counts)
 
     # ------------------------------------------------------------------ queries
     def lcb(self, x: np.ndarray, radius: float | np.ndarray,

@@ -15,6 +15,7 @@ from .._validation import as_finite_array, as_positive_int, as_scalar, format_va
 from ..arm_sets.base import ArmSet
 from ..safety import SAFETY_MODELS, KnownConstraint
 from ..setting import SafeSetting
+from ..stages.loop import Decisions
 
 if TYPE_CHECKING:
     from ..confidence.ellipsoid import ConfidenceEllipsoid
@@ -37,6 +38,10 @@ def reserved_name(name: str) -> bool:
     return name in RESERVED_NAMES or name.startswith(RESERVED_PREFIXES)
 
 
+#: The most decision codes a policy may name (:attr:`Policy.last_decision` is int8).
+MAX_DECISIONS = 127
+
+
 def decision_names_problem(cls: type) -> str | None:
     """What is wrong with ``cls.decision_names``, in one sentence (None if nothing): it must be
     a nonempty tuple of distinct identifiers (``None`` for a code never recorded), none of them a
@@ -50,6 +55,9 @@ def decision_names_problem(cls: type) -> str | None:
     given = [n for n in names if n is not None]
     if not given:
         return f"{label} names no decision: {names!r}"
+    if len(names) > MAX_DECISIONS:
+        return (f"{label} has {len(names)} decision codes; at most {MAX_DECISIONS} (a code is "
+                "an int8)")
     if bad := [n for n in given if not _NAME.fullmatch(n)]:
         return (f"{label}: {bad[0]!r} is not an identifier (letters, digits and _, not first "
                 "a digit): it names a column of the results tables")
@@ -289,6 +297,11 @@ class Policy:
         hooks registered (:func:`~sege_cvx.stages.loop.register_stage_hooks`).  Only where
         :attr:`compiled_stages`."""
         raise NotImplementedError(f"{type(self).__name__} has no compiled stages")
+
+    def decision_record(self) -> Decisions:
+        """:attr:`decision_counts` and :attr:`last_decision` as a stage record's ``decisions``
+        field (:class:`~sege_cvx.stages.loop.Decisions`: views, which the loop updates)."""
+        return Decisions(counts=self.decision_counts, last=self.last_decision)
 
     def _checked_selection(self, arms) -> np.ndarray:
         """``select``'s arms as ``(n_runs, d)`` float64, and its decisions counted."""

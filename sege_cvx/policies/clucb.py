@@ -18,11 +18,20 @@ from ..arm_sets.discretization import (
     support_tests,
 )
 from ..arm_sets.finite import FiniteArmSet
-from ..confidence.cholesky import directional_terms, inverse_factor_one, lcb_one, observe_one
+from ..confidence.cholesky import directional_terms, inverse_factor_one, lcb_one
 from ..confidence.ellipsoid import ConfidenceEllipsoid
-from ..confidence.radius import ConfidenceRadius, CountTable, radii_all, radius_one
+from ..confidence.radius import CountTable, make_radius, radius_one
+from ..confidence.state import (
+    ConfidenceState,
+    LearnScratch,
+    RunConfidence,
+    learn_scratch,
+    run_confidence,
+)
+from ..confidence.state import learn as update_confidence
 from ..setting import SafeSetting
 from ..stages.loop import (
+    Decisions,
     StageHooks,
     choose_loop,
     register_stage_hooks,
@@ -51,21 +60,16 @@ def optimistic_index(inv, theta_hat, beta, arms_t, work) -> int:
 class CLUCBStages(NamedTuple):
     """CLUCB's stage record for the compiled stage loop (:mod:`sege_cvx.stages.loop`).
 
-    Per run: the confidence set's ``V``, ``chol``, ``xy_sum``, ``theta_hat`` and ``counts``
-    (optimistic rounds only), ``optimistic_sum`` (``z``), the decision counts and last
-    decision.  The constants: the radius ``rule`` and its values by count (``beta_table``), the
-    arms (rows, and ``arms_t`` as columns), ``b0``, ``alpha`` and the baseline arm.
+    Per run: the ``confidence`` state (of optimistic rounds only; its counts index the
+    radius's table), ``optimistic_sum`` (``z``) and the ``decisions``.  The constants: the
+    ``radius`` rule and its values by count (``beta_table``), the arms (rows, and ``arms_t``
+    as columns), ``b0``, ``alpha`` and the ``baseline`` arm.
     """
 
-    V: np.ndarray
-    chol: np.ndarray
-    xy_sum: np.ndarray
-    theta_hat: np.ndarray
-    counts: np.ndarray
+    confidence: ConfidenceState
     optimistic_sum: np.ndarray
-    decision_counts: np.ndarray
-    last_decision: np.ndarray
-    rule: int
+    decisions: Decisions
+    radius: tuple
     beta_table: np.ndarray
     arms: np.ndarray
     arms_t: np.ndarray
@@ -74,32 +78,50 @@ class CLUCBStages(NamedTuple):
     baseline: np.ndarray
 
 
+class CLUCBRun(NamedTuple):
+    """Run ``i``'s views of a :class:`CLUCBStages` (:func:`run_view`)."""
+
+    confidence: RunConfidence
+    optimistic_sum: np.ndarray
+
+
+class CLUCBScratch(NamedTuple):
+    """:func:`choose`'s scratch (:func:`scratch`): ``L^{-1}`` (``inverse``) and the vectors
+    :func:`inverse_factor_one` uses (``e``, ``column``), the sum ``z + x`` (``total``) and the
+    LCB's vector (``w``); the per-arm terms ``(3, K)``; :func:`learn`'s."""
+
+    inverse: np.ndarray
+    e: np.ndarray
+    column: np.ndarray
+    total: np.ndarray
+    w: np.ndarray
+    terms: np.ndarray
+    learn: LearnScratch
+
+
 @njit(inline="always")
 def choose(policy, run, work, i, s, t, out) -> int:
     """CLUCB's rule for run ``i`` at round ``t`` (the stage loop's ``choose_arm`` hook; ``s``
     unused): the optimistic arm or the baseline into ``out``; returns the decision code.
 
-    ``beta`` is the run's :func:`~sege_cvx.confidence.radius.radius_one` of ``rule`` and the
-    table's value at its count of optimistic rounds (:meth:`CLUCB.beta`).  The optimistic arm
+    ``beta`` is the run's radius of the record's rule and the table's value at its count of
+    optimistic rounds (:meth:`CLUCB.radii`).  The optimistic arm
     ``x`` (:func:`optimistic_index`) is played iff
     ``min_{theta in C} <theta, z + x> + m b0 >= (1 - alpha) t b0`` (``z``: the optimistic arms
     played so far, ``m``: baseline plays), else the baseline arm.  ``policy``:
-    :class:`CLUCBStages`; ``run``: run ``i``'s views (:func:`run_view`); ``work``: the scratch
-    (:func:`scratch`).
+    :class:`CLUCBStages`; ``run``: :class:`CLUCBRun`; ``work``: :class:`CLUCBScratch`.
     """
-    _, chol, _, theta_hat, z = run
-    scratch_, arm_work = work[0], work[1]
+    chol, theta_hat, z = run.confidence.chol, run.confidence.theta_hat, run.optimistic_sum
     d = theta_hat.shape[0]
-    inv = scratch_[:d]
-    e, col, s = scratch_[d], scratch_[d + 1], scratch_[d + 2]
-    beta = radius_one(policy.rule, policy.beta_table[policy.counts[i]], chol)
-    inverse_factor_one(chol, inv, e, col)
-    k = optimistic_index(inv, theta_hat, beta, policy.arms_t, arm_work)
-    arms, b0 = policy.arms, policy.b0
+    beta = radius_one(policy.radius, policy.beta_table[policy.confidence.counts[i]], chol)
+    inverse_factor_one(chol, work.inverse, work.e, work.column)
+    k = optimistic_index(work.inverse, theta_hat, beta, policy.arms_t, work.terms)
+    arms, b0, total = policy.arms, policy.b0, work.total
     for j in range(d):
-        s[j] = z[j] + arms[k, j]
-    low = lcb_one(s, theta_hat, chol, beta, scratch_[d + 3])
-    play = low + policy.decision_counts[i, BASELINE] * b0 >= (1.0 - policy.alpha) * t * b0
+        total[j] = z[j] + arms[k, j]
+    low = lcb_one(total, theta_hat, chol, beta, work.w)
+    play = (low + policy.decisions.counts[i, BASELINE] * b0
+            >= (1.0 - policy.alpha) * t * b0)
     for j in range(d):
         out[j] = arms[k, j] if play else policy.baseline[j]
     return OPTIMISTIC if play else BASELINE
@@ -107,30 +129,30 @@ def choose(policy, run, work, i, s, t, out) -> int:
 
 @njit(inline="always")
 def scratch(policy, d):
-    """:func:`choose`'s ``(d + 4, d)`` and ``(3, K)`` scratch, :func:`observe_one`'s ``V_new``,
-    ``L`` and ``w``."""
-    return (np.empty((d + 4, d)), np.empty((3, policy.arms.shape[0])), np.empty((d, d)),
-            np.empty((d, d)), np.empty(d))
+    """A :class:`CLUCBScratch` for dimension ``d``."""
+    return CLUCBScratch(inverse=np.empty((d, d)), e=np.empty(d), column=np.empty(d),
+                        total=np.empty(d), w=np.empty(d),
+                        terms=np.empty((3, policy.arms.shape[0])), learn=learn_scratch(d))
 
 
 @njit(inline="always")
 def run_view(policy, i):
-    """Run ``i``'s ``(V, chol, xy_sum, theta_hat, optimistic_sum)``."""
-    return (policy.V[i], policy.chol[i], policy.xy_sum[i], policy.theta_hat[i],
-            policy.optimistic_sum[i])
+    """Run ``i``'s :class:`CLUCBRun`."""
+    return CLUCBRun(confidence=run_confidence(policy.confidence, i),
+                    optimistic_sum=policy.optimistic_sum[i])
 
 
 @njit(inline="always")
 def learn(policy, run, work, i, arm, y, code, z) -> bool:
-    """Only optimistic rounds enter the confidence set (:func:`observe_one`) and ``z``."""
+    """Only optimistic rounds enter the confidence set
+    (:func:`~sege_cvx.confidence.state.learn`) and ``z``."""
     if code != OPTIMISTIC:
         return True
-    if not observe_one(run[0], run[1], run[2], run[3], arm, y, work[2], work[3], work[4]):
+    if not update_confidence(policy.confidence, run.confidence, i, arm, y, work.learn):
         return False
-    policy.counts[i] += 1
-    z = run[4]
+    total = run.optimistic_sum
     for j in range(arm.shape[0]):
-        z[j] += arm[j]
+        total[j] += arm[j]
     return True
 
 
@@ -201,7 +223,6 @@ class CLUCB(Policy):
     decision_names: tuple[str | None, ...] = ("optimistic", None, "baseline")
     #: Its guarantee is the conservative (cumulative) constraint, not every stage's floor.
     stagewise_safe = False
-    compiled_kernels = (stage_loop(CLUCBStages),)
 
     def __init__(
         self,
@@ -241,7 +262,7 @@ class CLUCB(Policy):
         self.L = arm_set.norm_bound()
         self._check_lam(self.L)
         self.radius = radius
-        self._radius = ConfidenceRadius(radius, d, setting.noise_sd, self.lam, setting.S, self.L)
+        self._radius = make_radius(radius, d, setting.noise_sd, self.lam, setting.S, self.L)
         self._beta = CountTable(self._radius, self.delta)  # by count of optimistic rounds
 
         self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
@@ -252,11 +273,16 @@ class CLUCB(Policy):
         t = self.t + 1
         arms = np.empty((self.n_runs, self.d))
         codes = np.empty(self.n_runs, dtype=np.int8)
-        choose_loop(CLUCBStages)(self.stage_record(t, 1), t, arms, codes)
+        choose_loop(CLUCBStages, None, type(self._radius.rule))(self.stage_record(t, 1), t, arms,
+                                                                codes)
         self.last_decision = codes
         return arms
 
     compiled_stages = True
+
+    @property
+    def compiled_kernels(self) -> tuple:
+        return (stage_loop(CLUCBStages, None, type(self._radius.rule)),)
 
     def summary(self, stats, stages: list[int]) -> dict:
         """The arm count, its discretization error and the mean number of baseline plays."""
@@ -268,7 +294,7 @@ class CLUCB(Policy):
         """Every run's current ``beta``: ``r_n(delta)`` (eq. (r_t) at its ``n`` optimistic
         rounds) or the self-normalized bound at its ``V``."""
         conf = self.confidence
-        return radii_all(self._radius.rule, self._beta[conf.counts], conf.chol)
+        return self._radius.radii(conf.chol, self._beta[conf.counts])
 
     def stage_record(self, t0: int, n_stages: int) -> CLUCBStages:
         """The record of the ``n_stages`` rounds from ``t0`` on, for the compiled stage loop
@@ -276,11 +302,11 @@ class CLUCB(Policy):
         reach."""
         conf = self.confidence
         table = self._beta.covering(int(conf.counts.max()) + n_stages)
-        return CLUCBStages(conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
-                           self.optimistic_sum, self.decision_counts, self.last_decision,
-                           self._radius.rule, table, self.arms, self._arms_t,
-                           self.setting.safety.baseline_reward, self.alpha,
-                           self.setting.safe_arm)
+        return CLUCBStages(confidence=conf.state(), optimistic_sum=self.optimistic_sum,
+                           decisions=self.decision_record(), radius=self._radius.rule,
+                           beta_table=table, arms=self.arms, arms_t=self._arms_t,
+                           b0=self.setting.safety.baseline_reward, alpha=self.alpha,
+                           baseline=self.setting.safe_arm)
 
     def observe(self, x: np.ndarray, y: np.ndarray, constraint_values: None = None) -> None:
         """Record rewards; only optimistic rounds enter the confidence set."""

@@ -67,9 +67,17 @@ from ..confidence.cholesky import (
     solve_lower_transposed,
 )
 from ..confidence.ellipsoid import ConfidenceEllipsoid
-from ..confidence.radius import ConfidenceRadius, CountTable, check_radius, radii_all, radius_one
+from ..confidence.radius import CountTable, check_radius, make_radius, radius_one
+from ..confidence.state import (
+    ConfidenceState,
+    LearnScratch,
+    RunConfidence,
+    learn_scratch,
+    run_confidence,
+)
+from ..confidence.state import learn as update_confidence
 from ..setting import SafeSetting
-from ..stages.loop import StageHooks, choose_loop, register_stage_hooks, stage_loop
+from ..stages.loop import Decisions, StageHooks, choose_loop, register_stage_hooks, stage_loop
 from .base import Policy
 
 #: Decision codes: the step played in full (ROFUL: ``max(b~, mu) >= 1``; GNOP and SafeTS: at
@@ -165,26 +173,23 @@ def radial_caps(arm_set: ArmSet, directions: np.ndarray) -> np.ndarray:
 
 
 class DirectionalStages(NamedTuple):
-    """ROFUL's and GNOP's stage record under a linear constraint (:mod:`sege_cvx.stages.loop`).
+    """ROFUL's, GNOP's and SafeTS's stage record under a linear constraint
+    (:mod:`sege_cvx.stages.loop`).
 
-    Per run: ``V``, ``chol``, the reward's ``xy_sum`` and ``theta_hat``, the observation
-    ``counts``, the constraint's ``xz_sum`` and ``gamma_hat``, the decision counts and last
-    decision, the fallbacks.  The constants: the radius ``rule`` and its values by count
-    (``beta_table``), the rule (:data:`ROFUL_RULE` or :data:`GNOP_RULE`), the rays' directions as
-    columns (``dirs_t``), their norms and caps, the margin ``c`` and ``S``.
+    Per run: the reward's ``confidence`` state, the constraint's ``xz_sum`` and ``gamma_hat``
+    (the same ``V``), the ``decisions``, the ``fallbacks``.  The constants: the ``radius`` rule
+    and its values by count (``beta_table``), the ``algorithm`` (:data:`ROFUL_RULE`,
+    :data:`GNOP_RULE` or :data:`TS_RULE`), the rays' directions as columns (``dirs_t``), their
+    norms (``unorm``) and ``caps``, the ``margin`` ``c``, ``S``, SafeTS's normal ``draws`` and
+    the set's ``geometry`` record.
     """
 
-    V: np.ndarray
-    chol: np.ndarray
-    xy_sum: np.ndarray
-    theta_hat: np.ndarray
-    counts: np.ndarray
+    confidence: ConfidenceState
     xz_sum: np.ndarray
     gamma_hat: np.ndarray
-    decision_counts: np.ndarray
-    last_decision: np.ndarray
+    decisions: Decisions
     fallbacks: np.ndarray
-    rule: tuple
+    radius: tuple
     beta_table: np.ndarray
     algorithm: int
     dirs_t: np.ndarray
@@ -196,13 +201,38 @@ class DirectionalStages(NamedTuple):
     geometry: tuple
 
 
+class DirectionalRun(NamedTuple):
+    """Run ``i``'s views of a :class:`DirectionalStages` (:func:`run_view`)."""
+
+    confidence: RunConfidence
+    xz_sum: np.ndarray
+    gamma_hat: np.ndarray
+
+
+class DirectionalScratch(NamedTuple):
+    """:func:`choose_arm`'s scratch (:func:`scratch`): ``L^{-1}`` (``inverse``) and the vectors
+    :func:`inverse_factor_one` uses (``e``, ``column``), the per-ray terms ``(4, K)``, the
+    certificate's vector (``w``), SafeTS's ``sampled`` parameter, the pull-in's two vectors
+    (``offset``, ``trial``); :func:`learn`'s."""
+
+    inverse: np.ndarray
+    e: np.ndarray
+    column: np.ndarray
+    terms: np.ndarray
+    w: np.ndarray
+    sampled: np.ndarray
+    offset: np.ndarray
+    trial: np.ndarray
+    learn: LearnScratch
+
+
 @njit(inline="always")
 def scratch(policy, d):
-    """``L^{-1}`` and two vectors, the per-ray terms ``(4, K)``, :func:`observe_one`'s
-    ``V_new``, ``L`` and ``w``, SafeTS's sampled parameter, ``pull_in``'s ``(2, d)``."""
-    K = policy.dirs_t.shape[1]
-    return (np.empty((d + 2, d)), np.empty((4, K)), np.empty((d, d)), np.empty((d, d)),
-            np.empty(d), np.empty(d), np.empty((2, d)))
+    """A :class:`DirectionalScratch` for dimension ``d``."""
+    return DirectionalScratch(inverse=np.empty((d, d)), e=np.empty(d), column=np.empty(d),
+                              terms=np.empty((4, policy.dirs_t.shape[1])), w=np.empty(d),
+                              sampled=np.empty(d), offset=np.empty(d), trial=np.empty(d),
+                              learn=learn_scratch(d))
 
 
 @njit(inline="always")
@@ -235,9 +265,9 @@ def sample_parameter(theta_hat, inv, beta, z, out) -> None:
 
 @njit(inline="always")
 def run_view(policy, i):
-    """Run ``i``'s ``(V, chol, xy_sum, theta_hat, xz_sum, gamma_hat)``."""
-    return (policy.V[i], policy.chol[i], policy.xy_sum[i], policy.theta_hat[i],
-            policy.xz_sum[i], policy.gamma_hat[i])
+    """Run ``i``'s :class:`DirectionalRun`."""
+    return DirectionalRun(confidence=run_confidence(policy.confidence, i),
+                          xz_sum=policy.xz_sum[i], gamma_hat=policy.gamma_hat[i])
 
 
 @njit(inline="always")
@@ -245,13 +275,12 @@ def choose_arm(policy, run, work, i, s, t, arm) -> int:
     """:func:`ray_step` on the run's terms; the arm ``fl(s u_k)`` (the safe arm, the origin,
     for :data:`BASELINE`; a failed certificate counted in ``fallbacks``)."""
     d = arm.shape[0]
-    chol, theta_hat, gamma_hat = run[1], run[3], run[5]
-    mat, terms = work[0], work[1]
-    beta = radius_one(policy.rule, policy.beta_table[policy.counts[i]], chol)
-    inv = mat[:d]
-    inverse_factor_one(chol, inv, mat[d], mat[d + 1])
+    chol, theta_hat, gamma_hat = run.confidence.chol, run.confidence.theta_hat, run.gamma_hat
+    inv, terms = work.inverse, work.terms
+    beta = radius_one(policy.radius, policy.beta_table[policy.confidence.counts[i]], chol)
+    inverse_factor_one(chol, inv, work.e, work.column)
     if policy.algorithm == TS_RULE:
-        sampled = work[5]
+        sampled = work.sampled
         sample_parameter(theta_hat, inv, beta, policy.draws[i, s], sampled)
         directional_terms(inv, sampled, policy.dirs_t, terms)
     else:
@@ -273,9 +302,8 @@ def choose_arm(policy, run, work, i, s, t, arm) -> int:
         return code  # the safe arm, the best
     # Moved exactly into the set (a star's arms are members already: Unmoved) and certified at
     # the point moved; else the safe arm, counted.
-    pull = work[6]
-    if not (scale > 0.0 and pull_in(policy.geometry, arm, pull[0], pull[1])
-            and certified_arm(arm, gamma_hat, chol, beta, policy.margin, policy.S, work[4])):
+    if not (scale > 0.0 and pull_in(policy.geometry, arm, work.offset, work.trial)
+            and certified_arm(arm, gamma_hat, chol, beta, policy.margin, policy.S, work.w)):
         policy.fallbacks[i] += 1
         for j in range(d):
             arm[j] = 0.0
@@ -284,25 +312,32 @@ def choose_arm(policy, run, work, i, s, t, arm) -> int:
 
 
 @njit(inline="always")
-def learn_one(V, chol, xy_sum, theta_hat, xz_sum, gamma_hat, x, y, z, V_new, L, w) -> bool:
-    """Add ``(x, y, z)``: :func:`observe_one` for ``V`` and the reward, then ``xz_sum += z x``
-    and ``gamma_hat = V^{-1} xz_sum`` from the new factor."""
-    if not observe_one(V, chol, xy_sum, theta_hat, x, y, V_new, L, w):
-        return False
+def learn_constraint(xz_sum, gamma_hat, chol, x, z, w) -> None:
+    """The constraint's estimate after ``(x, z)`` entered ``V`` (``chol``: its new factor):
+    ``xz_sum += z x`` and ``gamma_hat = V^{-1} xz_sum`` (``w``: scratch of length d)."""
     for a in range(x.shape[0]):
         xz_sum[a] += x[a] * z
     solve_lower(chol, xz_sum, w)
     solve_lower_transposed(chol, w, gamma_hat)
+
+
+@njit(inline="always")
+def learn_one(V, chol, xy_sum, theta_hat, xz_sum, gamma_hat, x, y, z, V_new, L, w) -> bool:
+    """Add ``(x, y, z)``: :func:`observe_one` for ``V`` and the reward, then
+    :func:`learn_constraint`."""
+    if not observe_one(V, chol, xy_sum, theta_hat, x, y, V_new, L, w):
+        return False
+    learn_constraint(xz_sum, gamma_hat, chol, x, z, w)
     return True
 
 
 @njit(inline="always")
 def learn(policy, run, work, i, arm, y, code, z) -> bool:
-    """:func:`learn_one` with the reward ``y`` and the constraint's value ``z``."""
-    if not learn_one(run[0], run[1], run[2], run[3], run[4], run[5], arm, y, z, work[2],
-                     work[3], work[4]):
+    """The reward's update (:func:`~sege_cvx.confidence.state.learn`), then the constraint's
+    with its value ``z`` (:func:`learn_constraint`)."""
+    if not update_confidence(policy.confidence, run.confidence, i, arm, y, work.learn):
         return False
-    policy.counts[i] += 1
+    learn_constraint(run.xz_sum, run.gamma_hat, run.confidence.chol, arm, z, work.learn.w)
     return True
 
 
@@ -419,7 +454,7 @@ class DirectionalPolicy(Policy):
         sd = max(setting.noise_sd, setting.safety.noise_sd)
         self.L = arm_set.norm_bound()
         self._check_lam(self.L)
-        self._radius = ConfidenceRadius(self.radius, d, sd, self.lam, setting.S, self.L)
+        self._radius = make_radius(self.radius, d, sd, self.lam, setting.S, self.L)
         self._beta = CountTable(self._radius, self.delta / 2.0)
         self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
         self._xz_sum = np.zeros((self.n_runs, d))
@@ -446,7 +481,9 @@ class DirectionalPolicy(Policy):
 
     @property
     def compiled_kernels(self) -> tuple:
-        return (stage_loop(DirectionalStages, type(self._geometry)),) if self._compiled else ()
+        if not self._compiled:
+            return ()
+        return (stage_loop(DirectionalStages, type(self._geometry), type(self._radius.rule)),)
 
     @property
     def solver_fallbacks(self) -> np.ndarray:
@@ -463,7 +500,7 @@ class DirectionalPolicy(Policy):
     def radii(self) -> np.ndarray:
         """Every run's current confidence radius ``beta`` (both confidence sets')."""
         conf = self.confidence
-        return radii_all(self._radius.rule, self._beta[conf.counts], conf.chol)
+        return self._radius.radii(conf.chol, self._beta[conf.counts])
 
     def summary(self, stats, stages: list[int]) -> dict:
         """The number of rays and the confidence radius."""
@@ -481,11 +518,12 @@ class DirectionalPolicy(Policy):
         """The record of the compiled stage loop (:attr:`compiled_stages`)."""
         conf = self.confidence
         table = self._beta.covering(int(conf.counts.max()) + n_stages)
-        return DirectionalStages(conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
-                                 self._xz_sum, self.gamma_hat, self.decision_counts,
-                                 self.last_decision, self._fallbacks, self._radius.rule, table,
-                                 self.rule, self._dirs_t, self._unorm, self.caps, self.margin,
-                                 self.setting.S, self._draws(n_stages), self._geometry)
+        return DirectionalStages(
+            confidence=conf.state(), xz_sum=self._xz_sum, gamma_hat=self.gamma_hat,
+            decisions=self.decision_record(), fallbacks=self._fallbacks,
+            radius=self._radius.rule, beta_table=table, algorithm=self.rule,
+            dirs_t=self._dirs_t, unorm=self._unorm, caps=self.caps, margin=self.margin,
+            S=self.setting.S, draws=self._draws(n_stages), geometry=self._geometry)
 
     def select(self) -> np.ndarray:
         """Every run's arm by the policy's rule (the compiled stage of :func:`choose_loop`),
@@ -494,8 +532,8 @@ class DirectionalPolicy(Policy):
         n, d = self.n_runs, self.d
         arms = np.empty((n, d))
         codes = np.empty(n, dtype=np.int8)
-        choose_loop(DirectionalStages, type(self._geometry))(self.stage_record(self.t + 1, 1),
-                                                             self.t + 1, arms, codes)
+        kernel = choose_loop(DirectionalStages, type(self._geometry), type(self._radius.rule))
+        kernel(self.stage_record(self.t + 1, 1), self.t + 1, arms, codes)
         if not self._compiled:
             arms, inside = self.setting.arm_set.pull_inside_unchecked(arms)
             played = codes != BASELINE

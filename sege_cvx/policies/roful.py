@@ -49,11 +49,13 @@ from .._random import SeedLike
 from .._validation import as_scalar, scaled_norm
 from ..arm_sets.discretization import as_arm_count, default_arm_count, discretize_with_witnesses
 from ..arm_sets.kernels.registry import has_pull_in, pull_in
-from ..confidence.cholesky import directional_terms, inverse_factor_one, observe_one
+from ..confidence.cholesky import directional_terms, inverse_factor_one
 from ..confidence.ellipsoid import ConfidenceEllipsoid
-from ..confidence.radius import ConfidenceRadius, CountTable, radii_all, radius_one
+from ..confidence.radius import CountTable, make_radius, radius_one
+from ..confidence.state import ConfidenceState, LearnScratch, learn_scratch, run_confidence
+from ..confidence.state import learn as update_confidence
 from ..setting import SafeSetting
-from ..stages.loop import StageHooks, register_stage_hooks, stage_loop
+from ..stages.loop import Decisions, StageHooks, register_stage_hooks, stage_loop
 from .base import Policy
 from .directional import ROFUL_RULE, DirectionalPolicy, ray_step
 
@@ -68,19 +70,19 @@ MIN_STEP = 1e-9
 
 
 @njit(inline="always")
-def step_one(chol, theta_hat, rule, beta_value, dirs_t, steps, unorm, margin, S, work, dir_work):
+def step_one(chol, theta_hat, beta, dirs_t, steps, unorm, margin, S, work, dir_work):
     """ROFUL's rule for one run (steps 1-3 of the module docstring): the authors' rule
     (:func:`~sege_cvx.policies.directional.ray_step`, written once for both models) with the
     floor as a constraint, ``gamma_hat = -theta_hat`` (``<x', -theta*> <= m``).
 
-    Returns ``(j, tau, code)``: play ``x0 + tau (p_j - x0)``; ``code`` is :data:`FULL_STEP`,
+    ``beta``: the run's confidence radius.  Returns ``(j, tau, code)``: play
+    ``x0 + tau (p_j - x0)``; ``code`` is :data:`FULL_STEP`,
     :data:`SCALED_STEP` or :data:`BASELINE` (then ``tau = 0``; ``tau < 0`` if no scale passed
     the certificate).  ``dirs_t``: the unit directions as columns, shape ``(d, K)``; ``steps``:
     ``s_j``; ``unorm``: the directions' norms (1); ``work``: scratch ``(d + 2, d)``;
     ``dir_work``: scratch ``(4, K)``.
     """
     d, K = dirs_t.shape
-    beta = radius_one(rule, beta_value, chol)
     inv = work[:d]
     inverse_factor_one(chol, inv, work[d], work[d + 1])
     directional_terms(inv, theta_hat, dirs_t, dir_work)
@@ -94,8 +96,9 @@ def step_one(chol, theta_hat, rule, beta_value, dirs_t, steps, unorm, margin, S,
 
 
 @njit
-def step_all(chol, theta_hat, rule, beta_values, dirs_t, steps, unorm, margin, S) -> tuple:
-    """:func:`step_one` for every run (the step API's ``select``): ``(j, tau, code)`` per run."""
+def step_all(chol, theta_hat, betas, dirs_t, steps, unorm, margin, S) -> tuple:
+    """:func:`step_one` for every run (the step API's ``select``; ``betas``: the runs' radii):
+    ``(j, tau, code)`` per run."""
     n, d = theta_hat.shape
     work = np.empty((d + 2, d))
     dir_work = np.empty((4, dirs_t.shape[1]))
@@ -103,9 +106,8 @@ def step_all(chol, theta_hat, rule, beta_values, dirs_t, steps, unorm, margin, S
     out_tau = np.empty(n)
     out_code = np.empty(n, dtype=np.int8)
     for i in range(n):
-        out_j[i], out_tau[i], out_code[i] = step_one(chol[i], theta_hat[i], rule, beta_values[i],
-                                                     dirs_t, steps, unorm, margin, S, work,
-                                                     dir_work)
+        out_j[i], out_tau[i], out_code[i] = step_one(chol[i], theta_hat[i], betas[i], dirs_t,
+                                                     steps, unorm, margin, S, work, dir_work)
     return out_j, out_tau, out_code
 
 
@@ -119,22 +121,18 @@ def segment_point(baseline, offsets, j, tau, out) -> None:
 class ROFULStages(NamedTuple):
     """ROFUL's stage record for the compiled stage loop (:mod:`sege_cvx.stages.loop`).
 
-    Per run: the confidence set's ``V``, ``chol``, ``xy_sum``, ``theta_hat`` and ``counts``,
-    the decision counts and last decision, the fallbacks.  The constants: the radius ``rule`` and
-    its values by count (``beta_table``), the directions as columns (``dirs_t``), the full steps
-    and the offsets ``p_j - x0``, the margin ``m``, ``S``, the baseline arm and ``b0``, and the
-    set's geometry record (:func:`~sege_cvx.arm_sets.kernels.registry.has_pull_in`).
+    Per run: the ``confidence`` state (of ``(x - x0, y - b0)``), the ``decisions``, the
+    ``fallbacks``.  The constants: the ``radius`` rule and its values by count
+    (``beta_table``), the directions as columns (``dirs_t``), the full ``steps`` and the
+    ``offsets`` ``p_j - x0``, the directions' norms (``unorm``), the ``margin`` ``m``, ``S``,
+    the ``baseline`` arm and ``b0``, and the set's ``geometry`` record
+    (:func:`~sege_cvx.arm_sets.kernels.registry.has_pull_in`).
     """
 
-    V: np.ndarray
-    chol: np.ndarray
-    xy_sum: np.ndarray
-    theta_hat: np.ndarray
-    counts: np.ndarray
-    decision_counts: np.ndarray
-    last_decision: np.ndarray
+    confidence: ConfidenceState
+    decisions: Decisions
     fallbacks: np.ndarray
-    rule: int
+    radius: tuple
     beta_table: np.ndarray
     dirs_t: np.ndarray
     steps: np.ndarray
@@ -147,32 +145,45 @@ class ROFULStages(NamedTuple):
     geometry: tuple
 
 
+class ROFULScratch(NamedTuple):
+    """:func:`choose_arm`'s scratch (:func:`scratch`): :func:`step_one`'s ``(d + 2, d)``
+    (``step``) and ``(4, K)`` (``terms``), the arm relative to the baseline (``relative``),
+    the pull-in's two vectors (``offset``, ``trial``); :func:`learn`'s."""
+
+    step: np.ndarray
+    terms: np.ndarray
+    relative: np.ndarray
+    offset: np.ndarray
+    trial: np.ndarray
+    learn: LearnScratch
+
+
 @njit(inline="always")
 def scratch(policy, d):
-    """:func:`step_one`'s ``(d + 2, d)`` and ``(4, K)`` scratch, the arm relative to the
-    baseline, ``pull_in``'s ``(2, d)``, :func:`observe_one`'s ``V_new``, ``L`` and ``w``."""
-    return (np.empty((d + 2, d)), np.empty((4, policy.dirs_t.shape[1])), np.empty(d),
-            np.empty((2, d)), np.empty((d, d)), np.empty((d, d)), np.empty(d))
+    """A :class:`ROFULScratch` for dimension ``d``."""
+    return ROFULScratch(step=np.empty((d + 2, d)), terms=np.empty((4, policy.dirs_t.shape[1])),
+                        relative=np.empty(d), offset=np.empty(d), trial=np.empty(d),
+                        learn=learn_scratch(d))
 
 
 @njit(inline="always")
 def run_view(policy, i):
-    """Run ``i``'s ``(V, chol, xy_sum, theta_hat)``."""
-    return policy.V[i], policy.chol[i], policy.xy_sum[i], policy.theta_hat[i]
+    """Run ``i``'s :class:`~sege_cvx.confidence.state.RunConfidence`."""
+    return run_confidence(policy.confidence, i)
 
 
 @njit(inline="always")
 def choose_arm(policy, run, work, i, s, t, arm) -> int:
-    """:func:`step_one`, the point on the segment (:func:`segment_point`) moved exactly into the
-    set (the set's geometry record, :func:`~sege_cvx.arm_sets.kernels.registry.pull_in`; the
-    baseline arm, counted in ``fallbacks``, if it cannot be)."""
-    j, tau, code = step_one(run[1], run[3], policy.rule, policy.beta_table[policy.counts[i]],
-                            policy.dirs_t, policy.steps, policy.unorm, policy.margin, policy.S,
-                            work[0], work[1])
+    """:func:`step_one` at the run's radius, the point on the segment (:func:`segment_point`)
+    moved exactly into the set (the set's geometry record,
+    :func:`~sege_cvx.arm_sets.kernels.registry.pull_in`; the baseline arm, counted in
+    ``fallbacks``, if it cannot be)."""
+    beta = radius_one(policy.radius, policy.beta_table[policy.confidence.counts[i]], run.chol)
+    j, tau, code = step_one(run.chol, run.theta_hat, beta, policy.dirs_t, policy.steps,
+                            policy.unorm, policy.margin, policy.S, work.step, work.terms)
     baseline = policy.baseline
     segment_point(baseline, policy.offsets, j, max(tau, 0.0), arm)
-    pull_work = work[3]
-    if tau < 0.0 or not pull_in(policy.geometry, arm, pull_work[0], pull_work[1]):
+    if tau < 0.0 or not pull_in(policy.geometry, arm, work.offset, work.trial):
         policy.fallbacks[i] += 1
         code = BASELINE
         for k in range(arm.shape[0]):
@@ -182,15 +193,11 @@ def choose_arm(policy, run, work, i, s, t, arm) -> int:
 
 @njit(inline="always")
 def learn(policy, run, work, i, arm, y, code, z) -> bool:
-    """The update with ``(x - x0, y - b0)`` (:func:`observe_one`)."""
-    rel, baseline = work[2], policy.baseline
+    """The update with ``(x - x0, y - b0)`` (:func:`~sege_cvx.confidence.state.learn`)."""
+    relative, baseline = work.relative, policy.baseline
     for k in range(arm.shape[0]):
-        rel[k] = arm[k] - baseline[k]
-    if not observe_one(run[0], run[1], run[2], run[3], rel, y - policy.b0, work[4], work[5],
-                       work[6]):
-        return False
-    policy.counts[i] += 1
-    return True
+        relative[k] = arm[k] - baseline[k]
+    return update_confidence(policy.confidence, run, i, relative, y - policy.b0, work.learn)
 
 
 register_stage_hooks(ROFULStages, StageHooks(scratch, run_view, choose_arm, learn))
@@ -317,7 +324,7 @@ class StagewiseROFUL(Policy):
         self.L = arm_set.distance_bound(setting.safe_arm)
         self._check_lam(self.L)
         self.radius = radius
-        self._radius = ConfidenceRadius(radius, d, setting.noise_sd, self.lam, setting.S, self.L)
+        self._radius = make_radius(radius, d, setting.noise_sd, self.lam, setting.S, self.L)
         self._beta = CountTable(self._radius, self.delta)  # by observation count
         # Compiled stages on sets whose membership is decided from x alone (registry.has_pull_in).
         compiled = arm_set.compiled_arms
@@ -335,7 +342,7 @@ class StagewiseROFUL(Policy):
     def compiled_kernels(self) -> tuple:
         if self._geometry is None:
             return ()
-        return (stage_loop(ROFULStages, type(self._geometry)),)
+        return (stage_loop(ROFULStages, type(self._geometry), type(self._radius.rule)),)
 
     @property
     def solver_fallbacks(self) -> np.ndarray:
@@ -356,15 +363,14 @@ class StagewiseROFUL(Policy):
     def radii(self) -> np.ndarray:
         """Every run's current confidence radius ``beta``."""
         conf = self.confidence
-        return radii_all(self._radius.rule, self._beta[conf.counts], conf.chol)
+        return self._radius.radii(conf.chol, self._beta[conf.counts])
 
     def select(self) -> np.ndarray:
         """Choose the stage's arms (:func:`step_one`, then the point moved exactly into the set;
         the baseline arm, counted in ``solver_fallbacks``, where it cannot be)."""
         conf, setting = self.confidence, self.setting
-        j, tau, code = step_all(conf.chol, conf.theta_hat, self._radius.rule,
-                                self._beta[conf.counts], self._dirs_t, self.steps, self._unorm,
-                                self.margin, setting.S)
+        j, tau, code = step_all(conf.chol, conf.theta_hat, self.radii(), self._dirs_t,
+                                self.steps, self._unorm, self.margin, setting.S)
         uncertified = tau < 0.0
         tau = np.maximum(tau, 0.0)
         arms = _segment_points(setting.safe_arm, self._offsets, j, tau)
@@ -392,11 +398,12 @@ class StagewiseROFUL(Policy):
         (:attr:`compiled_stages`)."""
         conf, setting = self.confidence, self.setting
         table = self._beta.covering(int(conf.counts.max()) + n_stages)
-        return ROFULStages(conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts,
-                           self.decision_counts, self.last_decision, self._fallbacks,
-                           self._radius.rule, table, self._dirs_t, self.steps, self._offsets,
-                           self._unorm, self.margin, setting.S, setting.safe_arm,
-                           setting.safety.baseline_reward, self._geometry)
+        return ROFULStages(confidence=conf.state(), decisions=self.decision_record(),
+                           fallbacks=self._fallbacks, radius=self._radius.rule, beta_table=table,
+                           dirs_t=self._dirs_t, steps=self.steps, offsets=self._offsets,
+                           unorm=self._unorm, margin=self.margin, S=setting.S,
+                           baseline=setting.safe_arm, b0=setting.safety.baseline_reward,
+                           geometry=self._geometry)
 
 
 class ROFUL(DirectionalPolicy):

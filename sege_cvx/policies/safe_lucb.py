@@ -43,7 +43,7 @@ from .._validation import as_nonnegative_int, as_scalar
 from ..arm_sets.base import ArmSet
 from ..arm_sets.star import StarSet
 from ..confidence.ellipsoid import ConfidenceEllipsoid
-from ..confidence.radius import ConfidenceRadius, CountTable, check_radius, radii_all
+from ..confidence.radius import CountTable, check_radius, make_radius
 from ..conic.errors import SolverFailure
 from ..setting import SafeSetting
 from .base import Policy
@@ -138,7 +138,7 @@ class SafeLUCB(Policy):
         self.margin = float(constraint.margin)
         self.L = arm_set.norm_bound()
         self._check_lam(self.L)
-        self._radius = ConfidenceRadius(self.radius, d, self.R, self.lam, setting.S, self.L)
+        self._radius = make_radius(self.radius, d, self.R, self.lam, setting.S, self.L)
         self._beta = CountTable(self._radius, self.delta)
         self.confidence = ConfidenceEllipsoid(d, self.lam, self.n_runs)
         self._fallbacks = np.zeros(self.n_runs, dtype=np.int64)
@@ -178,7 +178,7 @@ class SafeLUCB(Policy):
     def radii(self) -> np.ndarray:
         """Every run's current confidence radius ``beta``."""
         conf = self.confidence
-        return radii_all(self._radius.rule, self._beta[conf.counts], conf.chol)
+        return self._radius.radii(conf.chol, self._beta[conf.counts])
 
     def summary(self, stats, stages: list[int]) -> dict:
         """The exploration phase and the confidence radius."""

@@ -16,7 +16,7 @@ from ..arm_sets.exploration import Exploration
 from ..arm_sets.kernels.status import STATUS
 from ..confidence.cholesky import min_eigenvalue_at_least
 from ..confidence.ellipsoid import ConfidenceEllipsoid
-from ..confidence.radius import ConfidenceRadius
+from ..confidence.radius import make_radius
 from ..safety import RewardFloor
 from ..setting import SafeSetting
 from ..stages.loop import choose_loop, stage_loop
@@ -267,7 +267,7 @@ class SEGE(Policy):
 
         self._check_lam(self.L)
         self.radius = radius
-        self._radius = ConfidenceRadius(radius, d, setting.noise_sd, self.lam, setting.S, self.L)
+        self._radius = make_radius(radius, d, setting.noise_sd, self.lam, setting.S, self.L)
         # zeta_t is drawn only at the stages where a run explores: its k-th exploration uses
         # the k-th draw of its own stream (the same distribution as a draw at every stage).
         self._zeta = PacedNormals(self._seed_sequences, d)
@@ -319,7 +319,8 @@ class SEGE(Policy):
     def compiled_kernels(self) -> tuple:
         if self._compiled is None:
             return ()
-        return (stage_loop(sege_rule.SEGEStages, type(self._compiled[0])),)
+        return (stage_loop(sege_rule.SEGEStages, type(self._compiled[0]),
+                           type(self._radius.rule)),)
 
     @property
     def solver_fallbacks(self) -> np.ndarray:
@@ -362,7 +363,8 @@ class SEGE(Policy):
         """Every run's radius at stage ``t`` from its current ``V`` (``V_{t-1}`` when ``t`` is
         the next stage): ``r_t(delta_t)`` of eq. (r_t), the same for all runs, or the
         self-normalized bound (``radius="self_normalized"``)."""
-        return self._radius.radii(self.confidence.chol, t, self.risk_level(t))
+        value = self._radius.stage_value(t, self.risk_level(t))
+        return self._radius.radii(self.confidence.chol, np.full(self.n_runs, value))
 
     # ------------------------------------------------------------------ Algorithm 1
     def select(self) -> np.ndarray:
@@ -376,7 +378,8 @@ class SEGE(Policy):
         if self._compiled is not None:
             arms = np.empty((self.n_runs, self.d))
             decision = np.empty(self.n_runs, dtype=np.int8)
-            kernel = choose_loop(sege_rule.SEGEStages, type(self._compiled[0]))
+            kernel = choose_loop(sege_rule.SEGEStages, type(self._compiled[0]),
+                                 type(self._radius.rule))
             kernel(self.stage_record(t, 1), t, arms, decision)
         else:
             arms, decision = self._select_around_arm_set(self.radii_at(t), self.c * math.sqrt(t))
@@ -446,15 +449,15 @@ class SEGE(Policy):
         bounds = np.array([self.c * math.sqrt(t) for t in stages])
         values = np.array([self._radius.stage_value(t, self.risk_level(t)) for t in stages])
         self._zeta.reserve(n_stages)
-        conf = self.confidence
         geometry, exploration = self._compiled
+        floor = self.setting.safety
         return sege_rule.SEGEStages(
-            conf.V, conf.chol, conf.xy_sum, conf.theta_hat, conf.counts, self.decision_counts,
-            self.last_decision, self.last_safe_arm, self.last_exploration_arm,
-            self._compiled_fallbacks, self._checked_warm_start(), bounds, self._radius.rule,
-            values, self._zeta.buffer, self._zeta.cursor, geometry, exploration, self.rho,
-            self.setting.safe_arm, self.setting.safety.threshold,
-            self.setting.safety.baseline_reward)
+            confidence=self.confidence.state(), decisions=self.decision_record(),
+            last_safe=self.last_safe_arm, last_exploration=self.last_exploration_arm,
+            fallbacks=self._compiled_fallbacks, warm=self._checked_warm_start(), bounds=bounds,
+            radius=self._radius.rule, stage_values=values, draws=self._zeta.buffer,
+            cursor=self._zeta.cursor, geometry=geometry, exploration=exploration, rho=self.rho,
+            baseline=self.setting.safe_arm, b=floor.threshold, b0=floor.baseline_reward)
 
     def observe(self, x: np.ndarray, y: np.ndarray, constraint_values: None = None) -> None:
         """Record the observed rewards of the arms returned by :meth:`select` (line 11).

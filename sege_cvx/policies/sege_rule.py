@@ -10,10 +10,10 @@ Every engine calls these, so the rule exists once:
   compiled (:mod:`sege_cvx.arm_sets.kernels.registry`: ellipsoids, boxes and polytopes): the
   information test, the greedy arm and its test, the LCB arm, the exploration point, the mix
   and its verification.
-  :class:`SEGEStages` and its hooks (:func:`scratch`, :func:`run_view`, :func:`stage_one`,
-  :func:`learn`) put it in the compiled stage loop (:mod:`sege_cvx.stages.loop`):
-  many stages of a block of runs against a linear bandit, or one stage of every run
-  (``SEGE.select``).
+  :class:`SEGEStages` (with :class:`SEGERun` and :class:`SEGEScratch`) and its hooks
+  (:func:`scratch`, :func:`run_view`, :func:`stage_one`, :func:`learn`) put it in the
+  compiled stage loop (:mod:`sege_cvx.stages.loop`): many stages of a block of runs against a
+  linear bandit, or one stage of every run (``SEGE.select``).
 
 Each run is computed with its own data only, in the same order of operations whatever the
 other runs, the number of threads or the engine: the results are bitwise the same.
@@ -27,11 +27,25 @@ import numpy as np
 
 from .._numba import njit
 from ..arm_sets.exploration import exploration_point
-from ..arm_sets.kernels.registry import greedy_arm, lcb_arm, pull_inside
+from ..arm_sets.kernels.registry import (
+    GeometryScratch,
+    geometry_scratch,
+    greedy_arm,
+    lcb_arm,
+    pull_inside,
+)
 from ..arm_sets.kernels.status import NOT_MEMBER, VERIFIED
-from ..confidence.cholesky import factor, lcb_one, observe_one
+from ..confidence.cholesky import factor, lcb_one
 from ..confidence.radius import radius_one
-from ..stages.loop import StageHooks, register_stage_hooks
+from ..confidence.state import (
+    ConfidenceState,
+    LearnScratch,
+    RunConfidence,
+    learn_scratch,
+    run_confidence,
+)
+from ..confidence.state import learn as update_confidence
+from ..stages.loop import Decisions, StageHooks, register_stage_hooks
 
 #: Decision codes recorded per stage (``SEGE.last_decision``).
 EXPLOIT, EXPLORE_LCB, EXPLORE_BASELINE = 0, 1, 2
@@ -90,27 +104,22 @@ def explore_all(lcb_arms, lcb_ok, theta_hat, chol, radii, b0, baseline, U, rho, 
 class SEGEStages(NamedTuple):
     """SEGE's stage record for the compiled stage loop (:mod:`sege_cvx.stages.loop`).
 
-    Per run (first axis): the confidence set's ``V``, ``chol``, ``xy_sum``, ``theta_hat`` and
-    ``counts``; the decision counts and last decision; the last safe and exploration arms; the
-    fallbacks by status; the warm start ``(rows, counts, points, inverse)``.  The call's
-    constants: per stage, ``c sqrt(t)`` in ``bounds`` and the radius ``rule``'s value in
-    ``stage_values``; the normal draws and their per-run ``cursor``; the set's geometry record
-    and ``exploration = (center, B, cross)``; ``rho``, the baseline arm, ``b`` and ``b0``.
+    Per run (first axis): the ``confidence`` state, the ``decisions``, the last safe and
+    exploration arms, the ``fallbacks`` by status, the ``warm`` start of the set's arms (a
+    polytope's ``(rows, counts, points, inverse)``).  The call's constants: per stage,
+    ``c sqrt(t)`` in ``bounds`` and the ``radius`` rule's value in ``stage_values``; the normal
+    draws and their per-run ``cursor``; the set's ``geometry`` record and
+    ``exploration = (center, B, cross)``; ``rho``, the ``baseline`` arm, ``b`` and ``b0``.
     """
 
-    V: np.ndarray
-    chol: np.ndarray
-    xy_sum: np.ndarray
-    theta_hat: np.ndarray
-    counts: np.ndarray
-    decision_counts: np.ndarray
-    last_decision: np.ndarray
+    confidence: ConfidenceState
+    decisions: Decisions
     last_safe: np.ndarray
     last_exploration: np.ndarray
     fallbacks: np.ndarray
     warm: tuple
     bounds: np.ndarray
-    rule: int
+    radius: tuple
     stage_values: np.ndarray
     draws: np.ndarray
     cursor: np.ndarray
@@ -122,17 +131,40 @@ class SEGEStages(NamedTuple):
     b0: float
 
 
+class SEGERun(NamedTuple):
+    """Run ``i``'s views of a :class:`SEGEStages` (:func:`run_view`)."""
+
+    confidence: RunConfidence
+    safe: np.ndarray
+    exploration: np.ndarray
+    fallbacks: np.ndarray
+    warm: tuple
+
+
+class SEGEScratch(NamedTuple):
+    """:func:`stage_one`'s scratch (:func:`scratch`): the set's ``arms``; the factor of
+    ``V - c sqrt(t) I`` (``shifted``); the LCB arm (``lcb_point``); vectors for the LCB test
+    and the pull-in (``w``, ``trial``) and the exploration point (``zeta``); :func:`learn`'s."""
+
+    arms: GeometryScratch
+    shifted: np.ndarray
+    lcb_point: np.ndarray
+    w: np.ndarray
+    trial: np.ndarray
+    zeta: np.ndarray
+    learn: LearnScratch
+
+
 @njit(inline="always")
 def stage_one(policy, run, work, i, s, t, out) -> int:
     """One stage ``t`` of run ``i`` on a set with compiled arms (the stage loop's ``choose_arm``
     hook): the arm into ``out``; returns the decision code.  ``policy``: :class:`SEGEStages`
-    (``s``: the stage's index in it); ``run``:
-    run ``i``'s views (:func:`run_view`); ``work``: the scratch (:func:`scratch`).
+    (``s``: the stage's index in it); ``run``: :class:`SEGERun`; ``work``: :class:`SEGEScratch`.
 
     The arms are the geometry's (:mod:`sege_cvx.arm_sets.kernels.registry`: an ellipsoid's closed
     forms, a polytope's certified active-set solves warm started from the run's ``warm`` state).
-    The radius ``r_t`` is the run's :func:`~sege_cvx.confidence.radius.radius_one` of ``rule``
-    and the stage's value.
+    The radius ``r_t`` is the run's radius of the record's rule and the stage's value
+    (:func:`~sege_cvx.confidence.radius.radius_one`).
     Line 5: exploit iff ``lambda_min(V_{t-1}) >= c sqrt(t)`` (decided by factoring
     ``V - c sqrt(t) I``) and the greedy arm, verified in the set, passes :func:`exploits`.
     Otherwise lines 7-8 with the LCB arm and ``U_t`` from the run's next normal draw,
@@ -143,31 +175,32 @@ def stage_one(policy, run, work, i, s, t, out) -> int:
     ``fallbacks[status]`` (by status: :mod:`~sege_cvx.arm_sets.kernels.status`).  The run's last safe
     arm and exploration point receive ``X^S_t`` and ``U_t`` (NaN when exploiting).
     """
-    V, chol, _, theta_hat, safe, U, fallbacks, warm = run
-    mats, vecs = work[0], work[1]
+    V, chol, theta_hat = run.confidence.V, run.confidence.chol, run.confidence.theta_hat
+    safe, U, fallbacks, warm = run.safe, run.exploration, run.fallbacks, run.warm
+    arms = work.arms
     geometry, baseline, rho = policy.geometry, policy.baseline, policy.rho
-    r = radius_one(policy.rule, policy.stage_values[s], chol)
-    if factor(V, policy.bounds[s], mats[5]):
-        status = greedy_arm(geometry, theta_hat, warm, out, mats, vecs)
+    r = radius_one(policy.radius, policy.stage_values[s], chol)
+    if factor(V, policy.bounds[s], work.shifted):
+        status = greedy_arm(geometry, theta_hat, warm, out, arms.mats, arms.vecs)
         if status != VERIFIED:
             fallbacks[0] += 1
             fallbacks[status] += 1
-        elif exploits(out, theta_hat, chol, r, policy.b, vecs[14]):
+        elif exploits(out, theta_hat, chol, r, policy.b, work.w):
             safe[:] = np.nan
             U[:] = np.nan
             return EXPLOIT
-    lcb_point = vecs[16]
-    status = lcb_arm(geometry, theta_hat, chol, r, warm, lcb_point, mats, vecs)
+    lcb_point = work.lcb_point
+    status = lcb_arm(geometry, theta_hat, chol, r, warm, lcb_point, arms.mats, arms.vecs)
     if status != VERIFIED:
         fallbacks[0] += 1
         fallbacks[status] += 1
     g = policy.draws[i, policy.cursor[i]]
     center, B, cross = policy.exploration
-    exploration_point(g, center, B, cross, U, vecs[17])
+    exploration_point(g, center, B, cross, U, work.zeta)
     policy.cursor[i] += 1
     use_lcb = safe_exploration_arm(lcb_point, status == VERIFIED, theta_hat, chol, r, policy.b0,
-                                   baseline, U, rho, vecs[14], safe, out)
-    if not pull_inside(geometry, out, warm, use_lcb, rho, g, safe, vecs[14], vecs[15]):
+                                   baseline, U, rho, work.w, safe, out)
+    if not pull_inside(geometry, out, warm, use_lcb, rho, g, safe, work.w, work.trial):
         fallbacks[0] += 1
         fallbacks[NOT_MEMBER] += 1
         for k in range(out.shape[0]):
@@ -177,29 +210,26 @@ def stage_one(policy, run, work, i, s, t, out) -> int:
 
 @njit(inline="always")
 def scratch(policy, d):
-    """:func:`stage_one`'s ``mats`` (6, d, d) and ``vecs`` (18, d), :func:`observe_one`'s
-    ``V_new``, ``L`` and ``w``."""
-    return (np.empty((6, d, d)), np.empty((18, d)), np.empty((d, d)), np.empty((d, d)),
-            np.empty(d))
+    """A :class:`SEGEScratch` for dimension ``d``."""
+    return SEGEScratch(arms=geometry_scratch(d), shifted=np.empty((d, d)),
+                       lcb_point=np.empty(d), w=np.empty(d), trial=np.empty(d),
+                       zeta=np.empty(d), learn=learn_scratch(d))
 
 
 @njit(inline="always")
 def run_view(policy, i):
-    """Run ``i``'s ``(V, chol, xy_sum, theta_hat, last safe arm, last exploration point,
-    fallbacks, warm start)``."""
+    """Run ``i``'s :class:`SEGERun`."""
     rows, counts, points, inverse = policy.warm
-    return (policy.V[i], policy.chol[i], policy.xy_sum[i], policy.theta_hat[i],
-            policy.last_safe[i], policy.last_exploration[i], policy.fallbacks[i],
-            (rows[i], counts[i], points[i], inverse[i]))
+    return SEGERun(confidence=run_confidence(policy.confidence, i), safe=policy.last_safe[i],
+                   exploration=policy.last_exploration[i], fallbacks=policy.fallbacks[i],
+                   warm=(rows[i], counts[i], points[i], inverse[i]))
 
 
 @njit(inline="always")
 def learn(policy, run, work, i, arm, y, code, z) -> bool:
-    """Line 11: the confidence set's update with ``(arm, y)`` (:func:`observe_one`)."""
-    if not observe_one(run[0], run[1], run[2], run[3], arm, y, work[2], work[3], work[4]):
-        return False
-    policy.counts[i] += 1
-    return True
+    """Line 11: the confidence set's update with ``(arm, y)``
+    (:func:`~sege_cvx.confidence.state.learn`)."""
+    return update_confidence(policy.confidence, run.confidence, i, arm, y, work.learn)
 
 
 # stage_one is the choose_arm hook itself: one level of inlining less to compile.

@@ -23,7 +23,7 @@ from ..conic.errors import SolverFailure
 from ..policies.base import Policy
 from ..safety import KnownConstraint, LinearConstraint, RewardFloor
 from ..stages.loop import Environment, play_stages
-from ..stages.statistics import RunStatistics, checkpoint_grid, decision_count_problem
+from ..stages.statistics import RunStatistics, checkpoint_grid
 
 
 class Feedback(NamedTuple):
@@ -376,8 +376,6 @@ def _prepare(policy, bandit, horizon, snapshot_stages, checkpoints, traces,
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a sege_cvx.Policy (SEGE, CLUCB, ROFUL or a subclass of "
                         f"sc.Policy), got {type(policy).__name__}")
-    if (too_many := decision_count_problem(type(policy))) is not None:
-        raise ValueError(too_many)
     if not isinstance(bandit, LinearBandit):
         raise TypeError(f"bandit must be a LinearBandit, got {type(bandit).__name__}")
     horizon = as_positive_int("horizon", horizon)
@@ -415,7 +413,8 @@ def _prepare(policy, bandit, horizon, snapshot_stages, checkpoints, traces,
     else:
         given = {_stage("checkpoints", c, horizon) for c in checkpoints}
         grid = np.array(sorted(given | {horizon}), dtype=np.int64)
-    return _Run(policy, bandit, horizon, grid, snaps, optimal, RunStatistics.empty(grid, n),
+    stats = RunStatistics.empty(grid, n, len(policy.decision_names))
+    return _Run(policy, bandit, horizon, grid, snaps, optimal, stats,
                 np.empty((horizon, n)) if traces else None,
                 np.empty((horizon, n), dtype=np.int8) if traces else None)
 

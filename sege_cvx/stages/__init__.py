@@ -6,6 +6,15 @@
   into (:class:`~.statistics.RunStatistics`).
 """
 
-from .loop import StageHooks, choose_loop, geometry_of, register_stage_hooks, stage_loop
+from .loop import (
+    Decisions,
+    StageHooks,
+    choose_loop,
+    geometry_of,
+    radius_of,
+    register_stage_hooks,
+    stage_loop,
+)
 
-__all__ = ["StageHooks", "choose_loop", "geometry_of", "register_stage_hooks", "stage_loop"]
+__all__ = ["Decisions", "StageHooks", "choose_loop", "geometry_of", "radius_of",
+           "register_stage_hooks", "stage_loop"]

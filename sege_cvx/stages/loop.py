@@ -6,10 +6,13 @@ environment (the reward ``<x, theta*> + noise_sd * noise``, as
 :meth:`~sege_cvx.simulation.LinearBandit.pull` computes it), the decision counts and the
 statistics (:func:`~sege_cvx.stages.statistics.record_run_stage`).  The policy's part is its
 *stage record* (a ``NamedTuple`` holding its per-run state and the call's constants, with at
-least ``decision_counts`` and ``last_decision``) and four functions, its :class:`StageHooks`:
+least ``decisions``, a :class:`Decisions`; the policies of the package hold their confidence
+state as a :class:`~sege_cvx.confidence.state.ConfidenceState` and update it with its one
+:func:`~sege_cvx.confidence.state.learn`) and four functions, its :class:`StageHooks`:
 
-* ``scratch(policy, d)``: the policy's scratch arrays (a tuple), made once per call;
-* ``run_view(policy, i)``: run ``i``'s views of the state (a tuple), taken once per run;
+* ``scratch(policy, d)``: the policy's scratch arrays (a ``NamedTuple``), made once per call;
+* ``run_view(policy, i)``: run ``i``'s views of the state (a ``NamedTuple``), taken once per
+  run;
 * ``choose_arm(policy, run, work, i, s, t, arm) -> code``: run ``i``'s arm at stage ``t`` (the
   call's ``s``-th) into ``arm``, and its decision code;
 * ``learn(policy, run, work, i, arm, y, code, z) -> ok``: run ``i``'s update with the reward
@@ -22,7 +25,7 @@ The loop also counts violations: a stage whose expected reward is below the thre
 stagewise model, whose constraint value ``<x, gamma*>`` exceeds the limit in the other.
 
 The loop checks what ``choose_arm`` returns: an arm that is not finite or a code outside the
-record's ``decision_counts`` columns stops the run (:class:`Progress`), and
+columns of the record's ``decisions.counts`` stops the run (:class:`Progress`), and
 :func:`~sege_cvx.simulate` raises.
 
 A policy module registers its hooks for its record class (:func:`register_stage_hooks`: a
@@ -34,7 +37,10 @@ holds a set's compiled geometry record has one kernel per geometry class
 (:func:`geometry_of`): in it, the hooks' calls to the placeholders of
 :mod:`sege_cvx.arm_sets.kernels.registry` (``greedy_arm``, ``lcb_arm``, ``pull_inside``,
 ``pull_in``) are bound to that geometry's functions, inlined as well
-(:func:`~sege_cvx.arm_sets.kernels.registry.arm_bindings`).  The hooks compute what the policy's
+(:func:`~sege_cvx.arm_sets.kernels.registry.arm_bindings`).  A record whose ``radius`` field
+holds a registered radius rule has one kernel per rule class (:func:`radius_of`), the hooks'
+:func:`~sege_cvx.confidence.radius.radius_one` bound to the rule's kernel the same way
+(:func:`~sege_cvx.confidence.radius.radius_bindings`).  The hooks compute what the policy's
 ``select`` and ``observe`` compute (SEGE's and CLUCB's ``select`` call :func:`choose_loop`;
 every ``observe`` the same per-run update), so a run's numbers are bitwise those of the step
 API, whatever the thread that computed them (:func:`sege_cvx.testing.check_policy` compares
@@ -49,14 +55,14 @@ geometry record passed to the geometry's arms costs SEGE's stages on polyhedral 
 from __future__ import annotations
 
 import inspect
-import types
 from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
-from .._numba import borrow, keep_alive, njit, over_runs
+from .._numba import bind_globals, borrow, keep_alive, over_runs
 from ..arm_sets.kernels.registry import arm_bindings, geometry_kernels
+from ..confidence.radius import is_radius_rule, radius_bindings
 from .statistics import Recording, record_run_stage
 
 
@@ -81,12 +87,22 @@ class Environment(NamedTuple):
 class Progress(NamedTuple):
     """What a compiled call reports per run: ``rows[i]``, run ``i``'s next checkpoint row;
     ``failed[i]``, the stage at which its ``V`` lost definiteness; ``invalid[i]``, the stage at
-    which ``choose_arm`` gave a non-finite arm or a code outside ``decision_counts``' columns
+    which ``choose_arm`` gave a non-finite arm or a code outside the decisions' columns
     (0 if none)."""
 
     rows: np.ndarray
     failed: np.ndarray
     invalid: np.ndarray
+
+
+class Decisions(NamedTuple):
+    """A policy's decisions in a stage record (its ``decisions`` field): per run, the stages of
+    each decision code so far, ``counts`` of shape ``(n_runs, len(decision_names))``, and the
+    ``last`` code (int8).  The loop checks each code against ``counts``' columns and updates
+    both."""
+
+    counts: np.ndarray
+    last: np.ndarray
 
 
 class StageHooks(NamedTuple):
@@ -102,7 +118,7 @@ class StageHooks(NamedTuple):
 _HOOKS: dict[type, StageHooks] = {}
 #: Whether the loop checks each arm and code ``choose_arm`` gives (bound per loop by :func:`_bind`).
 CHECK_CHOICES = True
-_LOOPS: dict[tuple[type, type | None, str], Callable] = {}
+_LOOPS: dict[tuple[type, type | None, type | None, str], Callable] = {}
 
 
 # The hooks' names in the templates below; each compiled loop binds them to a policy's
@@ -132,10 +148,9 @@ def register_stage_hooks(record: type, hooks: StageHooks) -> None:
     """Register the :class:`StageHooks` of the policy whose stage record class is ``record``."""
     if not (isinstance(record, type) and issubclass(record, tuple) and hasattr(record, "_fields")):
         raise TypeError(f"a stage record must be a NamedTuple class, got {record!r}")
-    missing = {"decision_counts", "last_decision"} - set(record._fields)
-    if missing:
-        raise TypeError(f"stage record {record.__name__} lacks the field(s) {sorted(missing)} "
-                        "the stage loop updates")
+    if "decisions" not in record._fields:
+        raise TypeError(f"stage record {record.__name__} lacks the field 'decisions' (a "
+                        "Decisions) the stage loop updates")
     if not isinstance(hooks, StageHooks):
         raise TypeError(f"hooks must be a StageHooks, got {type(hooks).__name__}")
     for name, hook in hooks._asdict().items():
@@ -180,7 +195,7 @@ def _run_stages(first, last, t0, n_stages, policy, env, recording, progress):
                                         borrow(progress))
     theta_star, noise, noise_sd = env.theta_star, env.noise, env.noise_sd
     gamma, feedback = env.constraint, env.constraint_noise.shape[0] > 0
-    decision_counts, last_decision = policy.decision_counts, policy.last_decision
+    decision_counts, last_decision = policy.decisions.counts, policy.decisions.last
     n_codes = decision_counts.shape[1]
     d = theta_star.shape[0]
     owned = (scratch(policy, d), np.empty(d))
@@ -227,72 +242,60 @@ def _choose_all(policy, t, arms, codes):
         codes[i] = choose_arm(policy, run_view(policy, i), work, i, 0, t, arms[i])
 
 
-def _bound_to(function: Callable, bindings: dict[Callable, Callable]) -> Callable:
-    """A copy of the ``njit(inline="always")`` function ``function`` whose globals that are keys
-    of ``bindings`` (placeholders) are their values; ``function`` itself if it uses none."""
-    py_func = getattr(function, "py_func", None)
-    if py_func is None:  # not a numba function: numba says so when it compiles the loop
-        return function
-    # By identity: a module's globals may hold objects that cannot be hashed or compared.
-    by_id = {id(placeholder): bound for placeholder, bound in bindings.items()}
-    names = {name: by_id[id(value)] for name, value in py_func.__globals__.items()
-             if id(value) in by_id}
-    if not names:
-        return function
-    copy = types.FunctionType(py_func.__code__, dict(py_func.__globals__, **names),
-                              py_func.__name__, py_func.__defaults__, py_func.__closure__)
-    copy.__qualname__, copy.__module__ = py_func.__qualname__, py_func.__module__
-    return njit(cache=False, inline="always")(copy)
-
-
-def _bind(template: Callable, record: type, geometry: type | None, **options):
+def _bind(template: Callable, record: type, geometry: type | None, radius: type | None,
+          **options):
     """``njit(template)`` with ``record``'s hooks for the names ``scratch``, ``run_view``,
     ``choose_arm`` and ``learn`` (a copy of the function with its own globals; its own name, so
     that numba caches it in its own file), the hooks' arm placeholders bound to ``geometry``'s
-    functions if it is given."""
+    functions and their radius placeholder to ``radius``'s kernel, where they are given."""
     try:
         hooks = _HOOKS[record]
     except KeyError:
         raise TypeError(f"no compiled stage loop for {record.__name__}: register its hooks with "
                         "register_stage_hooks") from None
+    bindings = {}
+    name = f"{template.__name__.lstrip('_')}_{record.__name__}"
+    for chosen, bound in ((geometry, arm_bindings), (radius, radius_bindings)):
+        if chosen is not None:
+            bindings.update(bound(chosen))
+            name = f"{name}_{chosen.__name__}"
     # The package's hooks are tested to choose finite arms and known codes; a user's are checked
     # at every stage (the check, a constant numba folds away, costs SEGE's loop a fifth).
-    ours = all(getattr(hook, "__module__", "").startswith("sege_cvx.") for hook in hooks)
-    name = f"{template.__name__.lstrip('_')}_{record.__name__}"
-    if geometry is not None:
-        bindings = arm_bindings(geometry)
-        hooks = StageHooks(*(_bound_to(hook, bindings) for hook in hooks))
-        name = f"{name}_{geometry.__name__}"
-    names = dict(template.__globals__, **hooks._asdict(), CHECK_CHOICES=not ours)
-    fn = types.FunctionType(template.__code__, names, template.__name__, template.__defaults__)
-    fn.__qualname__ = fn.__name__ = name
-    fn.__module__, fn.__doc__ = template.__module__, template.__doc__
-    # numba stamps the copy with this package's source only: hooks from elsewhere (a user's
-    # module) could change under an unchanged stamp, so their loops compile in each process.
-    return njit(cache=ours, **options)(fn)
+    ours = all(getattr(f, "__module__", "").startswith("sege_cvx.")
+               for f in (*hooks, *bindings.values()))
+    hooks = StageHooks(*(bind_globals(hook, bindings, inline="always") for hook in hooks))
+    # numba stamps the copy with this package's source only: hooks, arms or radii from elsewhere
+    # (a user's module) could change under an unchanged stamp, so their loops compile in each
+    # process.
+    placeholders = {globals()[key]: hook for key, hook in hooks._asdict().items()}
+    return bind_globals(template, placeholders, constants={"CHECK_CHOICES": not ours},
+                        name=name, cache=ours, **options)
 
 
-def _loop(template: Callable, record: type, geometry: type | None, **options):
-    """The compiled ``template`` of ``record``'s hooks (bound to ``geometry``), made once."""
-    key = (record, geometry, template.__name__)
+def _loop(template: Callable, record: type, geometry: type | None, radius: type | None,
+          **options):
+    """The compiled ``template`` of ``record``'s hooks (bound to ``geometry`` and ``radius``),
+    made once."""
+    key = (record, geometry, radius, template.__name__)
     if key not in _LOOPS:
-        _LOOPS[key] = _bind(template, record, geometry, **options)
+        _LOOPS[key] = _bind(template, record, geometry, radius, **options)
     return _LOOPS[key]
 
 
-def stage_loop(record: type, geometry: type | None = None):
+def stage_loop(record: type, geometry: type | None = None, radius: type | None = None):
     """The compiled stage loop (:func:`_run_stages`) of the policy with stage record class
     ``record``: ``kernel(first, last, t0, n_stages, policy, env, recording, progress)``.
-    ``geometry``: the class of the record's ``geometry`` field, for a record that has one (the
-    loop of those records; see the module's docstring)."""
-    return _loop(_run_stages, record, geometry, nogil=True)
+    ``geometry``, ``radius``: the classes of the record's ``geometry`` and ``radius`` fields,
+    for a record that has them (:func:`geometry_of`, :func:`radius_of`; see the module's
+    docstring)."""
+    return _loop(_run_stages, record, geometry, radius, nogil=True)
 
 
-def choose_loop(record: type, geometry: type | None = None):
+def choose_loop(record: type, geometry: type | None = None, radius: type | None = None):
     """The compiled one stage of every run (:func:`_choose_all`) of the policy with stage
-    record class ``record`` (and ``geometry``, as for :func:`stage_loop`):
+    record class ``record`` (and ``geometry`` and ``radius``, as for :func:`stage_loop`):
     ``kernel(policy, t, arms, codes)``."""
-    return _loop(_choose_all, record, geometry)
+    return _loop(_choose_all, record, geometry, radius)
 
 
 def geometry_of(policy) -> type | None:
@@ -304,12 +307,20 @@ def geometry_of(policy) -> type | None:
     return cls if geometry_kernels(cls) is not None else None
 
 
+def radius_of(policy) -> type | None:
+    """The class of the stage record ``policy``'s ``radius`` field if it holds a registered
+    radius rule (:func:`~sege_cvx.confidence.radius.register_radius`; else None): the ``radius``
+    argument of :func:`stage_loop` and :func:`choose_loop` for that record."""
+    cls = type(getattr(policy, "radius", None))
+    return cls if is_radius_rule(cls) else None
+
+
 def play_stages(policy, t0: int, env: Environment, recording: Recording) -> Progress:
     """Stages ``t0 .. t0 + k - 1`` (``k``: the columns of ``env.noise``) of every run of the
     stage record ``policy``, blocks of runs on threads (:func:`~sege_cvx._numba.over_runs`)."""
     n_runs, n_stages = env.noise.shape
     progress = Progress(np.empty(n_runs, dtype=np.int64), np.zeros(n_runs, dtype=np.int64),
                         np.zeros(n_runs, dtype=np.int64))
-    over_runs(stage_loop(type(policy), geometry_of(policy)), n_runs, t0, n_stages, policy, env,
-              recording, progress)
+    kernel = stage_loop(type(policy), geometry_of(policy), radius_of(policy))
+    over_runs(kernel, n_runs, t0, n_stages, policy, env, recording, progress)
     return progress

@@ -20,22 +20,8 @@ from .._numba import njit
 PAPER_CHECKPOINTS = (100, 250, 500, 1000, 2000, 5000, 10000, 20000, 50000)
 #: Number of log-spaced checkpoint stages by default.
 GRID_SIZE = 200
-#: Decision codes a policy may report (SEGE: 0, 1, 2; CLUCB: 0, 2).
-N_DECISIONS = 3
 #: Quantile levels of the per-checkpoint aggregates (:meth:`RunStatistics.aggregates`).
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
-
-
-def decision_count_problem(cls: type) -> str | None:
-    """Why ``simulate`` cannot record the decisions of policy class ``cls``, in one sentence (None
-    if it can): the statistics and the results tables keep at most :data:`N_DECISIONS` codes per
-    run.  (What the names must be otherwise:
-    :func:`~sege_cvx.policies.base.decision_names_problem`.)"""
-    n = len(cls.decision_names)
-    if n <= N_DECISIONS:
-        return None
-    return (f"{cls.__name__} has {n} decision codes; simulate records at most {N_DECISIONS} per "
-            "run (the statistics and the results tables)")
 
 
 def checkpoint_grid(horizon: int, size: int = GRID_SIZE, extra=PAPER_CHECKPOINTS) -> np.ndarray:
@@ -143,15 +129,15 @@ class RunStatistics:
         expected reward at the checkpoint stage itself.
     violations : ndarray of int, shape (C, n_runs)
         Violating stages so far.
-    decisions : ndarray of int, shape (C, n_runs, 3)
-        Stages of each decision code so far.
+    decisions : ndarray of int, shape (C, n_runs, K)
+        Stages of each decision code so far (``K``: the policy's ``len(decision_names)``).
     cum_regret, cum_reward, min_reward : ndarray, shape (n_runs,)
         Running values (after the last recorded stage).
     first_violation : ndarray of int, shape (n_runs,)
         First violating stage (below the threshold, or above the constraint's limit), -1 if none.
     total_violations : ndarray of int, shape (n_runs,)
     conservative_met : ndarray of bool, shape (n_runs,)
-    decision_counts : ndarray of int, shape (n_runs, 3)
+    decision_counts : ndarray of int, shape (n_runs, K)
     """
 
     checkpoints: np.ndarray
@@ -170,19 +156,21 @@ class RunStatistics:
     decision_counts: np.ndarray
 
     @classmethod
-    def empty(cls, checkpoints: np.ndarray, n_runs: int) -> RunStatistics:
+    def empty(cls, checkpoints: np.ndarray, n_runs: int, n_decisions: int) -> RunStatistics:
+        """Statistics of ``n_runs`` runs before their first stage, with ``n_decisions`` decision
+        codes (a policy's ``len(decision_names)``)."""
         C = len(checkpoints)
         return cls(checkpoints=checkpoints, regret=np.zeros((C, n_runs)),
                    reward=np.zeros((C, n_runs)), reward_min=np.full((C, n_runs), np.inf),
                    reward_max=np.full((C, n_runs), -np.inf),
                    violations=np.zeros((C, n_runs), dtype=np.int64),
-                   decisions=np.zeros((C, n_runs, N_DECISIONS), dtype=np.int64),
+                   decisions=np.zeros((C, n_runs, n_decisions), dtype=np.int64),
                    cum_regret=np.zeros(n_runs), cum_reward=np.zeros(n_runs),
                    min_reward=np.full(n_runs, np.inf),
                    first_violation=np.full(n_runs, -1, dtype=np.int64),
                    total_violations=np.zeros(n_runs, dtype=np.int64),
                    conservative_met=np.ones(n_runs, dtype=bool),
-                   decision_counts=np.zeros((n_runs, N_DECISIONS), dtype=np.int64))
+                   decision_counts=np.zeros((n_runs, n_decisions), dtype=np.int64))
 
     def recording(self, row: int, trace_reward: np.ndarray,
                   trace_decision: np.ndarray) -> Recording:
@@ -214,7 +202,7 @@ class RunStatistics:
         since the previous checkpoint; ``violating_pairs`` (run-stage pairs that broke the safety
         model's constraint: a reward below the threshold, or a constraint value above its limit,
         so far) and ``violating_runs`` (runs with at least one); ``decisions`` of shape
-        ``(C, 3)``, stages of each decision code so far, summed over runs.
+        ``(C, K)``, stages of each decision code so far, summed over runs.
         """
         out = {"checkpoints": self.checkpoints}
         for name, rows in (("regret", self.regret), ("reward", self.reward)):

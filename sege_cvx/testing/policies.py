@@ -18,7 +18,6 @@ from .._validation import as_positive_int
 from ..policies.base import Policy, decision_names_problem, model_problem
 from ..problems.problem import BanditProblem
 from ..simulation.engine import observe, simulate
-from ..stages.statistics import decision_count_problem
 from .checks import Check, run_checks
 from .problems import problem_for
 
@@ -172,9 +171,8 @@ def _check_protocol(case: _Case) -> None:
     cls = case.cls
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
         raise AssertionError(f"check_policy: {case.name} is not a subclass of sege_cvx.Policy")
-    for problem in (decision_names_problem(cls), decision_count_problem(cls)):
-        if problem is not None:
-            raise AssertionError(f"check_policy: {problem}")
+    if (problem := decision_names_problem(cls)) is not None:
+        raise AssertionError(f"check_policy: {problem}")
     if (wrong := model_problem(cls, case.problem.safety_model)) is not None:
         raise AssertionError(f"check_policy: {wrong} (the problem's)")
 

@@ -67,10 +67,11 @@ def test_package_kernels_are_stamped_with_the_whole_package_source():
     from sege_cvx._numba import PackageSourceLocator, source_digest
     from sege_cvx._rowwise import row_dot
     from sege_cvx.arm_sets.ellipsoid.arms import EllipsoidGeometry
+    from sege_cvx.confidence.radius import Theorem1Rule
     from sege_cvx.policies import sege_rule
     from sege_cvx.stages.loop import stage_loop
 
-    for kernel in (row_dot, stage_loop(sege_rule.SEGEStages, EllipsoidGeometry)):
+    for kernel in (row_dot, stage_loop(sege_rule.SEGEStages, EllipsoidGeometry, Theorem1Rule)):
         locator = kernel._cache._impl.locator
         assert isinstance(locator, PackageSourceLocator)
         assert locator.get_source_stamp() == source_digest()
@@ -88,10 +89,11 @@ def test_kernels_with_a_cache_say_so_and_numba_s_compile_events_are_timed():
     import numba
 
     from sege_cvx._numba import compile_timer, has_disk_cache
+    from sege_cvx.confidence.radius import Theorem1Rule
     from sege_cvx.policies import clucb
     from sege_cvx.stages.loop import stage_loop
 
-    assert has_disk_cache(stage_loop(clucb.CLUCBStages))
+    assert has_disk_cache(stage_loop(clucb.CLUCBStages, None, Theorem1Rule))
     start = time.perf_counter()
     with compile_timer() as timer:
         inner = numba.njit(lambda x: x + 1.0)

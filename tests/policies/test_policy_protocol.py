@@ -157,14 +157,40 @@ def test_the_setting_is_validated_once_before_the_base_takes_it():
         make(2, seed=[np.random.SeedSequence(1)])
 
 
-class FourCodes(RandomMix):
-    decision_names = ("a", "b", "c", "d")
+class FiveCodes(RandomMix):
+    """RandomMix with its mix split by the stage's residue mod 4 into four codes."""
+
+    decision_names = ("lcb", "mix_0", "mix_1", "mix_2", "mix_3")
+
+    def select(self):
+        arms = super().select()
+        mixed = self.last_decision == 1
+        self.last_decision = np.where(mixed, 1 + (self.t + 1) % 4, 0)
+        return arms
 
 
-def test_simulate_refuses_more_decision_codes_than_it_records():
-    policy = FourCodes(SETTING)
-    with pytest.raises(ValueError, match="FourCodes has 4 decision codes; simulate records at most 3"):
-        sc.simulate(policy, bandit(sc.run_seeds(0, 1)[1]), 5)
+def test_decisions_are_recorded_by_the_policy_s_own_number_of_codes(tmp_path, monkeypatch):
+    import pandas as pd
+
+    from sege_cvx.policies import registry
+
+    policy = FiveCodes(SETTING, n_runs=3, seed=1)
+    result = sc.simulate(policy, bandit(sc.run_seeds(0, 3)[1]), 40)
+    counts = result.stats.decision_counts
+    assert counts.shape == (3, 5) and result.stats.decisions.shape[2] == 5
+    np.testing.assert_array_equal(counts, policy.decision_counts)
+    assert (counts.sum(axis=1) == 40).all() and (counts[:, 1:] > 0).all()
+    # Through a sweep: a runs column per name, the curves' as well.
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    sc.register_policy("FiveCodes", FiveCodes)
+    spec = {"seed": 0, "runs": 3, "horizon": 40, "problems": [{"name": "paper"}],
+            "algorithms": [{"name": "FiveCodes"}, {"name": "CLUCB"}]}
+    results = sc.run_sweep(spec, tmp_path / "out", workers=1, progress=False)
+    runs = results.runs.set_index("algorithm")
+    five = runs.loc["FiveCodes", list(FiveCodes.decision_names)]
+    assert (five.sum(axis=1) == 40).all() and five.notna().all().all()
+    assert runs.loc["CLUCB", "mix_3"].isna().all()
+    assert pd.isna(runs.loc["FiveCodes", "optimistic"]).all()
 
 
 def test_simulate_names_the_protocol_for_other_objects():

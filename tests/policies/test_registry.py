@@ -262,7 +262,7 @@ def test_a_user_policy_beside_its_spec_runs_in_a_two_worker_sweep_with_its_own_c
     problem = paper_problem()
     alone = sc.simulate(problem.policy("wanderer_policy:Wanderer", 1, policy_seeds, share=0.5),
                         problem.bandit(noise_seeds), 60)
-    assert alone.stats.decision_counts[0].tolist() == [row.stay, row.wander, 0]
+    assert alone.stats.decision_counts[0].tolist() == [row.stay, row.wander]
     assert alone.stats.cum_regret[0] == row.regret
     # The report labels its lines and table by the policy's name.
     report = subprocess.run([sys.executable, "-m", "sege_cvx", "report", str(out)], env=env,
@@ -463,7 +463,7 @@ def test_every_results_column_is_reserved():
         own = {"optimistic", "baseline"}
         columns = [c for c in [*results.runs.columns, *results.curves.columns] if c not in own]
     assert all(reserved_name(c) for c in columns), [c for c in columns if not reserved_name(c)]
-    assert all(reserved_name(c) for c in shard_schema(3).names)
+    assert all(reserved_name(c) for c in shard_schema(3, 4).names)
 
 
 def test_a_policy_s_summary_enters_the_study_s_summary(user_policy):

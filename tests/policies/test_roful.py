@@ -5,7 +5,7 @@ import pytest
 from problems import floor_setting, paper_problem
 
 import sege_cvx as sc
-from sege_cvx.confidence import ConfidenceRadius, self_normalized_radius
+from sege_cvx.confidence import make_radius, self_normalized_radius
 from sege_cvx.confidence.ellipsoid import RadiusFormula
 from sege_cvx.policies.roful import BASELINE, FULL_STEP, SCALED_STEP
 
@@ -181,7 +181,7 @@ def test_self_normalized_radius_is_abbasi_yadkori_theorem_2():
 
 
 def test_theorem1_radius_is_unchanged_and_the_default_of_sege_and_clucb():
-    rule = ConfidenceRadius("theorem1", 2, 1.0, 0.1, 1.0, 2.5)
+    rule = make_radius("theorem1", 2, 1.0, 0.1, 1.0, 2.5)
     assert rule.stage_value(37, 0.01) == RadiusFormula(2, 1.0, 0.1, 1.0, 2.5).scalar(37, 0.01)
     assert SETUP.policy("SEGE", 1, 0).radius == "theorem1" and SETUP.policy("CLUCB", 1).radius == "theorem1"
     with pytest.raises(ValueError, match="radius"):

@@ -10,12 +10,15 @@ from problems import paper_problem
 
 import sege_cvx as sc
 from sege_cvx._numba import njit
-from sege_cvx.confidence.cholesky import lcb_one, observe_one
+from sege_cvx.confidence.cholesky import lcb_one
+from sege_cvx.confidence.state import ConfidenceState, learn, learn_scratch, run_confidence
 from sege_cvx.problems.problem import BanditProblem
 from sege_cvx.stages.loop import (
+    Decisions,
     StageHooks,
     choose_loop,
     geometry_of,
+    radius_of,
     register_stage_hooks,
     stage_loop,
 )
@@ -25,34 +28,34 @@ CANDIDATE, BASELINE = 0, 1
 
 
 class RoundRobinStages(NamedTuple):
-    V: np.ndarray
-    chol: np.ndarray
-    xy_sum: np.ndarray
-    theta_hat: np.ndarray
-    counts: np.ndarray
-    decision_counts: np.ndarray
-    last_decision: np.ndarray
+    confidence: ConfidenceState
+    decisions: Decisions
     candidates: np.ndarray
     baseline: np.ndarray
-    radius: float
+    width: float
     threshold: float
+
+
+class RoundRobinScratch(NamedTuple):
+    w: np.ndarray
+    learn: tuple
 
 
 @njit(inline="always")
 def _scratch(policy, d):
-    return np.empty((d, d)), np.empty((d, d)), np.empty(d)
+    return RoundRobinScratch(w=np.empty(d), learn=learn_scratch(d))
 
 
 @njit(inline="always")
 def _run_view(policy, i):
-    return policy.V[i], policy.chol[i], policy.xy_sum[i], policy.theta_hat[i]
+    return run_confidence(policy.confidence, i)
 
 
 @njit(inline="always")
 def _choose_arm(policy, run, work, i, s, t, arm):
     # Candidate t mod K if its lower confidence bound clears the threshold, else the baseline.
     candidate = policy.candidates[t % policy.candidates.shape[0]]
-    ok = lcb_one(candidate, run[3], run[1], policy.radius, work[2]) >= policy.threshold
+    ok = lcb_one(candidate, run.theta_hat, run.chol, policy.width, work.w) >= policy.threshold
     for j in range(arm.shape[0]):
         arm[j] = candidate[j] if ok else policy.baseline[j]
     return CANDIDATE if ok else BASELINE
@@ -61,10 +64,7 @@ def _choose_arm(policy, run, work, i, s, t, arm):
 @njit(inline="always")
 def _learn(policy, run, work, i, arm, y, code, z):
     # z: the constraint's feedback, NaN on the stagewise floor (unused here).
-    if not observe_one(run[0], run[1], run[2], run[3], arm, y, work[0], work[1], work[2]):
-        return False
-    policy.counts[i] += 1
-    return True
+    return learn(policy.confidence, run, i, arm, y, work.learn)
 
 
 register_stage_hooks(RoundRobinStages, StageHooks(_scratch, _run_view, _choose_arm, _learn))
@@ -83,10 +83,10 @@ class RoundRobin(sc.Policy):
         self.confidence = sc.ConfidenceEllipsoid(self.d, self.lam, self.n_runs)
 
     def stage_record(self, t0, n_stages):
-        c = self.confidence
-        return RoundRobinStages(c.V, c.chol, c.xy_sum, c.theta_hat, c.counts,
-                                self.decision_counts, self.last_decision, self.candidates,
-                                self.setting.safe_arm, self.radius, self.setting.safety.threshold)
+        return RoundRobinStages(confidence=self.confidence.state(),
+                                decisions=self.decision_record(), candidates=self.candidates,
+                                baseline=self.setting.safe_arm, width=self.radius,
+                                threshold=self.setting.safety.threshold)
 
     def select(self):
         t = self.t + 1
@@ -147,10 +147,11 @@ def test_check_policy_passes_the_users_compiled_policy():
 def test_a_loop_of_hooks_outside_the_package_is_not_cached_on_disk():
     from sege_cvx._numba import has_disk_cache
     from sege_cvx.arm_sets.ellipsoid.arms import EllipsoidGeometry
+    from sege_cvx.confidence.radius import Theorem1Rule
     from sege_cvx.policies.sege_rule import SEGEStages
 
     assert not has_disk_cache(stage_loop(RoundRobinStages))
-    assert has_disk_cache(stage_loop(SEGEStages, EllipsoidGeometry))
+    assert has_disk_cache(stage_loop(SEGEStages, EllipsoidGeometry, Theorem1Rule))
 
 
 def test_stage_records_are_refused_with_one_line():
@@ -163,7 +164,7 @@ def test_stage_records_are_refused_with_one_line():
     hooks = StageHooks(_scratch, _run_view, _choose_arm, _learn)
     with pytest.raises(TypeError, match="must be a NamedTuple class"):
         register_stage_hooks(NotARecord, hooks)
-    with pytest.raises(TypeError, match=r"lacks the field\(s\) \['decision_counts', 'last_decision'\]"):
+    with pytest.raises(TypeError, match=r"lacks the field 'decisions' \(a Decisions\)"):
         register_stage_hooks(Partial, hooks)
     with pytest.raises(TypeError, match="hooks must be a StageHooks"):
         register_stage_hooks(RoundRobinStages, (_scratch, _run_view, _choose_arm, _learn))
@@ -173,8 +174,7 @@ def test_stage_records_are_refused_with_one_line():
 
 def test_a_hook_the_loop_cannot_call_is_refused_when_it_is_registered():
     class SevenParameters(NamedTuple):
-        decision_counts: np.ndarray
-        last_decision: np.ndarray
+        decisions: Decisions
 
     @njit(inline="always")
     def learn_without_z(policy, run, work, i, arm, y, code):  # the form before 0.1.0
@@ -261,13 +261,15 @@ def test_a_record_class_has_one_set_of_hooks_and_its_loops_are_made_once():
         for name, record in (("SEGE", SEGEStages), ("CLUCB", CLUCBStages),
                              ("ROFUL", ROFULStages)):
             policy = problem.policy(name, 1, 0)
-            loop = stage_loop(record, geometry_of(policy.stage_record(1, 1)))
+            record_ = policy.stage_record(1, 1)
+            loop = stage_loop(record, geometry_of(record_), radius_of(record_))
             assert policy.compiled_kernels == (loop,)
             kernels[problem is box, name] = loop
     assert kernels[False, "CLUCB"] is kernels[True, "CLUCB"]  # its arms are its own table
-    for name in ("SEGE", "ROFUL"):
+    assert kernels[True, "CLUCB"].__name__ == "run_stages_CLUCBStages_Theorem1Rule"
+    for name, rule in (("SEGE", "Theorem1Rule"), ("ROFUL", "SelfNormalizedRule")):
         assert kernels[False, name] is not kernels[True, name]
-        assert kernels[True, name].__name__ == f"run_stages_{name}Stages_PolytopeGeometry"
+        assert kernels[True, name].__name__ == f"run_stages_{name}Stages_PolytopeGeometry_{rule}"
 
 
 def test_the_arms_of_a_stage_are_bound_by_the_geometry_record_class():

@@ -22,8 +22,9 @@ call, which made SEGE's stages on polyhedral sets a fifth slower; and numba's in
 overloads mis-compiles this loop (its statistics come out wrong).
 
 ``warm`` is the run's warm-start state (a polytope's: ``(rows, counts, points, inverse)``; a
-hull's: ``(rows, counts, weights, mix)``); ellipsoids ignore it.  ``mats`` (6, d, d) and
-``vecs`` (18, d) are the stage's scratch: the arms use ``mats[:5]`` and ``vecs[:16]``.
+hull's: ``(rows, counts, weights, mix)``); ellipsoids ignore it.  ``mats`` and ``vecs`` are the
+arms' scratch, a :class:`GeometryScratch` (:func:`geometry_scratch`): each geometry names its
+own rows of it.
 """
 
 from __future__ import annotations
@@ -31,7 +32,28 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+import numpy as np
+
 from ..._numba import njit
+
+#: The rows of scratch every geometry's arms may use: ``mats`` (5, d, d), ``vecs`` (16, d).
+SCRATCH_MATS, SCRATCH_VECS = 5, 16
+
+
+class GeometryScratch(NamedTuple):
+    """The arms' scratch (:func:`geometry_scratch`): ``mats`` of shape
+    ``(SCRATCH_MATS, d, d)``, ``vecs`` of shape ``(SCRATCH_VECS, d)``."""
+
+    mats: np.ndarray
+    vecs: np.ndarray
+
+
+@njit(inline="always")
+def geometry_scratch(d):
+    """A :class:`GeometryScratch` for dimension ``d``."""
+    return GeometryScratch(mats=np.empty((SCRATCH_MATS, d, d)),
+                           vecs=np.empty((SCRATCH_VECS, d)))
+
 
 _UNBOUND = ("a placeholder, bound to a geometry's function when a stage loop compiles "
             "(sege_cvx.stages.loop)")

@@ -533,7 +533,7 @@ def _store_inverse(mats, inverse) -> None:
 
 
 @njit
-def arm_one(A, b, center, norm_bound, radius, z_bound, gap_rtol, member, theta, chol, whiten, r,
+def _arm_one(A, b, center, norm_bound, radius, z_bound, gap_rtol, member, theta, chol, whiten, r,
             W, counts, points, inverse, slot, out, mats, vecs) -> int:
     """The certified arm of one instance into ``out``, warm started from slot ``slot`` of the
     run's state (``W[slot]``, ``counts[slot]``, ``points[slot]``: the working set and the arm of
@@ -604,22 +604,22 @@ def arm_one(A, b, center, norm_bound, radius, z_bound, gap_rtol, member, theta, 
 def greedy_one(geometry, theta, warm, out, mats, vecs) -> int:
     """The certified greedy arm (paper eq. (greedy arm): ``max theta^T x``), warm slot
     :data:`GREEDY` of the run's ``warm = (rows, counts, points, inverse)``."""
-    A, b, center, norm_bound, radius, z_bound, gap_rtol, member_A, member_b, member_l1 = geometry
+    g = geometry
     W, counts, points, inverse = warm
-    return arm_one(A, b, center, norm_bound, radius, z_bound, gap_rtol,
-                   (member_A, member_b, member_l1), theta, inverse, False, 0.0, W, counts, points,
-                   inverse, GREEDY, out, mats, vecs)
+    return _arm_one(g.A, g.b, g.center, g.norm_bound, g.radius, g.z_bound, g.gap_rtol,
+                    (g.member_A, g.member_b, g.member_l1), theta, inverse, False, 0.0, W, counts,
+                    points, inverse, GREEDY, out, mats, vecs)
 
 
 @njit(inline="always")
 def lcb_one(geometry, theta, chol, r, warm, out, mats, vecs) -> int:
     """The certified LCB arm (paper eq. (lcb arm)) from the Cholesky factor ``chol`` of ``V``,
     warm slot :data:`LCB` of the run's ``warm = (rows, counts, points, inverse)``."""
-    A, b, center, norm_bound, radius, z_bound, gap_rtol, member_A, member_b, member_l1 = geometry
+    g = geometry
     W, counts, points, inverse = warm
-    return arm_one(A, b, center, norm_bound, radius, z_bound, gap_rtol,
-                   (member_A, member_b, member_l1), theta, chol, True, r, W, counts, points,
-                   inverse, LCB, out, mats, vecs)
+    return _arm_one(g.A, g.b, g.center, g.norm_bound, g.radius, g.z_bound, g.gap_rtol,
+                    (g.member_A, g.member_b, g.member_l1), theta, chol, True, r, W, counts,
+                    points, inverse, LCB, out, mats, vecs)
 
 
 @njit(inline="always")
@@ -643,9 +643,9 @@ def empty_warm_state(n: int, center: np.ndarray) -> tuple[np.ndarray, ...]:
 
 @njit
 def _cold_all(geometry, thetas, chols, radii, slot) -> tuple:
-    """:func:`arm_one` per row from a cold start (slot :data:`GREEDY`: the greedy arm, ``chols``
+    """:func:`_arm_one` per row from a cold start (slot :data:`GREEDY`: the greedy arm, ``chols``
     and ``radii`` unused; slot :data:`LCB`: the LCB arm): arms and status codes."""
-    A, b, center, norm_bound, radius, z_bound, gap_rtol, member_A, member_b, member_l1 = geometry
+    g = geometry
     n, d = thetas.shape
     lcb = slot == LCB
     W = np.zeros((2, d), dtype=np.int64)
@@ -659,12 +659,12 @@ def _cold_all(geometry, thetas, chols, radii, slot) -> tuple:
     for i in range(n):
         counts[:] = 0
         for c in range(d):  # not points[slot] = center: numba would compile its shape error
-            points[slot, c] = center[c]
-        status[i] = arm_one(A, b, center, norm_bound, radius, z_bound, gap_rtol,
-                            (member_A, member_b, member_l1),
-                            thetas[i], chols[i] if lcb else inverse, lcb,
-                            radii[i] if lcb else 0.0, W, counts, points, inverse, slot, arms[i],
-                            mats, vecs)
+            points[slot, c] = g.center[c]
+        status[i] = _arm_one(g.A, g.b, g.center, g.norm_bound, g.radius, g.z_bound, g.gap_rtol,
+                             (g.member_A, g.member_b, g.member_l1),
+                             thetas[i], chols[i] if lcb else inverse, lcb,
+                             radii[i] if lcb else 0.0, W, counts, points, inverse, slot, arms[i],
+                             mats, vecs)
         if status[i] != VERIFIED:
             arms[i] = np.nan  # not the scratch a failed solve left
     return arms, status

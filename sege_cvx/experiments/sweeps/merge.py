@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from ..files import Directory
 from ..spec import StudySpec
 from .shard_files import read_cell
-from .shards import DECISION_COLUMNS, ShardTask, shard_metadata, shard_statistics
+from .shards import DECISION_PREFIX, ShardTask, decision_columns, shard_metadata, shard_statistics
 
 
 def grid_columns(spec: StudySpec) -> list[str]:
@@ -56,13 +56,14 @@ def merge_shards(spec: StudySpec, tasks: list[ShardTask], out: Directory,
     for cell, table, own in cells:
         stats = shard_statistics(table)
         n = table.num_rows
+        own_columns = decision_columns(len(own))
         counts = _decision_columns(own, decisions, n,
-                                   lambda code, t=table: t.column(DECISION_COLUMNS[code]))
+                                   lambda code, t=table, c=own_columns: t.column(c[code]))
         columns = {**_cell_columns(spec, n, cell, names)}
         for c in table.column_names:
-            if c == DECISION_COLUMNS[0]:
+            if c == own_columns[0]:
                 columns.update(counts)
-            elif not c.startswith("curve_") and c not in DECISION_COLUMNS:
+            elif not c.startswith(("curve_", DECISION_PREFIX)):
                 columns[c] = table.column(c)
         runs_parts.append(columns)
         curve_parts.append(_curve_columns(spec, cell, names, stats, own, decisions))

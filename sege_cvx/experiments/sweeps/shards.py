@@ -38,16 +38,22 @@ from ...policies.registry import (
     registered_policies,
 )
 from ...simulation import simulate
-from ...stages.statistics import N_DECISIONS, RunStatistics, checkpoint_grid
+from ...stages.statistics import RunStatistics, checkpoint_grid
 from ..outputs import runtime_versions
 from ..spec import ProblemSpec, SpecError, StudySpec
 
 if TYPE_CHECKING:
     from ...problems.problem import BanditProblem
 
-#: Per-run decision counts, by decision code: a shard's columns ``decisions_0`` ... (named by
-#: the policy's ``decision_names``, which the shard's metadata records, when shards are merged).
-DECISION_COLUMNS = tuple(f"decisions_{code}" for code in range(N_DECISIONS))
+#: The prefix of a shard's per-run decision counts, by decision code: its columns
+#: ``decisions_0`` ... ``decisions_{K-1}`` (named by the policy's ``decision_names``, which the
+#: shard's metadata records, when shards are merged).
+DECISION_PREFIX = "decisions_"
+
+
+def decision_columns(n_decisions: int) -> tuple[str, ...]:
+    """A shard's decision columns for a policy of ``n_decisions`` codes."""
+    return tuple(f"{DECISION_PREFIX}{code}" for code in range(n_decisions))
 #: Per-run checkpoint series kept in a shard, as ``curve_<name>`` list columns.
 CURVES = ("regret", "reward", "reward_min", "reward_max", "violations", "decisions")
 #: Schema metadata key of a shard table.
@@ -263,11 +269,19 @@ def check_shard_table(table: pa.Table, task: ShardTask) -> None:
     if table.num_rows != n:
         raise ValueError(f"it holds {table.num_rows} runs, not {n}")
     checkpoints = checkpoints_of(task.spec).tolist()
-    expected = shard_schema(len(checkpoints))
+    try:
+        meta = shard_metadata(table)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"it is not a shard table ({type(exc).__name__}: {exc})") from None
+    names = meta.get("decision_names")
+    if not (isinstance(names, list) and names
+            and all(n is None or isinstance(n, str) for n in names)
+            and meta.get("decisions") == len(names)):
+        raise ValueError("its metadata does not name its decisions")
+    expected = shard_schema(len(checkpoints), len(names))
     if not table.schema.remove_metadata().equals(expected):
         raise ValueError("its columns are not a shard's")
     try:
-        meta = shard_metadata(table)
         runs = table.column("run").to_numpy()
         seeds = table.column("seed").to_numpy()
     except (KeyError, TypeError, ValueError, pa.ArrowException) as exc:
@@ -295,10 +309,6 @@ def check_shard_table(table: pa.Table, task: ShardTask) -> None:
     if meta.get("policy_code") != task.policy_code:
         raise ValueError(f"it was computed with other code of its policy (fingerprint "
                          f"{str(meta.get('policy_code'))[:12]}, not {str(task.policy_code)[:12]})")
-    names = meta.get("decision_names")
-    if not (isinstance(names, list) and len(names) <= N_DECISIONS
-            and all(n is None or isinstance(n, str) for n in names)):
-        raise ValueError("its metadata does not name its decisions")
 
 
 @contextlib.contextmanager
@@ -332,6 +342,9 @@ def shard_table(stats: RunStatistics, runs: np.ndarray, seeds: Sequence[int],
     is null.
     """
     n, C = len(runs), len(stats.checkpoints)
+    K = stats.decision_counts.shape[1]
+    if len(decision_names) != K:
+        raise ValueError(f"{len(decision_names)} decision names for {K} decision codes")
     first = stats.first_violation
     columns = {
         "run": pa.array(runs, pa.int64()),
@@ -341,35 +354,36 @@ def shard_table(stats: RunStatistics, runs: np.ndarray, seeds: Sequence[int],
         "first_violation": pa.array(first, mask=first < 0),
         "min_expected_reward": pa.array(stats.min_reward),
         **{name: pa.array(stats.decision_counts[:, code])
-           for code, name in enumerate(DECISION_COLUMNS)},
+           for code, name in enumerate(decision_columns(K))},
         "fallbacks": pa.array(np.asarray(fallbacks, dtype=np.int64)),
         "conservative_met": pa.array(stats.conservative_met, mask=np.full(n, not conservative)),
         "wall_seconds": pa.array(np.full(n, wall_seconds / n)),
     }
     for name in CURVES:
-        rows = getattr(stats, name)  # (C, n) or, for decisions, (C, n, 3)
+        rows = getattr(stats, name)  # (C, n) or, for decisions, (C, n, K)
         per_run = np.ascontiguousarray(np.moveaxis(rows, 1, 0)).reshape(n, -1)
         width = per_run.shape[1]
         columns[f"curve_{name}"] = pa.FixedSizeListArray.from_arrays(
             pa.array(per_run.ravel()), width)
     meta = {"checkpoints": stats.checkpoints.tolist(), "fallback_reasons": reasons,
-            "wall_seconds": wall_seconds, "decisions": N_DECISIONS, "C": C,
+            "wall_seconds": wall_seconds, "decisions": K, "C": C,
             "cell": cell, "fingerprint": fingerprint, "versions": versions,
             "decision_names": list(decision_names), "policy_code": policy_code}
     return pa.table(columns).replace_schema_metadata({METADATA_KEY: json.dumps(meta)})
 
 
-def shard_schema(C: int) -> pa.Schema:
-    """The columns of a shard table with ``C`` checkpoints, as :func:`shard_table` writes them
-    and as they read back (what :func:`check_shard_table` demands)."""
+def shard_schema(C: int, n_decisions: int) -> pa.Schema:
+    """The columns of a shard table with ``C`` checkpoints of a policy of ``n_decisions``
+    decision codes, as :func:`shard_table` writes them and as they read back (what
+    :func:`check_shard_table` demands)."""
     i64, f64 = pa.int64(), pa.float64()
     fields = [("run", i64), ("seed", i64), ("regret", f64), ("violations", i64),
               ("first_violation", i64), ("min_expected_reward", f64),
-              *((name, i64) for name in DECISION_COLUMNS), ("fallbacks", i64),
+              *((name, i64) for name in decision_columns(n_decisions)), ("fallbacks", i64),
               ("conservative_met", pa.bool_()), ("wall_seconds", f64)]
     for name in CURVES:
         element = f64 if name in ("regret", "reward", "reward_min", "reward_max") else i64
-        width = C * N_DECISIONS if name == "decisions" else C
+        width = C * n_decisions if name == "decisions" else C
         fields.append((f"curve_{name}", pa.list_(pa.field("element", element), width)))
     return pa.schema(fields)
 
@@ -388,7 +402,7 @@ def shard_statistics(table: pa.Table) -> RunStatistics:
     """
     meta = shard_metadata(table)
     checkpoints = np.array(meta["checkpoints"], dtype=np.int64)
-    C, n = len(checkpoints), table.num_rows
+    C, n, K = len(checkpoints), table.num_rows, meta["decisions"]
 
     def curve(name: str, *trailing: int) -> np.ndarray:
         flat = table.column(f"curve_{name}").combine_chunks().flatten().to_numpy()
@@ -401,10 +415,10 @@ def shard_statistics(table: pa.Table) -> RunStatistics:
     return RunStatistics(
         checkpoints=checkpoints, regret=curve("regret"), reward=curve("reward"),
         reward_min=curve("reward_min"), reward_max=curve("reward_max"),
-        violations=curve("violations"), decisions=curve("decisions", N_DECISIONS),
+        violations=curve("violations"), decisions=curve("decisions", K),
         cum_regret=column("regret"), cum_reward=np.full(n, np.nan),
         min_reward=column("min_expected_reward"), first_violation=first.astype(np.int64),
         total_violations=column("violations"),
         # Null under a linear constraint (no conservative constraint): read as met, as computed.
         conservative_met=table.column("conservative_met").fill_null(True).to_numpy(),
-        decision_counts=np.stack([column(c) for c in DECISION_COLUMNS], axis=1))
+        decision_counts=np.stack([column(c) for c in decision_columns(K)], axis=1))
