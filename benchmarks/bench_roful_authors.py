@@ -11,11 +11,11 @@ Measured, on the first ``--trials`` problems of Figure 2a (the authors' generato
 their noise, replayed by the library), each algorithm alone on one thread:
 
 * microseconds per run-stage of the authors' code and of the library's compiled stages
-  (``sege_cvx.experiments.roful2024.run_roful_study``, ``workers=1``), and their ratio (the
-  issue's target: at least 50x);
+  (``sege_cvx.experiments.roful2024.run_roful_study``, ``workers=1``: the simulations' own
+  time, its ``simulation_seconds``), and their ratio (the issue's target: at least 50x);
 * whether both codes played the same arms: the largest difference over the stages;
-* the whole Figure 2a study (30 problems x 50,000 stages, both algorithms) on two threads, with
-  numba's cache warm (the issue's target: under 10 s).
+* the whole Figure 2a study (30 problems x 50,000 stages, both algorithms; a sweep in this
+  process, its writing included), with numba's cache warm (the issue's target: under 10 s).
 
 Medians over ``--repeats``.
 
@@ -59,9 +59,8 @@ def load_authors(directory: Path) -> types.ModuleType:
     return module
 
 
-def run_authors(module, trial, horizon: int) -> tuple[float, dict[str, np.ndarray]]:
+def run_authors(module, problem, horizon: int) -> tuple[float, dict[str, np.ndarray]]:
     """``slb_short.py``'s loop on one trial: seconds, and each algorithm's arms."""
-    problem = trial.problem
     d = problem.arm_set.dim
     theta = np.array(problem.theta_star)[:, None]
     a = np.array(problem.constraint.gamma_star)[:, None]
@@ -71,7 +70,7 @@ def run_authors(module, trial, horizon: int) -> tuple[float, dict[str, np.ndarra
     def beta(t):
         return sigma * math.sqrt(d * math.log((1 + t / lamb) / (delta / 2))) + math.sqrt(lamb) * S
 
-    noises = trial.draws[:horizon]
+    noises = problem.replayed_noise[:horizon]
     envs = {name: module.safe_linear_bandit(d, theta, a, b, horizon, sigma, noises[:, 0],
                                             noises[:, 1], xlim, np.array(dirs))
             for name in ("ROFUL", "GNOP")}
@@ -90,14 +89,10 @@ def run_authors(module, trial, horizon: int) -> tuple[float, dict[str, np.ndarra
     return time.perf_counter() - start, arms
 
 
-def run_ours_arms(trial, name: str, horizon: int) -> np.ndarray:
+def run_ours_arms(problem, name: str, horizon: int) -> np.ndarray:
     """The library's arms on one trial (the step API: select/observe), for the comparison."""
-    import sege_cvx as sc
-
-    problem = trial.problem
     policy = problem.policy(name, 1, lam=LAM, delta=DELTA)  # their constants, as the study's
-    bandit = sc.LinearBandit(problem.theta_star, problem.setting.noise_sd,
-                             draws=trial.draws[None, :horizon], constraint=problem.constraint)
+    bandit = problem.bandit([None])  # the trial's noise, replayed
     arms = np.empty((horizon, problem.arm_set.dim))
     for t in range(horizon):
         x = policy.select()
@@ -125,7 +120,7 @@ def main() -> None:
     ours = []
     for _ in range(args.repeats):
         study = run_roful_study("2a", n_trials=args.trials, horizon=args.horizon, workers=1)
-        ours.append(study.seconds / (args.trials * args.horizon * 2) * 1e6)
+        ours.append(study.simulation_seconds / (args.trials * args.horizon * 2) * 1e6)
     ours_us = statistics.median(ours)
     print(f"\nFigure 2a, first {args.trials} problems x {args.horizon} stages, both algorithms, "
           f"one thread; medians of {args.repeats}:")
@@ -158,11 +153,11 @@ def main() -> None:
     walls = []
     for _ in range(args.repeats):
         start = time.perf_counter()
-        study = run_roful_study("2a", horizon=horizon, workers=2)
+        study = run_roful_study("2a", horizon=horizon)
         walls.append(time.perf_counter() - start)
     summary = study.summary()["algorithms"]
     print(f"\nThe whole Figure 2a study (30 problems x {horizon} stages, ROFUL and GNOP, "
-          f"2 threads), median of {args.repeats}: {statistics.median(walls):.2f} s "
+          f"a sweep in one process), median of {args.repeats}: {statistics.median(walls):.2f} s "
           f"(target < 10 s at 50,000 stages)")
     for name, row in summary.items():
         print(f"  {name}: R_T/sqrt(T) {row['R_T_over_sqrt_T_mean']:.3f} (sd "

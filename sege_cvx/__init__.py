@@ -21,7 +21,7 @@ _EXPORTS = {
     "LinearConstraint": ".safety", "KnownConstraint": ".safety", "RewardFloor": ".safety",
     "SafeSetting": ".setting",
     "ConfidenceEllipsoid": ".confidence", "confidence_radius": ".confidence", "lcb": ".confidence",
-    "self_normalized_radius": ".confidence",
+    "self_normalized_radius": ".confidence", "confidence": ".confidence",
     "SolverFailure": ".conic", "CLUCB": ".policies", "GNOP": ".policies", "Policy": ".policies",
     "ROFUL": ".policies", "SafeTS": ".policies", "SafeLUCB": ".policies",
     "StagewiseROFUL": ".policies", "policies": ".policies",
@@ -29,7 +29,7 @@ _EXPORTS = {
     "registered_policies": ".policies", "grid_parameters": ".policies",
     "LinearBandit": ".simulation", "run_seeds": ".simulation", "simulate": ".simulation",
     "BanditProblem": ".problems", "paper_problem": ".problems",
-    "StudySpec": ".experiments", "run_sweep": ".experiments",
+    "StudySpec": ".experiments", "run_sweep": ".experiments", "experiments": ".experiments",
     "load_results": ".experiments", "simulation": ".simulation", "stages": ".stages",
     "testing": ".testing",
 }

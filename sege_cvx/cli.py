@@ -149,7 +149,8 @@ def _reproduce_roful(args: argparse.Namespace) -> int:
             print(f"  {name:>5}: R_T/sqrt(T) = {row['R_T_over_sqrt_T_mean']:.3f} "
                   f"(sd {row['R_T_over_sqrt_T_sd']:.3f}) at T = {study.horizon}, "
                   f"violating stages {row['violating_stages']}, fallbacks {row['fallbacks']}")
-        print(f"  simulated in {study.seconds:.1f} s", flush=True)
+        print(f"  swept in {study.seconds:.1f} s (simulations {study.simulation_seconds:.1f} s)",
+              flush=True)
         studies.append(study)
     with atomic_output_dir(args.out, args.overwrite, name="--out",
                            overwrite_hint="--overwrite") as tmp:

@@ -1,57 +1,104 @@
-"""The paper's figures 2(a)-(c) and 3 (and ROFUL's reward, when a study runs it) from a
-:class:`~sege_cvx.experiments.paper.StudyResult`."""
+"""Every figure the package draws of curves over the stages, from the curves table.
+
+A *curve* is one cell's per-checkpoint aggregates over its runs: the columns of a sweep's
+``curves.parquet`` (:meth:`RunStatistics.curves <sege_cvx.stages.statistics.RunStatistics.curves>`
+gives them for one simulation, :func:`curve_rows`).  :func:`draw_curve` draws one, its mean and
+its band (:mod:`.bands`), and every figure draws its curves with it:
+
+* the paper's figures 2(a)-(c) (and each algorithm's reward) of a study,
+  :func:`reward_figure`, :func:`regret_figure`, :func:`write_figures`, with Figure 3
+  (:func:`safe_set_figure`, the safe sets of run 0, not a curve);
+* a sweep's panels (:meth:`SweepResults.plot_regret
+  <sege_cvx.experiments.sweeps.store.SweepResults.plot_regret>`, ``plot_reward``, the report);
+* the ROFUL paper's Figure 2, a statistic of the curves across problems
+  (:func:`across_problems_figure`).
+
+It sets no backend: a file writer that wants no display chooses Agg (the command line does).
+"""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
 
-matplotlib.use("Agg")  # files only; no display needed
+from ..arm_sets import Ball
+from ..confidence import lcb
+from ..policies.registry import policy_color, policy_stem
+from ._plotting import LEGEND_COLUMNS, LineStyles
+from ._plotting import legend_below as _legend_below
+from ._plotting import save_figure as _save
+from ._plotting import single_axes as _axes
+from .bands import BAND_NAMES, band_limits, check_band
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 
-from ..arm_sets import Ball  # noqa: E402
-from ..confidence import lcb  # noqa: E402
-from ..policies.registry import policy_color, policy_stem  # noqa: E402
-from ._plotting import LEGEND_COLUMNS, LineStyles  # noqa: E402
-from ._plotting import legend_below as _legend_below  # noqa: E402
-from ._plotting import save_figure as _save  # noqa: E402
-from ._plotting import single_axes as _axes  # noqa: E402
-from .bands import BAND_NAMES, band_limits, check_band  # noqa: E402
+def curve_rows(source):
+    """The curve columns of ``source``: a simulation's (a
+    :class:`~sege_cvx.simulation.SimulationResult`, its statistics'
+    :meth:`~sege_cvx.stages.statistics.RunStatistics.curves`), or ``source`` itself, a cell's
+    rows of a curves table (a ``pandas.DataFrame`` or a dict of columns, by ``t``)."""
+    stats = getattr(source, "stats", None)
+    return stats.curves() if stats is not None else source
+
+
+def draw_curve(ax, t, mean, limits, color, *, linestyle: str = "-", label: str = "",
+               band_label: str | None = None):
+    """One curve on ``ax``: the ``mean`` against the stages ``t`` and, unless ``limits`` is None,
+    the band ``limits = (low, high)`` as a light fill with a solid edge (where bands overlap,
+    each one's edges still show where it runs; blended fills alone make colours no legend has).
+    Returns the legend handle: the line, or ``(band, line)``."""
+    (line,) = ax.plot(t, mean, color=color, linestyle=linestyle, linewidth=1.2, label=label)
+    if limits is None:
+        return line
+    from matplotlib.colors import to_rgba
+
+    band = ax.fill_between(t, *limits, facecolor=to_rgba(color, 0.12),
+                           edgecolor=to_rgba(color, 0.7), linewidth=0.6,
+                           label=band_label or f"{label} band")
+    return band, line
+
+
+def draw_cell(ax, rows, kind: str, band: str | None, color, *, linestyle: str = "-",
+              label: str = "", band_label: str | None = None):
+    """:func:`draw_curve` of one cell's curve rows (:func:`curve_rows`): the mean of ``kind``
+    (``"regret"`` or ``"reward"``) over its runs and the ``band`` (:mod:`.bands`; labelled
+    ``band_label``, default ``"<label> band: <the band's name>"``)."""
+    runs = int(np.asarray(rows["runs"])[0])
+    return draw_curve(ax, np.asarray(rows["t"]), np.asarray(rows[f"{kind}_mean"]),
+                      band_limits(rows, kind, band, runs), color, linestyle=linestyle,
+                      label=label, band_label=band_label or f"{label} band: {BAND_NAMES[band]}")
 
 
 def reward_figure(result, threshold: float, optimal: float, color: str | None, label: str,
                   band: str = "quantile"):
     """Stagewise expected reward ``<X_t, theta*>`` with the safety threshold ``b``.
 
-    The line is the mean over runs at the checkpoint stages; the band (:mod:`.bands`) spans the
-    5 % to 95 % quantiles over runs (``band="quantile"``), or (``"minmax"``) the extremes over
-    runs and over every stage since the previous checkpoint, so that a dip below ``b`` between
-    checkpoints shows; ``"ci"`` and ``None`` as for a sweep's figures.
+    ``result``: a simulation or a cell's curve rows (:func:`curve_rows`).  The line is the mean
+    over runs at the checkpoint stages; the band (:mod:`.bands`) spans the 5 % to 95 %
+    quantiles over runs (``band="quantile"``), or (``"minmax"``) the extremes over runs and over
+    every stage since the previous checkpoint, so that a dip below ``b`` between checkpoints
+    shows; ``"ci"`` and ``None`` as for a sweep's figures.
     """
-    agg = result.stats.aggregates()
-    limits = band_limits(agg, "reward", band, result.n_runs)
+    check_band(band)
+    rows = curve_rows(result)
+    n_runs = int(np.asarray(rows["runs"])[0])
     fig, ax = _axes()
-    stages = agg["checkpoints"]
     color = color or LineStyles.PALETTE[0]
-    if limits is not None:
-        ax.fill_between(stages, *limits, color=color, alpha=0.25, linewidth=0,
-                        label=f"{label} {BAND_NAMES[band]}")
-    ax.plot(stages, agg["reward_mean"], color=color, linewidth=1.2, label=f"{label} mean")
+    draw_cell(ax, rows, "reward", band, color, label=f"{label} mean",
+              band_label=f"{label} {BAND_NAMES[band]}")
     ax.axhline(threshold, color="red", linestyle="--", linewidth=1, label="safety threshold b")
     ax.axhline(optimal, color="black", linestyle=":", linewidth=1,
                label=r"optimal $\langle X^*, \theta^*\rangle$")
     ax.set_xscale("log")
     ax.set_xlabel("stage t")
     ax.set_ylabel(r"expected reward $\langle X_t, \theta^*\rangle$")
-    title = f"{label}: stagewise expected reward ({result.n_runs} runs)"
+    title = f"{label}: stagewise expected reward ({n_runs} runs)"
     if len(title) <= 48:
         ax.set_title(title)
     else:  # a long name (an import path): on its own line, smaller, not clipped
-        ax.set_title(f"{label}:\nstagewise expected reward ({result.n_runs} runs)", fontsize=9)
+        ax.set_title(f"{label}:\nstagewise expected reward ({n_runs} runs)", fontsize=9)
     _legend_below(ax)
     return fig
 
@@ -65,24 +112,21 @@ def algorithm_colors(names) -> dict[str, str]:
 
 
 def regret_figure(results: dict, band: str = "quantile", colors: dict | None = None):
-    """Cumulative regret of each algorithm of ``results`` (name -> ``SimulationResult``): mean
-    over runs and a band (:mod:`.bands`): 5-95 % quantiles by default; ``colors`` by name
-    (default :func:`algorithm_colors`)."""
+    """Cumulative regret of each algorithm of ``results`` (name -> a simulation or its curve
+    rows, :func:`curve_rows`): mean over runs and a band (:mod:`.bands`): 5-95 % quantiles by
+    default; ``colors`` by name (default :func:`algorithm_colors`)."""
     check_band(band)
     colors = algorithm_colors(list(results)) if colors is None else colors
     fig, ax = _axes(legend_rows=math.ceil(2 * len(results) / LEGEND_COLUMNS))
+    counts = set()
     for label, result in results.items():
-        color = colors[label]
-        agg = result.stats.aggregates()
-        limits = band_limits(agg, "regret", band, result.n_runs)
-        if limits is not None:
-            ax.fill_between(agg["checkpoints"], *limits, color=color, alpha=0.25, linewidth=0,
-                            label=f"{label} {BAND_NAMES[band]}")
-        ax.plot(agg["checkpoints"], agg["regret_mean"], color=color, linewidth=1.2,
-                label=f"{label} mean")
+        rows = curve_rows(result)
+        counts.add(int(np.asarray(rows["runs"])[0]))
+        draw_cell(ax, rows, "regret", band, colors[label], label=f"{label} mean",
+                  band_label=f"{label} {BAND_NAMES[band]}")
     ax.set_xlabel("stage t")
     ax.set_ylabel("cumulative regret")
-    counts = sorted({result.n_runs for result in results.values()})
+    counts = sorted(counts)
     runs = " and ".join(str(n) for n in counts) + " runs"
     ax.set_title(f"Cumulative regret ({runs})")
     _legend_below(ax)
@@ -146,6 +190,42 @@ PAPER_FIGURES = {"sege_reward": "fig2a_sege_reward", "clucb_reward": "fig2b_cluc
                  "regret": "fig2c_regret", "safe_sets": "fig3_safe_sets"}
 
 
+def _study_curves(study, label: str):
+    """Algorithm ``label``'s rows of the study's curves table (its sweep's), or, for a study
+    without one, its simulation's (:func:`curve_rows`)."""
+    if study.sweep is None:
+        return curve_rows(study.results[label])
+    curves = study.sweep.curves
+    return curves[curves["algorithm"] == label].sort_values("t")
+
+
+def across_problems_figure(curves, algorithms, *, value=None, ylabel: str = "cumulative regret",
+                           title: str = "", floor: float | None = None):
+    """Each algorithm's curve across problems: at each stage ``t``, the mean and one standard
+    deviation (``numpy.std``) over the problems of ``value(rows)`` (default the cell's
+    ``regret_mean``) of its cells in ``curves`` (a curves table, a row per cell and stage), as
+    the ROFUL paper's Figure 2 draws ``R_t / sqrt(t)`` over its 30 problems.  ``floor``: the
+    least value the statistic can take (the band is cut there: ``R_t >= 0``)."""
+    value = value or (lambda rows: rows["regret_mean"].to_numpy())
+    colors = algorithm_colors(list(algorithms))
+    fig, ax = _axes(legend_rows=math.ceil(2 * len(algorithms) / LEGEND_COLUMNS))
+    for name in algorithms:
+        mine = curves[curves["algorithm"] == name]
+        per_problem = [rows.sort_values("t") for _, rows in mine.groupby("problem", sort=False)]
+        t = per_problem[0]["t"].to_numpy()
+        values = np.stack([value(rows) for rows in per_problem])
+        mean, sd = values.mean(axis=0), values.std(axis=0)
+        low = mean - sd if floor is None else np.maximum(mean - sd, floor)
+        draw_curve(ax, t, mean, (low, mean + sd), colors[name], label=f"{name} mean",
+                   band_label=f"{name} mean +- one sd over problems")
+    ax.set_xlabel("stage t")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    _legend_below(ax)
+    return fig
+
+
 def write_figures(study, out: Path) -> list[Path]:
     """Write each algorithm's reward figure, the regret figure and (for SEGE on a disk in the
     plane) the safe sets, as PNG and PDF, into ``out``.
@@ -169,12 +249,13 @@ def write_figures(study, out: Path) -> list[Path]:
 
     paths = []
     colors = algorithm_colors(list(study.results))
+    curves = {label: _study_curves(study, label) for label in study.results}
     for label, result in study.results.items():
-        paths += _save(titled(reward_figure(result, s.setting.safety.threshold,
+        paths += _save(titled(reward_figure(curves[label], s.setting.safety.threshold,
                                             result.optimal_reward,
                                             colors[label], label)),
                        out, name(f"{policy_stem(label)}_reward"))
-    paths += _save(titled(regret_figure(study.results, colors=colors)), out, name("regret"))
+    paths += _save(titled(regret_figure(curves, colors=colors)), out, name("regret"))
     if isinstance(s.arm_set, Ball) and s.arm_set.dim == 2 and study.sege and study.sege.snapshots:
         paths += _save(titled(safe_set_figure(study)), out, name("safe_sets"))
     return paths

@@ -28,6 +28,7 @@ sege_cvx.experiments.files.OutputPathError: out_dir ... already exists and is no
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import platform
@@ -312,7 +313,11 @@ def write_manifest(directory: str | os.PathLike | Directory, provenance: dict,
     return directory.path / MANIFEST
 
 
+@functools.cache
 def _version(distribution: str) -> str | None:
+    """The installed version of ``distribution`` (read once per process: reading a
+    distribution's metadata parses its files, a few milliseconds each, and a sweep asks for
+    every shard)."""
     try:
         return metadata.version(distribution)
     except metadata.PackageNotFoundError:

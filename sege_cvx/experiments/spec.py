@@ -13,6 +13,8 @@
     [[problems]]
     factory = "mypkg.problems:make"  # any importable callable returning a BanditProblem
     # misspecified = true            # required if it breaks the paper's assumptions on purpose
+    # [problems.parameters]          # optional: the factory's keyword arguments
+    # size = 3
 
     [[algorithms]]
     name = "SEGE"                    # a registered policy (sege_cvx.registered_policies())
@@ -38,7 +40,8 @@ the algorithm's constructor.  Reading a spec imports the modules of the policies
 import path.
 
 An algorithm's ``problems`` restricts it to those problems (labels: a problem's ``name``, else
-its ``factory``): how a study puts problems of both safety models side by side
+its ``factory``, followed by its parameters, ``mypkg.problems:make(size=3)``): how a study
+puts problems of both safety models side by side
 (:doc:`/user_guide/safety_models`), each with the algorithms of its model.  Without it an
 algorithm runs on every problem, and a cell whose problem is of a model the algorithm does not
 run on is an error naming the cell.
@@ -58,7 +61,7 @@ from .._validation import MAX_HORIZON, as_nonnegative_int, as_positive_int, form
 MAX_SPEC_BYTES = 1 << 20
 
 _TOP_KEYS = {"seed", "runs", "horizon", "checkpoints", "problems", "algorithms"}
-_PROBLEM_KEYS = {"name", "factory", "misspecified"}
+_PROBLEM_KEYS = {"name", "factory", "parameters", "misspecified"}
 _ALGORITHM_KEYS = {"name", "grid", "problems"}
 
 
@@ -71,17 +74,25 @@ class ProblemSpec:
     """One problem of a study: a built-in example by ``name``, or a ``factory``
     (``"module:callable"``) returning a :class:`~sege_cvx.problems.problem.BanditProblem`.
 
-    ``misspecified`` declares a misspecification study: the problem must then be built with
-    ``misspecified=True`` (it may break the paper's assumptions), and only then."""
+    ``parameters``: the factory's keyword arguments, ``(key, value)`` pairs of plain values (a
+    family of problems from one factory).  ``misspecified`` declares a misspecification study:
+    the problem must then be built with ``misspecified=True`` (it may break the paper's
+    assumptions), and only then."""
 
     name: str | None = None
     factory: str | None = None
     misspecified: bool = False
+    parameters: tuple[tuple[str, object], ...] = ()
 
     @property
     def label(self) -> str:
-        """How results name the problem: its ``name``, else its ``factory``."""
-        return self.name if self.name is not None else str(self.factory)
+        """How results name the problem: its ``name``, else its ``factory`` and parameters
+        (``mypkg.problems:make(size=3)``)."""
+        if self.name is not None:
+            return self.name
+        if not self.parameters:
+            return str(self.factory)
+        return f"{self.factory}({', '.join(f'{k}={v!r}' for k, v in self.parameters)})"
 
 
 @dataclass(frozen=True)
@@ -200,6 +211,7 @@ class StudySpec:
         if self.checkpoints is not None:
             out["checkpoints"] = list(self.checkpoints)
         out["problems"] = [{**({"name": p.name} if p.name is not None else {"factory": p.factory}),
+                            **({"parameters": dict(p.parameters)} if p.parameters else {}),
                             **({"misspecified": True} if p.misspecified else {})}
                            for p in self.problems]
         out["algorithms"] = [{"name": a.name,
@@ -263,6 +275,9 @@ def _problem(i: int, table) -> ProblemSpec:
     if len(given) != 1:
         raise SpecError(f"{where} needs exactly one of 'name' (a built-in example) or 'factory' "
                         f"('module:callable'), got {given}")
+    if "parameters" in table and "name" in table:
+        raise SpecError(f"{where}: parameters are a factory's keyword arguments; a built-in "
+                        "example takes none")
     if "name" in table:
         from ..problems.examples import EXAMPLES  # the problems themselves load their arm sets lazily
 
@@ -276,7 +291,18 @@ def _problem(i: int, table) -> ProblemSpec:
     factory = table["factory"]
     if not isinstance(factory, str) or factory.count(":") != 1 or not all(factory.split(":")):
         raise SpecError(f"{where}: factory must be 'module:callable', got {format_value(factory)}")
-    return ProblemSpec(factory=factory, misspecified=misspecified)
+    parameters = table.get("parameters", {})
+    if not isinstance(parameters, dict):
+        raise SpecError(f"{where}: parameters must be a table of the factory's keyword arguments, "
+                        f"got {format_value(parameters)}")
+    for key, value in parameters.items():
+        if not (isinstance(key, str) and key.isidentifier()):
+            raise SpecError(f"{where}.parameters: {format_value(key)} is not a keyword name")
+        if not isinstance(value, str | int | float | bool):
+            raise SpecError(f"{where}.parameters.{key} must be a string, number or boolean, got "
+                            f"{format_value(value)}")
+    return ProblemSpec(factory=factory, misspecified=misspecified,
+                       parameters=tuple(parameters.items()))
 
 
 def _algorithm(i: int, table) -> AlgorithmSpec:

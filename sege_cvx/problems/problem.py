@@ -8,13 +8,14 @@ shards (:mod:`sege_cvx.experiments.sweeps.shards`) and the command line.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
 from .._fingerprint import fingerprint
-from .._validation import as_scalar, as_vector
+from .._validation import as_finite_array, as_scalar, as_vector
 from ..arm_sets import ArmSet, Ball
 from ..policies import Policy
 from ..policies.registry import grid_parameters, policy_class
@@ -55,6 +56,12 @@ class BanditProblem:
     name, description : str
     misspecified : bool
         Allow a problem that breaks the setting's assumptions (see above).
+    replayed_noise : array_like, shape (T, width), optional
+        Standard normal draws that every run of :meth:`bandit` replays instead of drawing its
+        own from its seed (``width`` 2 under a constraint with feedback of its own: the reward's,
+        then the constraint's; else 1): another code's noise, to compare runs draw for draw (the
+        ROFUL paper's trials, :mod:`sege_cvx.experiments.roful2024`).  Part of the problem's
+        fingerprint; a run may play at most ``T`` stages.
 
     Examples
     --------
@@ -77,6 +84,7 @@ class BanditProblem:
     name: str = ""
     description: str = ""
     misspecified: bool = False
+    replayed_noise: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.setting, SafeSetting):
@@ -108,6 +116,15 @@ class BanditProblem:
                                  f"{safety.limit!r}, safe arm's value {safety.safe_value!r}, "
                                  f"noise sd {safety.noise_sd!r} against {told.limit!r}, "
                                  f"{told.safe_value!r}, {told.noise_sd!r} (or another B)")
+        if self.replayed_noise is not None:
+            width = 2 if self.constraint is not None and self.constraint.gamma_star is not None else 1
+            noise = as_finite_array("replayed_noise", self.replayed_noise)
+            if noise.ndim != 2 or noise.shape[0] < 1 or noise.shape[1] != width:
+                raise ValueError(f"replayed_noise must have shape (T, {width}): T standard normal "
+                                 f"draws of {width} number(s) a stage, got shape {noise.shape}")
+            noise = noise.copy()
+            noise.flags.writeable = False
+            object.__setattr__(self, "replayed_noise", noise)
         broken = self.assumption_violations()
         if broken and not self.misspecified:
             raise ValueError(f"{'; '.join(broken)}; pass misspecified=True to study a "
@@ -117,8 +134,8 @@ class BanditProblem:
     def from_truth(cls, arm_set: ArmSet, theta_star, safe_arm, *, S: float = 1.0,
                    noise_sd: float = 1.0, threshold_fraction: float = 0.8,
                    b0: float | None = None, constraint: LinearConstraint | None = None,
-                   name: str = "", description: str = "",
-                   misspecified: bool = False) -> BanditProblem:
+                   name: str = "", description: str = "", misspecified: bool = False,
+                   replayed_noise: np.ndarray | None = None) -> BanditProblem:
         """A problem whose setting is made from the truth, as the paper's study makes it.
 
         Under the stagewise floor the baseline reward is the safe arm's true expected reward
@@ -141,6 +158,8 @@ class BanditProblem:
         constraint : LinearConstraint, optional
         name, description : str
         misspecified : bool
+        replayed_noise : array_like, shape (T, width), optional
+            As for the class.
 
         Returns
         -------
@@ -165,7 +184,8 @@ class BanditProblem:
                                  "(contains(x, tol=0))")
             safety = constraint.known(x0, theta)
         setting = SafeSetting(arm_set, x0, S=S, noise_sd=noise_sd, safety=safety)
-        return cls(setting, tuple(theta), constraint, name, description, misspecified)
+        return cls(setting, tuple(theta), constraint, name, description, misspecified,
+                   replayed_noise)
 
     @property
     def arm_set(self) -> ArmSet:
@@ -188,11 +208,17 @@ class BanditProblem:
         return self.setting.assumption_violations(np.array(self.theta_star), self.gamma_star)
 
     def bandit(self, noise_seeds: list[np.random.SeedSequence]) -> LinearBandit:
-        """The environment of this problem, one noise stream per seed: ``theta*``, the noise and
-        the safety criterion that scores violations, the floor's threshold or the constraint
+        """The environment of this problem, one noise stream per seed (or, for every run, the
+        problem's ``replayed_noise``): ``theta*``, the noise and the safety criterion that
+        scores violations, the floor's threshold or the constraint
         (:class:`~sege_cvx.LinearBandit`)."""
         safety = self.setting.safety
         threshold = safety.threshold if isinstance(safety, RewardFloor) else None
+        if self.replayed_noise is not None:  # every run the same draws
+            draws = np.broadcast_to(self.replayed_noise, (len(noise_seeds),
+                                                          *self.replayed_noise.shape))
+            return LinearBandit(self.theta_star, self.setting.noise_sd, draws=draws,
+                                threshold=threshold, constraint=self.constraint)
         return LinearBandit(self.theta_star, self.setting.noise_sd, noise_seeds,
                             threshold=threshold, constraint=self.constraint)
 
@@ -212,12 +238,15 @@ class BanditProblem:
         the noise, the safety model's numbers) and the truth, each to the last bit.  A sweep
         refuses to mix runs of problems whose fingerprints differ."""
         setting, safety = self.setting, self.setting.safety
-        return fingerprint({
+        data = {
             "arm_set": {"class": type(self.arm_set).__name__, **self.arm_set.fingerprint_data()},
             "safe_arm": tuple(float(v) for v in setting.safe_arm), "S": setting.S,
             "noise_sd": setting.noise_sd, "safety": _safety_data(safety),
             "theta_star": self.theta_star, "misspecified": self.misspecified,
-            "constraint": None if self.constraint is None else self.constraint.fingerprint_data()})
+            "constraint": None if self.constraint is None else self.constraint.fingerprint_data()}
+        if self.replayed_noise is not None:
+            data["replayed_noise"] = hashlib.sha256(self.replayed_noise.tobytes()).hexdigest()
+        return fingerprint(data)
 
     def policy(self, algorithm, n_runs: int = 1, seed=None, **settings) -> Policy:
         """The policy ``algorithm`` told this problem's setting, over ``n_runs`` runs seeded by

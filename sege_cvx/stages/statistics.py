@@ -9,6 +9,7 @@ runs simulated in different batches, shards or processes combine exactly.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -219,6 +220,27 @@ class RunStatistics:
         out["violating_runs"] = (self.violations > 0).sum(axis=1)
         out["decisions"] = self.decisions.sum(axis=1)
         return out
+
+    def curves(self) -> dict[str, np.ndarray]:
+        """The runs' rows of a curves table (``curves.parquet``), each of shape ``(C,)``: the
+        checkpoint ``t``, the number of ``runs``, and of :meth:`aggregates` the regret's and the
+        reward's ``mean``, ``sd``, standard error ``se`` and quantiles, ``regret_min`` and
+        ``regret_max``, ``reward_window_min`` and ``reward_window_max``, ``violating_pairs`` and
+        ``violating_runs``: what every curve figure reads (:mod:`sege_cvx.experiments.figures`).
+        """
+        agg = self.aggregates()
+        C, n = len(self.checkpoints), self.regret.shape[1]
+        columns = {"t": agg["checkpoints"], "runs": np.full(C, n, dtype=np.int64)}
+        for kind in ("regret", "reward"):
+            columns[f"{kind}_mean"] = agg[f"{kind}_mean"]
+            columns[f"{kind}_sd"] = agg[f"{kind}_sd"]
+            columns[f"{kind}_se"] = agg[f"{kind}_sd"] / math.sqrt(n)
+            for key in sorted(k for k in agg if k.startswith(f"{kind}_q")):
+                columns[key] = agg[key]
+        for key in ("regret_min", "regret_max", "reward_window_min", "reward_window_max",
+                    "violating_pairs", "violating_runs"):
+            columns[key] = agg[key]
+        return columns
 
     def at(self, t: int) -> int:
         """The row of checkpoint stage ``t``."""

@@ -327,12 +327,15 @@ def test_authors_generator_draws_their_first_problem():
     # slb_short.py's draws with numpy.random.default_rng(0): theta, gamma, c, then directions.
     rng = np.random.default_rng(0)
     theta, gamma, c = rng.uniform(-1, 1, 2), rng.uniform(-1, 1, 2), rng.uniform(0.25, 1)
-    trial = authors_trials("2a", 1)[0]
-    problem = trial.problem
+    problem = authors_trials("2a", 1)[0]
     assert np.array_equal(problem.theta_star, theta)
     assert problem.constraint.gamma_star == tuple(gamma)
     assert problem.constraint.limit == c
-    assert trial.draws.shape == (50_000, 2)
+    assert problem.replayed_noise.shape == (50_000, 2)
+    # ... drawn after the problem's numbers, and replayed by every run of its bandit.
+    bandit = problem.bandit([None, None])
+    first = bandit.pull(np.zeros((2, 2)))[1]
+    np.testing.assert_array_equal(first, 0.1 * problem.replayed_noise[0, 0])
     assert problem.arm_set.n_directions == 10 and problem.arm_set.radius == 1.0
 
 
@@ -344,6 +347,24 @@ def test_roful_study_is_safe_and_gnop_pays_for_its_pessimism():
     # Their Figure 2a: GNOP's regret well above ROFUL's (here about 2x over these trials).
     assert summary["GNOP"]["R_T_mean"] > 1.5 * summary["ROFUL"]["R_T_mean"]
     assert study.stages[-1] == 3000 and study.regret["ROFUL"].shape == (6, len(study.stages))
+
+
+def test_roful_study_is_a_sweep_of_the_trials_with_their_noise_replayed():
+    from sege_cvx.experiments.roful2024 import DELTA, LAM, authors_problem
+
+    study = run_roful_study("2b", n_trials=3, horizon=400, workers=1, algorithms=("ROFUL",))
+    assert set(study.curves["problem"]) == {
+        f"sege_cvx.experiments.roful2024:authors_problem(figure='2b', trial={k})"
+        for k in range(3)}
+    for k in range(3):  # each trial's sweep cell is simulate on that trial, bit for bit
+        problem = authors_problem("2b", k)
+        policy = problem.policy("ROFUL", 1, 0, lam=LAM, delta=DELTA)
+        direct = sc.simulate(policy, problem.bandit([None]), 400,
+                             checkpoints=study.stages.tolist())
+        np.testing.assert_array_equal(study.regret["ROFUL"][k], direct.stats.regret[:, 0])
+        assert study.violations["ROFUL"][k] == direct.stats.total_violations[0]
+    with pytest.raises(ValueError, match=r"trial must be an int in 0..29, got 30"):
+        authors_problem("2a", 30)
 
 
 def test_reproduce_roful_2024_writes_the_figure_table_and_summary(tmp_path, capsys):

@@ -5,7 +5,6 @@ returns each shard's status for the manifest."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -85,22 +84,13 @@ def _decision_columns(own: Sequence[str | None], decisions: Sequence[str], n: in
 
 def _curve_columns(spec: StudySpec, cell: int, names: list[str], stats,
                    own: Sequence[str | None], decisions: Sequence[str]) -> dict:
-    """One cell's rows of ``curves.parquet``: aggregates across runs at each checkpoint."""
-    agg = stats.aggregates()
-    C, n = len(stats.checkpoints), stats.regret.shape[1]
-    columns = {**_cell_columns(spec, C, cell, names), "t": agg["checkpoints"],
-               "runs": np.full(C, n, dtype=np.int64)}
-    for kind in ("regret", "reward"):
-        columns[f"{kind}_mean"] = agg[f"{kind}_mean"]
-        columns[f"{kind}_sd"] = agg[f"{kind}_sd"]
-        columns[f"{kind}_se"] = agg[f"{kind}_sd"] / math.sqrt(n)
-        for key in sorted(k for k in agg if k.startswith(f"{kind}_q")):
-            columns[key] = agg[key]
-    for key in ("regret_min", "regret_max", "reward_window_min", "reward_window_max",
-                "violating_pairs", "violating_runs"):
-        columns[key] = agg[key]
+    """One cell's rows of ``curves.parquet``: aggregates across runs at each checkpoint
+    (:meth:`~sege_cvx.stages.statistics.RunStatistics.curves`) and the decisions."""
+    C = len(stats.checkpoints)
+    summed = stats.decisions.sum(axis=1)
+    columns = {**_cell_columns(spec, C, cell, names), **stats.curves()}
     columns.update(_decision_columns(
-        own, decisions, C, lambda code: pa.chunked_array([pa.array(agg["decisions"][:, code])])))
+        own, decisions, C, lambda code: pa.chunked_array([pa.array(summed[:, code])])))
     return columns
 
 

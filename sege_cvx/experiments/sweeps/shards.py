@@ -139,7 +139,7 @@ def build_problem(problem: ProblemSpec) -> BanditProblem:
         from ...problems.examples import EXAMPLES
 
         return _declared(problem, EXAMPLES[problem.name]())
-    return _declared(problem, _from_factory(problem.factory))
+    return _declared(problem, _from_factory(problem.factory, dict(problem.parameters)))
 
 
 def _declared(spec: ProblemSpec, problem):
@@ -155,8 +155,9 @@ def _declared(spec: ProblemSpec, problem):
     return problem
 
 
-def _from_factory(factory_path: str):
-    """The :class:`~sege_cvx.problems.problem.BanditProblem` a ``"module:callable"`` makes."""
+def _from_factory(factory_path: str, parameters: dict):
+    """The :class:`~sege_cvx.problems.problem.BanditProblem` a ``"module:callable"`` makes of
+    the keyword arguments ``parameters``."""
     import importlib
 
     from ...problems.problem import BanditProblem
@@ -175,7 +176,7 @@ def _from_factory(factory_path: str):
         raise SpecError(f"problem factory {factory_path!r} cannot be loaded: importing "
                         f"{module_name!r} raised {type(exc).__name__}: {exc}") from exc
     try:
-        made = factory()
+        made = factory(**parameters)
     except KeyboardInterrupt:
         raise
     except SystemExit as exc:  # would end the sweep, maybe with status 0, and say nothing

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..bands import BAND_NAMES, band_limits, check_band
+from ..bands import BAND_NAMES, check_band
 from ..files import ChecksumError, check_sha256, read_regular
 from ..outputs import MANIFEST
 
@@ -373,8 +373,6 @@ class SweepResults:
         return drawn, differ
 
     def _plot(self, kind: str, by, band, ax):
-        from matplotlib.colors import to_rgba
-
         from .._plotting import (
             PANEL_LEGEND_OFFSET,
             LineStyles,
@@ -382,6 +380,7 @@ class SweepResults:
             legend_below,
             panel_axes,
         )
+        from ..figures import draw_cell
 
         keys = self.panel_keys(by)
         check_band(band)
@@ -414,19 +413,8 @@ class SweepResults:
             handles, labels = [], []
             for label, algorithm, rows in cells:
                 color, linestyle = styles(label, algorithm)
-                t, mean = rows["t"].to_numpy(), rows[f"{kind}_mean"].to_numpy()
-                (line,) = ax_.plot(t, mean, color=color, linestyle=linestyle, linewidth=1.2,
-                                   label=label)
-                handle = line
-                if band is not None:
-                    low, high = band_limits(rows, kind, band, int(rows["runs"].iloc[0]))
-                    # A light fill with a solid edge: where bands overlap, each one's edges
-                    # still show where it runs (blended fills alone make colours no legend has).
-                    poly = ax_.fill_between(t, low, high, facecolor=to_rgba(color, 0.12),
-                                            edgecolor=to_rgba(color, 0.7), linewidth=0.6,
-                                            label=f"{label} band: {BAND_NAMES[band]}")
-                    handle = (poly, line)
-                handles.append(handle)
+                handles.append(draw_cell(ax_, rows, kind, band, color, linestyle=linestyle,
+                                         label=label))
                 labels.append(label)
             for value, name, style in refs:
                 label = name if shared else f"{name} = {value:.4g}"
