@@ -217,7 +217,7 @@ def across_problems_figure(curves, algorithms, *, value=None, ylabel: str = "cum
         mean, sd = values.mean(axis=0), values.std(axis=0)
         low = mean - sd if floor is None else np.maximum(mean - sd, floor)
         draw_curve(ax, t, mean, (low, mean + sd), colors[name], label=f"{name} mean",
-                   band_label=f"{name} mean +- one sd over problems")
+                   band_label=f"{name} \u00b1 1 sd")
     ax.set_xlabel("stage t")
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)

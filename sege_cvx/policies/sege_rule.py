@@ -28,8 +28,8 @@ import numpy as np
 from .._numba import njit
 from ..arm_sets.exploration import exploration_point
 from ..arm_sets.kernels.registry import (
-    GeometryScratch,
-    geometry_scratch,
+    SCRATCH_MATS,
+    SCRATCH_VECS,
     greedy_arm,
     lcb_arm,
     pull_inside,
@@ -141,17 +141,23 @@ class SEGERun(NamedTuple):
     warm: tuple
 
 
-class SEGEScratch(NamedTuple):
-    """:func:`stage_one`'s scratch (:func:`scratch`): the set's ``arms``; the factor of
-    ``V - c sqrt(t) I`` (``shifted``); the LCB arm (``lcb_point``); vectors for the LCB test
-    and the pull-in (``w``, ``trial``) and the exploration point (``zeta``); :func:`learn`'s."""
+#: SEGE's own scratch rows, after the set's arms' (:data:`SCRATCH_MATS`, :data:`SCRATCH_VECS`)
+#: in the same two blocks: the factor of ``V - c sqrt(t) I``; the LCB arm, the vector of the LCB
+#: test and of the pull-in, the pull-in's trial point, the exploration point's scratch.  Rows of
+#: two arrays, not arrays of their own: every array the stage holds is live across the set's
+#: (not inlined) solves, and four more cost SEGE's polyhedral stages a tenth, measured.
+SHIFTED = SCRATCH_MATS
+LCB_POINT, W, TRIAL, ZETA = range(SCRATCH_VECS, SCRATCH_VECS + 4)
 
-    arms: GeometryScratch
-    shifted: np.ndarray
-    lcb_point: np.ndarray
-    w: np.ndarray
-    trial: np.ndarray
-    zeta: np.ndarray
+
+class SEGEScratch(NamedTuple):
+    """:func:`stage_one`'s scratch (:func:`scratch`): ``mats`` and ``vecs``, the set's arms'
+    rows (:data:`~sege_cvx.arm_sets.kernels.registry.SCRATCH_MATS`, ...) followed by SEGE's own
+    (:data:`SHIFTED`; :data:`LCB_POINT`, :data:`W`, :data:`TRIAL`, :data:`ZETA`), and
+    :func:`learn`'s."""
+
+    mats: np.ndarray
+    vecs: np.ndarray
     learn: LearnScratch
 
 
@@ -177,30 +183,30 @@ def stage_one(policy, run, work, i, s, t, out) -> int:
     """
     V, chol, theta_hat = run.confidence.V, run.confidence.chol, run.confidence.theta_hat
     safe, U, fallbacks, warm = run.safe, run.exploration, run.fallbacks, run.warm
-    arms = work.arms
+    mats, vecs = work.mats, work.vecs
     geometry, baseline, rho = policy.geometry, policy.baseline, policy.rho
     r = radius_one(policy.radius, policy.stage_values[s], chol)
-    if factor(V, policy.bounds[s], work.shifted):
-        status = greedy_arm(geometry, theta_hat, warm, out, arms.mats, arms.vecs)
+    if factor(V, policy.bounds[s], mats[SHIFTED]):
+        status = greedy_arm(geometry, theta_hat, warm, out, mats, vecs)
         if status != VERIFIED:
             fallbacks[0] += 1
             fallbacks[status] += 1
-        elif exploits(out, theta_hat, chol, r, policy.b, work.w):
+        elif exploits(out, theta_hat, chol, r, policy.b, vecs[W]):
             safe[:] = np.nan
             U[:] = np.nan
             return EXPLOIT
-    lcb_point = work.lcb_point
-    status = lcb_arm(geometry, theta_hat, chol, r, warm, lcb_point, arms.mats, arms.vecs)
+    lcb_point = vecs[LCB_POINT]
+    status = lcb_arm(geometry, theta_hat, chol, r, warm, lcb_point, mats, vecs)
     if status != VERIFIED:
         fallbacks[0] += 1
         fallbacks[status] += 1
     g = policy.draws[i, policy.cursor[i]]
     center, B, cross = policy.exploration
-    exploration_point(g, center, B, cross, U, work.zeta)
+    exploration_point(g, center, B, cross, U, vecs[ZETA])
     policy.cursor[i] += 1
     use_lcb = safe_exploration_arm(lcb_point, status == VERIFIED, theta_hat, chol, r, policy.b0,
-                                   baseline, U, rho, work.w, safe, out)
-    if not pull_inside(geometry, out, warm, use_lcb, rho, g, safe, work.w, work.trial):
+                                   baseline, U, rho, vecs[W], safe, out)
+    if not pull_inside(geometry, out, warm, use_lcb, rho, g, safe, vecs[W], vecs[TRIAL]):
         fallbacks[0] += 1
         fallbacks[NOT_MEMBER] += 1
         for k in range(out.shape[0]):
@@ -211,9 +217,8 @@ def stage_one(policy, run, work, i, s, t, out) -> int:
 @njit(inline="always")
 def scratch(policy, d):
     """A :class:`SEGEScratch` for dimension ``d``."""
-    return SEGEScratch(arms=geometry_scratch(d), shifted=np.empty((d, d)),
-                       lcb_point=np.empty(d), w=np.empty(d), trial=np.empty(d),
-                       zeta=np.empty(d), learn=learn_scratch(d))
+    return SEGEScratch(mats=np.empty((SHIFTED + 1, d, d)), vecs=np.empty((ZETA + 1, d)),
+                       learn=learn_scratch(d))
 
 
 @njit(inline="always")

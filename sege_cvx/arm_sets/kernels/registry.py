@@ -23,8 +23,8 @@ overloads mis-compiles this loop (its statistics come out wrong).
 
 ``warm`` is the run's warm-start state (a polytope's: ``(rows, counts, points, inverse)``; a
 hull's: ``(rows, counts, weights, mix)``); ellipsoids ignore it.  ``mats`` and ``vecs`` are the
-arms' scratch, a :class:`GeometryScratch` (:func:`geometry_scratch`): each geometry names its
-own rows of it.
+arms' scratch, at least :data:`SCRATCH_MATS` matrices and :data:`SCRATCH_VECS` vectors of
+dimension ``d``: each geometry names its own rows of them.
 """
 
 from __future__ import annotations
@@ -32,27 +32,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-import numpy as np
-
 from ..._numba import njit
 
-#: The rows of scratch every geometry's arms may use: ``mats`` (5, d, d), ``vecs`` (16, d).
+#: The rows of scratch every geometry's arms may use: ``mats`` (5, d, d), ``vecs`` (16, d); a
+#: stage's own rows come after them (:data:`sege_cvx.policies.sege_rule.SHIFTED`, ...).
 SCRATCH_MATS, SCRATCH_VECS = 5, 16
-
-
-class GeometryScratch(NamedTuple):
-    """The arms' scratch (:func:`geometry_scratch`): ``mats`` of shape
-    ``(SCRATCH_MATS, d, d)``, ``vecs`` of shape ``(SCRATCH_VECS, d)``."""
-
-    mats: np.ndarray
-    vecs: np.ndarray
-
-
-@njit(inline="always")
-def geometry_scratch(d):
-    """A :class:`GeometryScratch` for dimension ``d``."""
-    return GeometryScratch(mats=np.empty((SCRATCH_MATS, d, d)),
-                           vecs=np.empty((SCRATCH_VECS, d)))
 
 
 _UNBOUND = ("a placeholder, bound to a geometry's function when a stage loop compiles "
