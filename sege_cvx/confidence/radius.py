@@ -217,8 +217,7 @@ def register_radius(radius: type[ConfidenceRadius]) -> type[ConfidenceRadius]:
     """
     if not (isinstance(radius, type) and issubclass(radius, ConfidenceRadius)):
         raise TypeError(f"a radius must be a ConfidenceRadius subclass, got {radius!r}")
-    name, rule = getattr(radius, "name", None), getattr(radius, "Rule", None)
-    kernel = radius.__dict__.get("kernel", getattr(radius, "kernel", None))
+    name, rule, kernel = (getattr(radius, key, None) for key in ("name", "Rule", "kernel"))
     if not isinstance(name, str) or not name:
         raise TypeError(f"{radius.__name__}.name must be a nonempty str, got {name!r}")
     if not (isinstance(rule, type) and issubclass(rule, tuple) and hasattr(rule, "_fields")):

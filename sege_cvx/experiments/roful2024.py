@@ -246,8 +246,8 @@ def run_roful_study(figure: str = "2a", *, n_trials: int = N_TRIALS, horizon: in
     seconds = time.perf_counter() - start
     problems = results.manifest["problems"]
     study = RofulStudy(figure, horizon, algorithms, stages,
-                       limits=np.array([authors_problem(figure, k).constraint.limit
-                                        for k in range(n_trials)]),
+                       limits=np.array([problems[label]["constraint_limit"]
+                                        for label in labels]),
                        optima=np.array([problems[label]["optimal_reward"] for label in labels]),
                        seconds=seconds, curves=results.curves)
     runs, curves = results.runs, results.curves
