@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._validation import as_positive_int, format_value
-from .base import ArmSet
+from .base import ArmSet, BatchArms
 from .evaluation import ConstraintEvaluator
 from .exploration import Exploration, inscribed_cross_polytope
 from .lifted import LiftedMembership, plain_constraints
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import cvxpy as cp
 
     from ..conic.compiled import CompiledConicProgram
+    from .cone.arms import ConeArms
 
 #: Largest dimension accepted: the set's programs hold ``d x d`` data and its bounding box takes
 #: ``2 d`` solves, so far smaller dimensions are already slow; this only rejects absurd values.
@@ -101,7 +102,7 @@ class ConvexArmSet(ArmSet):
 
     # The membership expressions and the witness program are rebuilt after loading.
     _UNPICKLED_CACHES = (*ArmSet._UNPICKLED_CACHES, "_membership", "_center_margins",
-                         "_center_pair_margins", "_lifted", "_witness_program")
+                         "_center_pair_margins", "_lifted", "_witness_program", "compiled_arms")
 
     def __init__(self, dim: int, constraints: Callable[[cp.Variable], list]) -> None:
 
@@ -205,6 +206,41 @@ class ConvexArmSet(ArmSet):
                 find_witness=lambda x: self._find_witnesses(x[None])[0])
         except ValueError as exc:  # say which set
             raise ValueError(f"{self!r}: {exc}") from None
+
+    @cached_property
+    def compiled_arms(self) -> ConeArms | None:
+        """The compiled, certified arms of :mod:`sege_cvx.arm_sets.cone` where the constraints'
+        canonical form uses only the zero, nonnegative and second-order cones (SEGE's stages
+        then run compiled); None for exponential, power or semidefinite cones, which keep
+        the Clarabel path."""
+        from ..conic.cone_form import UnsupportedCone, cone_form
+        from .cone.arms import ConeArms
+
+        try:
+            return ConeArms(cone_form(self.dim, self.constraints), self.exploration().center)
+        except UnsupportedCone:
+            return None
+
+    @property
+    def has_closed_form_lcb(self) -> bool:
+        """True on a set of second-order cones: ``lcb_arm(method="closed_form")`` is then its
+        compiled, certified cone program (:attr:`compiled_arms`), cross-checkable against
+        Clarabel (``cross_check=True``)."""
+        return self.compiled_arms is not None
+
+    def lcb_arm_batch(self, thetas: np.ndarray, chols: np.ndarray, radii: np.ndarray,
+                      method: str = "auto") -> BatchArms:
+        """LCB arms: on a set of second-order cones the compiled, certified cone program
+        (``"closed_form"``; with ``"auto"`` an instance it cannot certify is solved on Clarabel),
+        else and with ``"solver"`` Clarabel's (see :class:`~sege_cvx.arm_sets.base.ArmSet`)."""
+        compiled = self.compiled_arms
+        if method == "solver" or compiled is None:
+            return super().lcb_arm_batch(thetas, chols, radii, method)
+        arms, pairs, codes = compiled.lcb_all(thetas, chols, radii)
+        return self._certified_or_solved(
+            arms, codes, np.ascontiguousarray(pairs[:, compiled.form.witness_cols]), method,
+            lambda rows: super(ConvexArmSet, self).lcb_arm_batch(
+                thetas[rows], chols[rows], radii[rows], "solver"))
 
     # ----------------------------------------------------------------- lifted sets
     @cached_property

@@ -13,6 +13,7 @@ from .._random import PacedNormals, SeedLike
 from .._validation import as_scalar
 from ..arm_sets.base import LCB_METHODS
 from ..arm_sets.exploration import Exploration
+from ..arm_sets.kernels.registry import Anchors
 from ..arm_sets.kernels.status import STATUS
 from ..confidence.cholesky import min_eigenvalue_at_least
 from ..confidence.ellipsoid import ConfidenceEllipsoid
@@ -103,8 +104,9 @@ class SEGE(Policy):
     The rule is written once, as per-run compiled functions (:mod:`.sege_rule`).  On sets with
     compiled arms (``arm_set.compiled_arms``, with ``lcb_method`` other than ``"solver"``:
     ellipsoids and balls, by closed forms; boxes, polytopes and convex hulls, by certified
-    active-set solves warm started from the run's previous arms, :attr:`warm_start`) a whole
-    stage is compiled,
+    active-set solves warm started from the run's previous arms, :attr:`warm_start`; cvxpy
+    sets of second-order cones, by compiled cone programs with certified witnesses,
+    :mod:`sege_cvx.arm_sets.cone`) a whole stage is compiled,
     and :func:`~sege_cvx.simulate` runs many stages per call with the runs spread over threads;
     on other sets the same rule is applied around the set's greedy and LCB arms (closed forms
     or Clarabel solves).  Either way a run's numbers do not depend on the other runs.
@@ -282,13 +284,12 @@ class SEGE(Policy):
         compiled = arm_set.compiled_arms
         self._compiled = None
         if compiled is not None and lcb_method != "solver":
-            # A lifted set's stage mixes arms in weight space: it needs the baseline's weights
-            # and the exploration vertices' (arm_sets.hull.arms).
-            geometry = (compiled.geometry(self.lam, (setting.safe_witness,
-                                                     self.exploration.witness_table()))
-                        if arm_set.witness_dim else compiled.geometry(self.lam))
-            self._compiled = (geometry, (self.exploration.center, self.exploration.B,
-                                         self.exploration.kind == "cross"))
+            # A hull certifies the mix by weights, a cone set by witnesses: both from its parts.
+            geometry = compiled.geometry(self.lam, Anchors(setting.safe_arm, setting.safe_witness,
+                                                           self.exploration))
+            if geometry is not None:
+                self._compiled = (geometry, (self.exploration.center, self.exploration.B,
+                                             self.exploration.kind == "cross"))
         #: Per run, the compiled arms' warm start (the working sets of the greedy and LCB
         #: solves; :mod:`sege_cvx.arm_sets.polytope.arms`, :mod:`~sege_cvx.arm_sets.hull.arms`):
         #: part of the run's state, so that a run computes the same arms alone, in any batch,

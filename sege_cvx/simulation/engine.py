@@ -316,8 +316,9 @@ def simulate(
     """Run ``policy`` (acting on ``n_runs`` runs) against ``bandit`` for ``horizon`` stages.
 
     Policies whose whole stage is compiled (:attr:`~sege_cvx.Policy.compiled_stages`: CLUCB,
-    ROFUL, GNOP and SEGE on ellipsoids, balls, boxes, polytopes and hulls unless its LCB arms come
-    from the solver, and the constrained policies on star sets) play up to a thousand stages per
+    ROFUL, GNOP and SEGE on ellipsoids, balls, boxes, polytopes and hulls, SEGE on cvxpy sets of
+    second-order cones, unless its LCB arms come from the solver, and the constrained policies
+    on star sets) play up to a thousand stages per
     call of the compiled stage loop (:mod:`sege_cvx.stages.loop`), with the runs spread over
     threads (as many as numba's setting: ``NUMBA_NUM_THREADS``, or
     :func:`numba.set_num_threads`; default every core); others go through

@@ -195,11 +195,14 @@ def test_a_failed_or_unverifiable_solve_is_never_played(monkeypatch):
     outside = ConicSolution(x=np.array([3.0, 1.0]), status="Solved", tier=0, solve_seconds=0.0,
                             wall_seconds=0.0, iterations=1, aux=np.array([1.5]))
     monkeypatch.setattr(s._lcb_program, "solve", lambda *a: outside)
-    result = s.lcb_arm_batch(np.ones((1, 2)), np.eye(2)[None], np.ones(1))
+    # Clarabel's path (the set's compiled cone program is its "closed_form").
+    result = s.lcb_arm_batch(np.ones((1, 2)), np.eye(2)[None], np.ones(1), "solver")
     assert not result.ok[0] and result.status == ["NotMember"] and np.isnan(result.witnesses).all()
     with pytest.raises(SolverFailure, match="outside"):
-        s.lcb_arm(np.ones(2), np.eye(2), 1.0)
-    policy = sc.SEGE(floor_setting(s, [1.0, 1.0], 1.4, 1.2, noise_sd=0.3), c=1e9, n_runs=2, seed=0)
+        s.lcb_arm(np.ones(2), np.eye(2), 1.0, method="solver")
+    # The Clarabel path (SEGE's compiled stages on this set solve their own programs).
+    policy = sc.SEGE(floor_setting(s, [1.0, 1.0], 1.4, 1.2, noise_sd=0.3), c=1e9, n_runs=2, seed=0,
+                     lcb_method="solver")
     for _ in range(5):
         x = policy.select()
         assert exactly_inside("epigraph", x).all()

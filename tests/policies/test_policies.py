@@ -102,8 +102,10 @@ def test_baseline_on_the_boundary_is_played_exactly_inside_with_a_certified_rewa
 
 
 def test_closed_form_lcb_method_needs_a_closed_form():
+    # An exponential cone: no compiled cone program, so no fast path (a p-norm ball has one).
     with pytest.raises(ValueError, match="no closed-form"):
-        sc.SEGE(floor_setting(sc.ConvexArmSet(2, lambda x: [cp.pnorm(x - 1.0, 1.5) <= 1]), [1, 1],
+        sc.SEGE(floor_setting(sc.ConvexArmSet(2, lambda x: [cp.log_sum_exp(x - 1.0) <= 1.5,
+                                                             x >= -1]), [0.5, 0.5],
                               1.4, 1.2), lcb_method="closed_form")
 
 

@@ -49,7 +49,7 @@ def test_arm_set_construction_errors(make, error, match):
     (lambda: DISK.lcb_arm([0.6, 0.8], V, np.inf), ValueError, "radius must be finite"),
     (lambda: DISK.lcb_arm([0.6, 0.8], V, 1.0, method="newton"), ValueError, "method"),
     (lambda: DISK.lcb_arm(np.ones((3, 2)), np.stack([V, V]), 1.0), ValueError, "3 rows"),
-    (lambda: sc.ConvexArmSet(2, lambda x: [cp.pnorm(x, 1.5) <= 1]).lcb_arm(
+    (lambda: sc.ConvexArmSet(2, lambda x: [cp.log_sum_exp(x) <= 1, x >= -2]).lcb_arm(
         [1.0, 1.0], V, 1.0, method="closed_form"), ValueError, "no closed-form"),
     (lambda: DISK.greedy_arm([1.0, "a"]), TypeError, "theta must be numeric"),
     (lambda: DISK.contains([1.0, 1.0], tol=-1.0), ValueError, "tol"),

@@ -206,9 +206,9 @@ class EllipsoidArms:
         return (self.center, self.shape, self.h_sqrt, self.h_inv_sqrt, self.white_center,
                 self.kappa)
 
-    def geometry(self, lam: float | None = None) -> EllipsoidGeometry:
+    def geometry(self, lam: float | None = None, anchors=None) -> EllipsoidGeometry:
         """What compiled stages receive (:mod:`~sege_cvx.arm_sets.kernels.registry`):
-        :meth:`lcb_data` as a record (``lam`` is not needed)."""
+        :meth:`lcb_data` as a record (``lam`` and ``anchors`` are not needed)."""
         return EllipsoidGeometry(*self.lcb_data())
 
     def warm_state(self, n: int) -> tuple[np.ndarray, ...]:

@@ -978,22 +978,22 @@ class HullArms:
         self.body = tuple(np.ascontiguousarray(v, dtype=np.float64) for v in body)
         self.gap_rtol = float(gap_rtol)
 
-    def geometry(self, lam: float | None = None,
-                 witnesses: tuple[np.ndarray, np.ndarray] | None = None) -> HullGeometry:
+    def geometry(self, lam: float | None = None, anchors=None) -> HullGeometry:
         """The record the compiled arms receive (:class:`HullGeometry`).
 
         ``z_bound`` as :meth:`~sege_cvx.arm_sets.polytope.arms.PolytopeArms.geometry`.
-        ``witnesses``: SEGE's ``(baseline weights (K,), exploration table (2d + 1, K))``, the
-        rows of :meth:`~sege_cvx.arm_sets.exploration.Exploration.witness_points`' table;
-        empty without them (the arms alone do not need them).
+        ``anchors`` (:class:`~sege_cvx.arm_sets.kernels.registry.Anchors`): SEGE's baseline
+        weights ``(K,)`` and exploration table ``(2d + 1, K)`` (the rows of
+        :meth:`~sege_cvx.arm_sets.exploration.Exploration.witness_table`); empty without them
+        (the arms alone do not need them).
         """
         K, d = self.points.shape
         z_bound = 0.0 if lam is None else self.norm_bound / math.sqrt(lam) * (1.0 + 1e-6)
-        if witnesses is None:
+        if anchors is None:
             baseline, table = np.zeros(K), np.zeros((2 * d + 1, K))
         else:
-            baseline = np.ascontiguousarray(witnesses[0], dtype=np.float64)
-            table = np.ascontiguousarray(witnesses[1], dtype=np.float64)
+            baseline = np.ascontiguousarray(anchors.safe_witness, dtype=np.float64)
+            table = np.ascontiguousarray(anchors.exploration.witness_table(), dtype=np.float64)
             if baseline.shape != (K,) or table.shape != (2 * d + 1, K):
                 raise ValueError(f"hull witnesses must have shapes ({K},) and ({2 * d + 1}, {K}), "
                                  f"got {baseline.shape} and {table.shape}")

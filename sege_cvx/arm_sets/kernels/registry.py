@@ -30,9 +30,14 @@ dimension ``d``: each geometry names its own rows of them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..._numba import njit
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..exploration import Exploration
 
 #: The rows of scratch every geometry's arms may use: ``mats`` (5, d, d), ``vecs`` (16, d); a
 #: stage's own rows come after them (:data:`sege_cvx.policies.sege_rule.SHIFTED`, ...).
@@ -69,6 +74,18 @@ def pull_in(geometry, x, offset, trial) -> bool:
     False, ``x`` unchanged, if none does.  For the geometries whose membership is decided from
     ``x`` alone (a hull's needs the weights of a mix: it has none)."""
     raise NotImplementedError(_UNBOUND)
+
+
+class Anchors(NamedTuple):
+    """What SEGE's mixes ``(1 - rho) X^S + rho U`` are made of, for the geometries that certify a
+    mix through its parts (a hull by weights, a cone set by witnesses): the baseline arm, its
+    witness on a lifted set (else None), and the exploration ``U`` is drawn from.  A set's
+    ``compiled_arms.geometry(lam, anchors)`` reads what it needs of them, and returns None where
+    it cannot serve them (the stages then run in Python)."""
+
+    safe_arm: np.ndarray
+    safe_witness: np.ndarray | None
+    exploration: Exploration
 
 
 class GeometryKernels(NamedTuple):

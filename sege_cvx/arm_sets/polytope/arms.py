@@ -715,8 +715,9 @@ class PolytopeArms:
         self.radius = float(radius)
         self.gap_rtol = float(gap_rtol)
 
-    def geometry(self, lam: float | None = None) -> PolytopeGeometry:
-        """The record compiled stages receive (:class:`PolytopeGeometry`).
+    def geometry(self, lam: float | None = None, anchors=None) -> PolytopeGeometry:
+        """The record compiled stages receive (:class:`PolytopeGeometry`); ``anchors`` unused
+        (a polytope certifies any point, :func:`pull_inside_one`).
 
         ``z_bound`` bounds ``||x - center||_{V^{-1}}`` over the polytope for every ``V >= lam I``
         (SEGE's information matrices): ``radius / sqrt(lam)``, widened by 1e-6 against rounding

@@ -1,0 +1,521 @@
+r"""Compiled, certified greedy and LCB arms of a set given by cone rows (a second-order-cone set).
+
+A :class:`~sege_cvx.arm_sets.generic.ConvexArmSet` whose canonical form uses only the zero,
+nonnegative and second-order cones (:func:`~sege_cvx.conic.cone_form.cone_form`) is
+``X = {x : exists u, A z = b, h - G z in K}``, ``z = (x, u)``.  Its arms are computed inside
+the compiled stage loop by the interior-point method of :mod:`sege_cvx.conic.socp`:
+
+* the greedy arm (paper eq. (greedy arm)): ``min -theta^T x`` over the rows;
+* the LCB arm (paper eq. (lcb arm)): ``min -theta^T x + tau`` over the rows and the confidence
+  cone ``||M x|| <= tau``, ``M = r L^{-1}`` (``V = L L^T``), one more second-order block whose
+  values the stage writes into the run's copy;
+
+``theta`` and ``r`` scaled together by a power of two (exact: the maximizer is unchanged).
+
+**Certified exactly.**  An arm is played only with its witness ``u``, the pair proven to satisfy
+every row in exact arithmetic (:func:`certify`):
+
+* the equalities: ``u`` is first moved onto them by ``u += R (b - A z)`` (``R`` a right inverse
+  of ``A``'s witness columns); what remains, ``rho = b - A z``, is bounded rigorously
+  (each row's float value plus ``(k + 4) u`` times the sum of its terms' magnitudes, Higham 3.1),
+  and an exact witness ``u + delta`` with ``A (x, u + delta) = b`` exists with ``||delta||_inf
+  <= kappa ||rho||_inf``: ``kappa = ||R||_inf / (1 - ||A_u R - I||_inf)``, computed in rationals
+  when the set is compiled;
+* every nonnegative row and every cone row's slack ``s = h - G z`` is bounded the same way, each
+  bound widened by its witness columns' l1 norm times ``||delta||_inf``: a row holds if its
+  slack exceeds its bound; a cone ``||s_1|| <= s_0`` holds if ``(s_0 - e_0)^2`` exceeds ``sum
+  (|s_i| + e_i)^2``, both rounded toward failing.
+
+A pair that fails is contracted toward a certified interior pair ``z_c`` (the exploration
+centre and its max-margin witness) by the schedule of :mod:`~sege_cvx.arm_sets.kernels.pull_in`
+until it passes.  SEGE's mix ``(1 - rho) X^S + rho U`` is certified with the same combination
+of witnesses: the LCB arm's (or the baseline's) and the drawn exploration vertex's
+(:func:`pull_inside_one`); its exploration must be the set's cross-polytope.
+
+The rows are cvxpy's canonical form of the user's constraints: a norm's matrix and a half-space's
+data enter it as the user gave them, so a certified arm satisfies the user's norms and
+half-spaces exactly; a quadratic form enters through a factor cvxpy computes.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import NamedTuple
+
+import numpy as np
+
+from ..._numba import njit
+from ...conic import socp
+from ...conic.cone_form import ConeForm, UnsupportedCone, blocks_from_rows
+from ..kernels.pull_in import FIRST_CONTRACTION, MAX_CONTRACTION
+from ..kernels.registry import GeometryKernels, register_geometry
+from ..kernels.status import NOT_CERTIFIED, NOT_FINITE, NOT_MEMBER, VERIFIED
+
+_U = 2.0**-53
+#: Slots of a run's pairs (``warm[0]``): the greedy arm's, the LCB arm's, SEGE's mix's.
+GREEDY, LCB, MIX = 0, 1, 2
+
+
+class ConeGeometry(NamedTuple):
+    """A cone set as compiled code reads it (:mod:`~sege_cvx.arm_sets.kernels.registry`
+    dispatches on this class).
+
+    ``structure``: :func:`~sege_cvx.conic.socp.pack` of the set's blocks followed by the LCB
+    program's confidence cone, ``values`` theirs (the cone's zero: each run writes its own);
+    ``n_set`` the set's blocks, ``n`` the length of ``z``; ``h``
+    the right-hand sides (zeros for the confidence cone), ``A`` and ``b`` the equalities (``A``
+    with a zero column for ``tau``); the certificate's data: per row the l1 norm of ``G``'s row,
+    of its witness columns and its number of terms, per equality the same, ``R`` and ``kappa``;
+    the interior pair ``center``; SEGE's baseline pair and the pairs of the exploration's
+    vertices and centre (``table``, rows as
+    :meth:`~sege_cvx.arm_sets.exploration.Exploration.witness_table`)."""
+
+    structure: np.ndarray
+    values: np.ndarray
+    n_set: int
+    n: int
+    dim: int
+    h: np.ndarray
+    A: np.ndarray
+    b: np.ndarray
+    row_l1: np.ndarray
+    row_aux_l1: np.ndarray
+    row_terms: np.ndarray
+    eq_l1: np.ndarray
+    R: np.ndarray
+    kappa: float
+    center: np.ndarray
+    baseline: np.ndarray
+    table: np.ndarray
+
+
+# --------------------------------------------------------------------------- certificate
+@njit(inline="always")
+def _repair(geometry, z, V, row) -> None:
+    """``u += R (b - A z)``: the witness moved onto the equalities (``V[row]``: scratch)."""
+    A, b, R = geometry.A, geometry.b, geometry.R
+    p, d, n = A.shape[0], geometry.dim, geometry.n
+    for i in range(p):
+        acc = b[i]
+        for k in range(n):
+            acc -= A[i, k] * z[k]
+        V[row, i] = acc
+    for k in range(n - d):
+        acc = 0.0
+        for i in range(p):
+            acc += R[k, i] * V[row, i]
+        z[d + k] += acc
+
+
+@njit
+def certify(geometry, z) -> bool:
+    """Whether the pair ``z = (x, u)`` satisfies every row exactly (the module docstring)."""
+    A, b, h = geometry.A, geometry.b, geometry.h
+    st, vals = geometry.structure, geometry.values
+    n, p = geometry.n, A.shape[0]
+    zmax = 0.0
+    for k in range(n):
+        if not math.isfinite(z[k]):
+            return False
+        zmax = max(zmax, abs(z[k]))
+    delta = 0.0
+    for i in range(p):
+        acc = b[i]
+        for k in range(n):
+            acc -= A[i, k] * z[k]
+        bound = (geometry.eq_l1[i] * zmax + abs(b[i])) * ((n + 4) * _U) * (1.0 + 8 * _U)
+        delta = max(delta, abs(acc) + bound)
+    delta = delta * geometry.kappa * (1.0 + 8 * _U)
+    if not math.isfinite(delta):
+        return False
+    for j in range(geometry.n_set):
+        r0, r1 = socp._row(st, j), socp._row(st, j + 1)
+        c0, c1 = socp._cptr(st, j), socp._cptr(st, j + 1)
+        k, v0 = c1 - c0, socp._vptr(st, j)
+        t0, e0 = 0.0, 0.0
+        sq = 0.0
+        for i in range(r1 - r0):
+            s = h[r0 + i]
+            for a in range(k):
+                s -= vals[v0 + i * k + a] * z[socp._col(st, c0 + a)]
+            e = ((geometry.row_l1[r0 + i] * zmax + abs(h[r0 + i]))
+                 * ((geometry.row_terms[r0 + i] + 4) * _U)
+                 + geometry.row_aux_l1[r0 + i] * delta) * (1.0 + 8 * _U)
+            if i == 0:
+                t0, e0 = s, e
+            else:
+                v = (abs(s) + e) * (1.0 + 4 * _U)
+                sq += v * v
+        if socp._kind(st, j) == 0:
+            if not t0 >= e0:
+                return False
+        else:
+            if not t0 > e0:
+                return False
+            lo = (t0 - e0) * (1.0 - 4 * _U)
+            if not lo * lo * (1.0 - 4 * _U) >= sq * (1.0 + 4 * (r1 - r0 + 4) * _U) + 1e-300:
+                return False
+    return True
+
+
+@njit(inline="always")
+def _pull_in_pair(geometry, z, V, row, trial) -> bool:
+    """Move the pair ``z`` (repaired) into the set by the least contraction toward
+    ``geometry.center`` that :func:`certify` accepts; False, ``z`` unchanged, if none up to
+    :data:`~sege_cvx.arm_sets.kernels.pull_in.MAX_CONTRACTION` does (``trial``: scratch of
+    length n, ``V[row]``: scratch)."""
+    n = geometry.n
+    _repair(geometry, z, V, row)
+    if certify(geometry, z):
+        return True
+    center = geometry.center
+    eps = FIRST_CONTRACTION
+    while eps <= MAX_CONTRACTION:
+        for k in range(n):
+            trial[k] = center[k] + (1.0 - eps) * (z[k] - center[k])
+        _repair(geometry, trial, V, row)
+        if certify(geometry, trial):
+            for k in range(n):
+                z[k] = trial[k]
+            return True
+        eps *= 10.0
+    return False
+
+
+# --------------------------------------------------------------------------- arms
+@njit(inline="always")
+def _power_of_two_scale(v) -> float:
+    """``2^-e`` bringing ``v > 0`` to [0.5, 1) (1 for zero or non-finite ``v``)."""
+    if not (v > 0.0 and math.isfinite(v)):
+        return 1.0
+    return math.ldexp(1.0, -math.frexp(v)[1])
+
+
+@njit(inline="always")
+def _finish(geometry, status, pairs, slot, V, M, out) -> int:
+    """Certify the solve's pair in ``pairs[slot]`` (moved in if needed); its ``x`` into
+    ``out``."""
+    if status != socp.SOLVED and status != socp.REDUCED:
+        return NOT_CERTIFIED
+    z = pairs[slot]
+    for k in range(geometry.n):
+        if not math.isfinite(z[k]):
+            return NOT_FINITE
+    if not _pull_in_pair(geometry, z, V, socp._T1, pairs[MIX]):
+        return NOT_MEMBER
+    for k in range(geometry.dim):
+        out[k] = z[k]
+    return VERIFIED
+
+
+@njit
+def greedy_one(geometry, theta, warm, out) -> int:
+    """The certified greedy arm into ``out`` (its pair in ``warm``'s slot :data:`GREEDY`)."""
+    pairs, V, M, vals = warm
+    d, n = geometry.dim, geometry.n
+    big = 0.0
+    for k in range(d):
+        big = max(big, abs(theta[k]))
+    scale = _power_of_two_scale(big)
+    c = socp.C_ROW
+    for k in range(n):
+        V[c, k] = 0.0
+    for k in range(d):
+        V[c, k] = -theta[k] * scale
+    status = socp.solve_into(geometry.structure, geometry.n_set, n, geometry.h, geometry.A,
+                             geometry.b, pairs[GREEDY], V, M, vals)
+    return _finish(geometry, status, pairs, GREEDY, V, M, out)
+
+
+@njit
+def lcb_one(geometry, theta, chol, r, warm, out) -> int:
+    """The certified LCB arm into ``out`` (its pair in ``warm``'s slot :data:`LCB`)."""
+    pairs, V, M, vals = warm
+    d, n = geometry.dim, geometry.n
+    st = geometry.structure
+    j = geometry.n_set
+    v0, k = socp._vptr(st, j), d + 1
+    # L^{-1} (forward substitution) into M[:d, :d]; M is the solve's scratch, rewritten later.
+    linv = 0.0
+    for a in range(d):
+        for i in range(d):
+            if i < a:
+                M[i, a] = 0.0
+                continue
+            acc = 1.0 if i == a else 0.0
+            for m in range(a, i):
+                acc -= chol[i, m] * M[m, a]
+            M[i, a] = acc / chol[i, i]
+            linv = max(linv, abs(M[i, a]))
+    big = 0.0
+    for a in range(d):
+        big = max(big, abs(theta[a]))
+    scale = _power_of_two_scale(max(big, r * linv))
+    rs = r * scale
+    # The confidence block's rows, s = (tau, M x) with M = r L^{-1}: G = -[[0, 1], [M, 0]] over
+    # the columns (x, tau).
+    for a in range(k):
+        vals[v0 + a] = 0.0
+    vals[v0 + d] = -1.0
+    for i in range(d):
+        for a in range(d):
+            vals[v0 + (1 + i) * k + a] = -rs * M[i, a]
+        vals[v0 + (1 + i) * k + d] = 0.0
+    c = socp.C_ROW
+    for a in range(n + 1):
+        V[c, a] = 0.0
+    for a in range(d):
+        V[c, a] = -theta[a] * scale
+    V[c, n] = 1.0
+    status = socp.solve_into(st, j + 1, n + 1, geometry.h, geometry.A, geometry.b,
+                             pairs[LCB], V, M, vals)
+    return _finish(geometry, status, pairs, LCB, V, M, out)
+
+
+@njit
+def pull_inside_one(geometry, x, warm, use_lcb, rho) -> bool:
+    """Prove SEGE's mix ``x = (1 - rho) X^S + rho U`` (paper eq. (safe exp arm)) in the set with
+    the witness ``(1 - rho) u^S + rho u^U``: ``u^S`` the LCB arm's (``use_lcb``) or the
+    baseline's, ``u^U`` the drawn exploration vertex's (the row of ``geometry.table`` whose
+    point equals ``U``, found by the caller: ``warm[0][MIX]`` holds ``U``'s pair on entry); moved
+    in toward the interior pair if needed.  False if it cannot be."""
+    pairs, V, M, vals = warm
+    d, n = geometry.dim, geometry.n
+    z, safe = pairs[MIX], pairs[LCB] if use_lcb else geometry.baseline
+    for k in range(d):
+        z[k] = x[k]
+    for k in range(d, n):
+        z[k] = (1.0 - rho) * safe[k] + rho * z[k]
+    if not _pull_in_pair(geometry, z, V, socp._T1, pairs[GREEDY]):
+        return False
+    for k in range(d):
+        x[k] = z[k]
+    return True
+
+
+@njit(inline="always")
+def _vertex(g, d) -> int:
+    """The row of the exploration table that the normal draw ``g`` selects (as
+    :meth:`~sege_cvx.arm_sets.exploration.Exploration.vertex_indices`: ``2d`` for the centre)."""
+    k = 0
+    for j in range(1, d):
+        if abs(g[j]) > abs(g[k]):
+            k = j
+    return k if g[k] > 0.0 else (d + k if g[k] < 0.0 else 2 * d)
+
+
+# --- Python entry points (tests, cross-checks) ------------------------------------------------
+
+@njit
+def _all(geometry, thetas, chols, radii, warm, lcb) -> tuple:
+    n_rows, d = thetas.shape
+    arms = np.full((n_rows, d), np.nan)
+    pairs = np.full((n_rows, geometry.n), np.nan)
+    status = np.empty(n_rows, dtype=np.int64)
+    for i in range(n_rows):
+        if lcb:
+            status[i] = lcb_one(geometry, thetas[i], chols[i], radii[i], warm, arms[i])
+        else:
+            status[i] = greedy_one(geometry, thetas[i], warm, arms[i])
+        if status[i] == VERIFIED:
+            pairs[i] = warm[0][LCB if lcb else GREEDY, :geometry.n]
+        else:
+            arms[i] = np.nan
+    return arms, pairs, status
+
+
+@njit
+def _certify_all(geometry, pairs) -> np.ndarray:
+    out = np.empty(pairs.shape[0], dtype=np.bool_)
+    for i in range(pairs.shape[0]):
+        out[i] = certify(geometry, pairs[i])
+    return out
+
+
+class ConeArms:
+    """A cone set's data for the compiled arms (:class:`ConeGeometry`), computed once.
+
+    Parameters
+    ----------
+    form : ConeForm
+        The set's rows (:func:`~sege_cvx.conic.cone_form.cone_form`).
+    center : ndarray, shape (d,)
+        A point well inside the set (the exploration's centre): its max-margin witness is the
+        pull-in's interior pair.
+
+    Raises
+    ------
+    UnsupportedCone
+        The equalities do not determine a correction of the witness (their witness columns are
+        not of full row rank), or the interior pair cannot be certified.
+    """
+
+    def __init__(self, form: ConeForm, center: np.ndarray) -> None:
+        self.form = form
+        d, n, p = form.dim, form.n, form.A.shape[0]
+        G = form.dense_G()
+        m = G.shape[0]
+        self._G = G
+        # The LCB program's confidence cone over (x, tau): one more block, its values per run.
+        lcb_G = np.zeros((d + 1, n + 1))
+        lcb_G[:, :d] = 1.0  # a placeholder pattern: the block's columns are x and tau
+        lcb_G[:, n] = 1.0
+        set_blocks = form.blocks
+        lcb = blocks_from_rows(lcb_G, [d + 1], [1])
+        self.blocks = socp.ConeBlocks(
+            np.r_[set_blocks.kind, lcb.kind], np.r_[set_blocks.rows, m + lcb.rows[1:]],
+            np.r_[set_blocks.col_ptr, set_blocks.cols.size + lcb.col_ptr[1:]],
+            np.r_[set_blocks.cols, lcb.cols],
+            np.r_[set_blocks.val_ptr, set_blocks.values.size + lcb.val_ptr[1:]],
+            np.r_[set_blocks.values, np.zeros(lcb.values.size)])
+        self.structure = socp.pack(self.blocks)
+        self.h = np.r_[form.h, np.zeros(d + 1)]
+        self.A = np.zeros((p, n + 1))
+        self.A[:, :n] = form.A
+        up = np.inf
+        self.row_l1 = np.array([np.nextafter(math.fsum(np.abs(row)), up) for row in G])
+        self.row_aux_l1 = np.array([np.nextafter(math.fsum(np.abs(row[d:])), up) for row in G])
+        self.row_terms = np.count_nonzero(G, axis=1).astype(np.float64) + 1.0
+        self.eq_l1 = np.array([np.nextafter(math.fsum(np.abs(row)), up) for row in form.A])
+        self.R, self.kappa = _right_inverse(form.A[:, d:])
+        self.center = self.witness(center)
+        self.n_vals = int(self.blocks.values.size)
+        self._plain = self._record(np.zeros(n + 1), np.zeros((2 * d + 1, n + 1)))
+        if not _certify_all(self._plain, self.center[None, :n])[0]:
+            raise UnsupportedCone("the interior point's witness could not be certified")
+
+    def witness(self, x: np.ndarray) -> np.ndarray:
+        """``(x, u)`` with ``u`` the max-margin witness of ``x`` (length ``n + 1``: a zero for
+        the LCB program's ``tau``), from one Clarabel solve of the rows with ``x`` fixed."""
+        import cvxpy as cp
+
+        form, G = self.form, self._G
+        d, n = form.dim, form.n
+        x = np.asarray(x, dtype=np.float64)
+        u, t = cp.Variable(n - d), cp.Variable()
+        slack = form.h - G[:, :d] @ x - G[:, d:] @ u
+        cons = [t <= 1.0, cp.norm(u, "inf") <= 1e6 * (1.0 + float(np.max(np.abs(form.h))))]
+        if form.A.shape[0]:
+            cons.append(form.A[:, d:] @ u == form.b - form.A[:, :d] @ x)
+        blk = form.blocks
+        for j in range(form.n_blocks):
+            r0, r1 = int(blk.rows[j]), int(blk.rows[j + 1])
+            if blk.kind[j] == 0:
+                cons.append(slack[r0] >= t)
+            else:
+                cons.append(cp.norm(slack[r0 + 1:r1]) <= slack[r0] - t)
+        cp.Problem(cp.Maximize(t), cons).solve(solver=cp.CLARABEL)
+        z = np.zeros(n + 1)
+        z[:d] = x
+        if u.value is not None:
+            z[d:n] = u.value
+        return z
+
+    def _record(self, baseline: np.ndarray, table: np.ndarray) -> ConeGeometry:
+        form = self.form
+        return ConeGeometry(self.structure, self.blocks.values, form.n_blocks, form.n, form.dim,
+                            self.h, self.A, form.b, self.row_l1, self.row_aux_l1,
+                            self.row_terms, self.eq_l1, self.R, self.kappa, self.center,
+                            baseline, table)
+
+    def geometry(self, lam: float | None = None, anchors=None) -> ConeGeometry | None:
+        """The record compiled stages receive (:class:`ConeGeometry`).  With SEGE's ``anchors``
+        (:class:`~sege_cvx.arm_sets.kernels.registry.Anchors`) the pairs of its baseline arm
+        and of its exploration's vertices and centre; None if that exploration is not a
+        cross-polytope (its draws then have no witnesses)."""
+        if anchors is None:
+            return self._plain
+        exploration = anchors.exploration
+        if exploration.kind != "cross":
+            return None
+        points = np.vstack([exploration.vertices(), exploration.center])
+        table = np.array([self.witness(v) for v in points])
+        return self._record(self.witness(anchors.safe_arm), table)
+
+    def warm_state(self, n: int) -> tuple[np.ndarray, ...]:
+        """Per run: the pairs (slots :data:`GREEDY`, :data:`LCB`, :data:`MIX`) and the solver's
+        scratch and values (:func:`~sege_cvx.conic.socp.scratch_shapes`): part of the run's
+        state only as scratch (a solve reads none of it)."""
+        V, M = socp.scratch_shapes(self.blocks, self.form.n + 1, self.form.A.shape[0])
+        return (np.zeros((n, 3, self.form.n + 1)), np.zeros((n,) + V), np.zeros((n,) + M),
+                np.tile(self.blocks.values, (n, 1)))
+
+    def checked_lcb_arm(self, theta_hat: object, V: object, radius: object) -> None:
+        """No single-call shortcut: the general path validates and solves."""
+        return None
+
+    def greedy_all(self, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`greedy_one` per row: arms, pairs and status codes."""
+        warm = tuple(a[0] for a in self.warm_state(1))
+        n = thetas.shape[0]
+        return _all(self._plain, np.ascontiguousarray(thetas, dtype=np.float64),
+                    np.zeros((n, 1, 1)), np.zeros(n), warm, False)
+
+    def lcb_all(self, thetas: np.ndarray, chols: np.ndarray,
+                radii: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`lcb_one` per row: arms, pairs and status codes."""
+        warm = tuple(a[0] for a in self.warm_state(1))
+        return _all(self._plain, np.ascontiguousarray(thetas, dtype=np.float64),
+                    np.ascontiguousarray(chols, dtype=np.float64),
+                    np.ascontiguousarray(radii, dtype=np.float64), warm, True)
+
+    def certify(self, pairs: np.ndarray) -> np.ndarray:
+        """:func:`certify` per row of ``pairs`` (length ``n``)."""
+        return _certify_all(self._plain, np.ascontiguousarray(pairs, dtype=np.float64))
+
+
+def _right_inverse(Au: np.ndarray) -> tuple[np.ndarray, float]:
+    """``(R, kappa)``: ``R`` the pseudo-inverse of the equalities' witness columns ``Au`` and
+    ``kappa = ||R||_inf / (1 - ||Au R - I||_inf)``, the residual computed in rationals and
+    ``kappa`` rounded up: for every ``rho`` some ``delta`` with ``Au delta = rho`` has
+    ``||delta||_inf <= kappa ||rho||_inf`` (a Neumann series)."""
+    p, k = Au.shape
+    if p == 0:
+        return np.zeros((k, 0)), 0.0
+    R = np.linalg.pinv(Au)
+    F = [[Fraction(float(v)) for v in row] for row in Au]
+    Rf = [[Fraction(float(v)) for v in row] for row in R]
+    worst = Fraction(0)
+    for i in range(p):
+        total = Fraction(0)
+        for j in range(p):
+            e = sum((F[i][a] * Rf[a][j] for a in range(k)), Fraction(0)) - (1 if i == j else 0)
+            total += abs(e)
+        worst = max(worst, total)
+    if worst >= Fraction(1, 2):
+        raise UnsupportedCone("its equalities leave no room to correct a witness (their "
+                              "auxiliary columns are not of full row rank)")
+    norm_R = max(sum((abs(v) for v in row), Fraction(0)) for row in Rf)
+    kappa = norm_R / (1 - worst)
+    value = float(kappa)
+    if Fraction(value) < kappa:
+        value = float(np.nextafter(value, np.inf))
+    return R, value
+
+
+# --- the stage's arms (the geometry registry: sege_cvx.arm_sets.kernels.registry) ----------------
+
+@njit(inline="always")
+def _stage_greedy(geometry, theta, warm, out, mats, vecs):
+    return greedy_one(geometry, theta, warm, out)
+
+
+@njit(inline="always")
+def _stage_lcb(geometry, theta, chol, r, warm, out, mats, vecs):
+    return lcb_one(geometry, theta, chol, r, warm, out)
+
+
+@njit(inline="always")
+def _stage_pull_inside(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
+    d, n = geometry.dim, geometry.n
+    row = _vertex(g, d)
+    mix = warm[0][MIX]
+    for k in range(d, n):
+        mix[k] = geometry.table[row, k]
+    return pull_inside_one(geometry, x, warm, use_lcb, rho)
+
+
+# No pull_in: a point's witness comes from the programs and mixes that produce it.
+register_geometry(ConeGeometry, GeometryKernels(
+    greedy=_stage_greedy, lcb=_stage_lcb, pull_inside=_stage_pull_inside))

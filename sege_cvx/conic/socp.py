@@ -1,0 +1,650 @@
+r"""A compiled primal-dual interior-point method for small second-order cone programs.
+
+Solves, in numba, with no Python per call,
+
+.. math::
+
+    \min_z\ c^T z \quad\text{s.t.}\quad G z + s = h,\ s \in K, \qquad A z = b,
+
+where ``K`` is a product of blocks, each one nonnegative row (``s_i >= 0``) or one second-order
+cone ``{(s_0, s_1) : ||s_1|| <= s_0}``.  It is the method of CVXOPT's ``coneqp`` (Vandenberghe,
+"The CVXOPT linear and quadratic cone program solvers", 2010) for a linear objective:
+Nesterov-Todd scaling ``W`` (``W zd = W^{-1} s = lambda``), Mehrotra's predictor-corrector,
+the Newton system reduced to ``H dz + A^T dy = r`` with ``H = G^T W^{-2} G`` factored densely
+(Cholesky; the equalities by their Schur complement) and one step of iterative refinement, and
+coneqp's start (least-squares points shifted into the cone).  The programs it serves are
+feasible and bounded with a strictly feasible point (an arm set's programs), so it has no
+infeasibility detection: a solve that does not meet its tolerances within :data:`MAX_ITER`
+iterations reports :data:`NOT_CONVERGED`, and its caller falls back.
+
+**Data layout** (:class:`ConeBlocks`).  ``G`` is stored by block: block ``j`` holds rows
+``rows[j]:rows[j+1]`` of ``G`` over its columns ``cols[col_ptr[j]:col_ptr[j+1]]``, as a dense
+row-major array at ``values[val_ptr[j]:val_ptr[j+1]]``; the compiled code reads the structure
+packed into one integer array (:func:`pack`).  A block's part of ``H`` is then
+``G_j^T W_j^{-2} G_j`` over its own columns: the work per iteration is the sum over blocks of
+rows x columns^2, and one dense Cholesky factorization.  The values a solve reads are the
+workspace's copy (:func:`workspace`), so that a caller may write a block of its own (an LCB
+program's confidence cone) per solve while the structure is shared between threads.
+
+The scratch vectors are rows of one array indexed by row (``V[row, i]``), and the matrices
+rows of another: numba updates an array's reference count, atomically, whenever a function
+(inlined or not) binds it, and with a dozen arrays per helper those updates were nine tenths of
+a solve's time at this size.
+Everything runs in IEEE arithmetic (no ``fastmath``): a solve is a deterministic function of
+its data.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from .._numba import njit
+
+#: Iterations before a solve gives up (:data:`NOT_CONVERGED`).
+MAX_ITER = 40
+#: Stop when the primal and dual residuals are below ``FEAS_TOL`` (relative to the data) and
+#: the duality gap below ``GAP_TOL`` (relative to ``max(1, |c^T z|)``).
+FEAS_TOL = 1e-10
+GAP_TOL = 1e-11
+#: Where rounding stops the iterates short of those (their residuals grow again once the gap
+#: is far below them), the best iterate is returned if its residuals and relative gap are all
+#: below ``REDUCED_TOL`` (Clarabel's reduced tolerance): :data:`REDUCED`.
+REDUCED_TOL = 1e-8
+#: An iterate whose largest residual or relative gap exceeds the best one's this many times
+#: ends the iteration.
+DIVERGED = 1e3
+#: Fraction of the step to the cone's boundary taken.
+STEP = 0.99
+#: Static regularization of ``H``, relative to its largest diagonal entry.
+REGULARIZATION = 1e-14
+#: Steps of iterative refinement per Newton solve, once the relative gap is below
+#: :data:`REFINE_BELOW` (earlier, the Newton directions need no such accuracy).
+REFINEMENTS = 1
+REFINE_BELOW = 1e-5
+
+#: Status codes of :func:`solve`: the first two leave a solution in ``z``.
+SOLVED, REDUCED, NOT_CONVERGED, NUMERICAL = 0, 1, 2, 3
+SOLVE_STATUS = ("Solved", "AlmostSolved", "NotConverged", "Numerical")
+
+# Rows of the scratch ``work.V``: of length m (cone rows) ...
+(_S, _ZD, _RZ, _RC, _DS, _DZ, _LAM, _T1, _T2, _U, _WU, _Q, _T, _Q2, _E3, _ES, _EZ, _W, _H,
+ # ... per block ...
+ _ETA,
+ # ... one block's scaled rows (rows x columns) ...
+ _GH,
+ # ... of length n (variables) ...
+ _X, _DX, _RX, _R1, _E1, _EX, _C,
+ # ... of length p (equalities) ...
+ _Y, _DY, _RY, _R2, _E2, _EY, _B,
+ # ... and the last solve's iteration count (in column 0).
+ _INFO) = range(36)
+_ROWS = 36
+#: The row of ``work.V`` that holds ``c`` for :func:`solve_into`.
+C_ROW = _C
+
+
+class ConeBlocks(NamedTuple):
+    """The structure of ``G`` by cone block (see the module docstring).
+
+    Attributes
+    ----------
+    kind : ndarray of int64, shape (nb,)
+        0 a nonnegative row, 1 a second-order cone.
+    rows : ndarray of int64, shape (nb + 1,)
+        Block ``j``'s rows of ``G`` (and of ``h`` and ``s``).
+    col_ptr : ndarray of int64, shape (nb + 1,)
+    cols : ndarray of int64
+        Block ``j``'s columns, increasing.
+    val_ptr : ndarray of int64, shape (nb + 1,)
+    values : ndarray of float64
+        Block ``j``'s dense rows over its columns, row-major (copied into each workspace).
+    """
+
+    kind: np.ndarray
+    rows: np.ndarray
+    col_ptr: np.ndarray
+    cols: np.ndarray
+    val_ptr: np.ndarray
+    values: np.ndarray
+
+
+def pack(blocks: ConeBlocks) -> np.ndarray:
+    """The structure as :func:`solve` reads it: ``[nb, kind, rows, col_ptr, val_ptr, cols]``."""
+    return np.ascontiguousarray(np.concatenate([
+        [blocks.kind.shape[0]], blocks.kind, blocks.rows, blocks.col_ptr, blocks.val_ptr,
+        blocks.cols]).astype(np.int64))
+
+
+class SOCPWork(NamedTuple):
+    """Scratch of :func:`solve` (:func:`workspace`): the vectors ``V`` (by row, see the
+    module; the last solve's iteration count in ``V[-1, 0]``), the matrices ``M`` (``H`` in
+    rows ``0:n``, ``H^{-1} A^T`` by rows in ``n:n+p``, the equalities' Schur complement in
+    ``n+p:n+2p``) and the values of ``G`` the solves read."""
+
+    V: np.ndarray
+    M: np.ndarray
+    values: np.ndarray
+
+
+def workspace(blocks: ConeBlocks, n: int, p: int) -> SOCPWork:
+    """Scratch for :func:`solve` over ``blocks`` (all of them) with at most ``n`` variables and
+    ``p`` equalities; ``values`` a copy of the blocks'."""
+    V, M = scratch_shapes(blocks, n, p)
+    return SOCPWork(np.zeros(V), np.zeros(M), blocks.values.copy())
+
+
+def scratch_shapes(blocks: ConeBlocks, n: int, p: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The shapes of :class:`SOCPWork`'s ``V`` and ``M`` for at most ``n`` variables and ``p``
+    equalities over ``blocks``."""
+    nb = int(blocks.kind.shape[0])
+    m = int(blocks.rows[-1])
+    largest = max([int(blocks.rows[j + 1] - blocks.rows[j])
+                   * int(blocks.col_ptr[j + 1] - blocks.col_ptr[j]) for j in range(nb)] + [1])
+    return (_ROWS, max(m, n, p, nb, largest)), (n + 2 * p, max(n, 1))
+
+
+@njit(inline="always")
+def _kind(st, j):
+    return st[1 + j]
+
+
+@njit(inline="always")
+def _row(st, j):
+    return st[1 + st[0] + j]
+
+
+@njit(inline="always")
+def _cptr(st, j):
+    return st[2 + 2 * st[0] + j]
+
+
+@njit(inline="always")
+def _vptr(st, j):
+    return st[3 + 3 * st[0] + j]
+
+
+@njit(inline="always")
+def _col(st, k):
+    return st[4 + 4 * st[0] + k]
+
+
+@njit(inline="always")
+def _g_times(st, vals, nb, V, src, dst) -> None:
+    """``V[dst] = G V[src]``."""
+    for j in range(nb):
+        r0, r1 = _row(st, j), _row(st, j + 1)
+        c0, c1 = _cptr(st, j), _cptr(st, j + 1)
+        k = c1 - c0
+        v0 = _vptr(st, j)
+        for i in range(r1 - r0):
+            acc = 0.0
+            for a in range(k):
+                acc += vals[v0 + i * k + a] * V[src, _col(st, c0 + a)]
+            V[dst, r0 + i] = acc
+
+
+@njit(inline="always")
+def _gt_add(st, vals, nb, V, src, dst) -> None:
+    """``V[dst] += G^T V[src]``."""
+    for j in range(nb):
+        r0, r1 = _row(st, j), _row(st, j + 1)
+        c0, c1 = _cptr(st, j), _cptr(st, j + 1)
+        k = c1 - c0
+        v0 = _vptr(st, j)
+        for a in range(k):
+            acc = 0.0
+            for i in range(r1 - r0):
+                acc += vals[v0 + i * k + a] * V[src, r0 + i]
+            V[dst, _col(st, c0 + a)] += acc
+
+
+@njit(inline="always")
+def _max_step(st, nb, V, v, dv) -> float:
+    """The largest ``alpha`` (1e30 for none) with ``V[v] + alpha V[dv]`` in the cone, for
+    ``V[v]`` in its interior.  For a second-order cone ``f(a) = (v_0 + a d_0)^2 - ||v_1 + a
+    d_1||^2 = qa a^2 + 2 qb a + qc``, ``qc > 0``: the step ends at its least positive root,
+    ``qc / (-qb + sqrt(qb^2 - qa qc))`` (the stable form), which exists when ``qa < 0``, or
+    ``qb < 0`` and ``qb^2 >= qa qc``."""
+    alpha = 1e30
+    for j in range(nb):
+        r0, r1 = _row(st, j), _row(st, j + 1)
+        if _kind(st, j) == 0:
+            if V[dv, r0] < 0.0:
+                alpha = min(alpha, -V[v, r0] / V[dv, r0])
+            continue
+        qa = V[dv, r0] * V[dv, r0]
+        qb = V[v, r0] * V[dv, r0]
+        qc = V[v, r0] * V[v, r0]
+        for i in range(r0 + 1, r1):
+            qa -= V[dv, i] * V[dv, i]
+            qb -= V[v, i] * V[dv, i]
+            qc -= V[v, i] * V[v, i]
+        if not qc > 0.0:
+            return 0.0
+        if qa < 0.0 or qb < 0.0:
+            disc = qb * qb - qa * qc
+            if disc >= 0.0:
+                alpha = min(alpha, qc / (-qb + math.sqrt(disc)))
+    return alpha
+
+
+@njit(inline="always")
+def _apply_w(st, nb, V, src, dst, inverse) -> None:
+    """``V[dst] = W V[src]`` (``W^{-1}`` if ``inverse``); ``dst`` other than ``src``.  Per
+    cone ``W = eta [[w_0, w_1^T], [w_1, I + w_1 w_1^T / (1 + w_0)]]`` and ``W^{-1}`` the same
+    with ``-w_1`` and ``1 / eta`` (``w = V[_W]``, ``w_0^2 - ||w_1||^2 = 1``, ``eta =
+    V[_ETA, j]``); per nonnegative row ``W = w``."""
+    for j in range(nb):
+        r0, r1 = _row(st, j), _row(st, j + 1)
+        if _kind(st, j) == 0:
+            if inverse:
+                V[dst, r0] = V[src, r0] / V[_W, r0]
+            else:
+                V[dst, r0] = V[src, r0] * V[_W, r0]
+            continue
+        a = 0.0
+        for i in range(r0 + 1, r1):
+            a += V[_W, i] * V[src, i]
+        w0 = V[_W, r0]
+        if inverse:
+            e = 1.0 / V[_ETA, j]
+            V[dst, r0] = (w0 * V[src, r0] - a) * e
+            f = -V[src, r0] + a / (1.0 + w0)
+        else:
+            e = V[_ETA, j]
+            V[dst, r0] = (w0 * V[src, r0] + a) * e
+            f = V[src, r0] + a / (1.0 + w0)
+        for i in range(r0 + 1, r1):
+            V[dst, i] = (V[src, i] + f * V[_W, i]) * e
+
+
+@njit(inline="always")
+def _nt_scaling(st, nb, V) -> bool:
+    """The Nesterov-Todd scaling of ``(s, zd)`` into ``V[_W]`` and ``V[_ETA]``, and ``lambda =
+    W zd`` into ``V[_LAM]``: per nonnegative row ``w = sqrt(s / zd)``; per cone, with ``sbar``
+    and ``zbar`` of unit ``J``-norm and ``gamma = sqrt((1 + sbar^T zbar) / 2)``, ``w = (sbar +
+    J zbar) / (2 gamma)`` and ``eta = (s^T J s / zd^T J zd)^(1/4)``.  False if a point has left
+    the cone's interior."""
+    for j in range(nb):
+        r0, r1 = _row(st, j), _row(st, j + 1)
+        s0, z0 = V[_S, r0], V[_ZD, r0]
+        if _kind(st, j) == 0:
+            if not (s0 > 0.0 and z0 > 0.0):
+                return False
+            V[_W, r0] = math.sqrt(s0 / z0)
+            V[_LAM, r0] = math.sqrt(s0 * z0)
+            continue
+        ss, zz, dot = s0 * s0, z0 * z0, s0 * z0
+        for i in range(r0 + 1, r1):
+            ss -= V[_S, i] * V[_S, i]
+            zz -= V[_ZD, i] * V[_ZD, i]
+            dot += V[_S, i] * V[_ZD, i]
+        if not (ss > 0.0 and zz > 0.0 and s0 > 0.0 and z0 > 0.0):
+            return False
+        sn, zn = math.sqrt(ss), math.sqrt(zz)
+        gamma2 = 2.0 * math.sqrt(0.5 * (1.0 + dot / (sn * zn)))
+        V[_W, r0] = (s0 / sn + z0 / zn) / gamma2
+        for i in range(r0 + 1, r1):
+            V[_W, i] = (V[_S, i] / sn - V[_ZD, i] / zn) / gamma2
+        V[_ETA, j] = math.sqrt(sn / zn)
+    _apply_w(st, nb, V, _ZD, _LAM, False)
+    return True
+
+
+@njit(inline="always")
+def _jordan(st, nb, V, a, b, dst) -> None:
+    """``V[dst] = V[a] o V[b]``, the cones' Jordan product (per cone ``(a^T b, a_0 b_1 + b_0
+    a_1)``)."""
+    for j in range(nb):
+        r0, r1 = _row(st, j), _row(st, j + 1)
+        if _kind(st, j) == 0:
+            V[dst, r0] = V[a, r0] * V[b, r0]
+            continue
+        acc = 0.0
+        for i in range(r0, r1):
+            acc += V[a, i] * V[b, i]
+        for i in range(r0 + 1, r1):
+            V[dst, i] = V[a, r0] * V[b, i] + V[b, r0] * V[a, i]
+        V[dst, r0] = acc
+
+
+@njit(inline="always")
+def _jordan_solve(st, nb, V, lam, r, dst) -> None:
+    """``V[dst]`` with ``V[lam] o V[dst] = V[r]``."""
+    for j in range(nb):
+        r0, r1 = _row(st, j), _row(st, j + 1)
+        l0 = V[lam, r0]
+        if _kind(st, j) == 0:
+            V[dst, r0] = V[r, r0] / l0
+            continue
+        det, lr = l0 * l0, 0.0
+        for i in range(r0 + 1, r1):
+            det -= V[lam, i] * V[lam, i]
+            lr += V[lam, i] * V[r, i]
+        u0 = (l0 * V[r, r0] - lr) / det
+        V[dst, r0] = u0
+        for i in range(r0 + 1, r1):
+            V[dst, i] = (V[r, i] - u0 * V[lam, i]) / l0
+
+
+@njit(inline="always")
+def _cholesky(M, r0, n) -> bool:
+    """The lower Cholesky factor of ``M[r0:r0+n, :n]`` in place (its lower triangle is read);
+    False if not positive definite."""
+    for j in range(n):
+        acc = M[r0 + j, j]
+        for k in range(j):
+            acc -= M[r0 + j, k] * M[r0 + j, k]
+        if not acc > 0.0:
+            return False
+        d = math.sqrt(acc)
+        M[r0 + j, j] = d
+        for i in range(j + 1, n):
+            acc = M[r0 + i, j]
+            for k in range(j):
+                acc -= M[r0 + i, k] * M[r0 + j, k]
+            M[r0 + i, j] = acc / d
+    return True
+
+
+@njit(inline="always")
+def _chol_solve(M, r0, n, X, row) -> None:
+    """``X[row, :n] = (L L^T)^{-1} X[row, :n]``, ``L = M[r0:r0+n, :n]``."""
+    for i in range(n):
+        acc = X[row, i]
+        for k in range(i):
+            acc -= M[r0 + i, k] * X[row, k]
+        X[row, i] = acc / M[r0 + i, i]
+    for i in range(n - 1, -1, -1):
+        acc = X[row, i]
+        for k in range(i + 1, n):
+            acc -= M[r0 + k, i] * X[row, k]
+        X[row, i] = acc / M[r0 + i, i]
+
+
+@njit(inline="always")
+def _factor(st, vals, nb, n, A, p, V, M) -> bool:
+    """Factor the reduced Newton system at the scaling in ``V``: ``H = G^T W^{-2} G``
+    (regularized by :data:`REGULARIZATION`; factored in ``M[:n]``) and, with equalities,
+    ``A H^{-1} A^T`` (factored in ``M[n+p:]``; ``H^{-1} A^T`` by rows in ``M[n:n+p]``)."""
+    for i in range(n):
+        for k in range(i + 1):
+            M[i, k] = 0.0
+    for j in range(nb):
+        r0, r1 = _row(st, j), _row(st, j + 1)
+        c0, c1 = _cptr(st, j), _cptr(st, j + 1)
+        q, k, v0 = r1 - r0, c1 - c0, _vptr(st, j)
+        # V[_GH] = W_j^{-1} G_j (rows x columns, row-major).
+        if _kind(st, j) == 0:
+            inv = 1.0 / V[_W, r0]
+            for a in range(k):
+                V[_GH, a] = vals[v0 + a] * inv
+        else:
+            w0, e = V[_W, r0], 1.0 / V[_ETA, j]
+            for a in range(k):
+                acc = 0.0
+                for i in range(1, q):
+                    acc += V[_W, r0 + i] * vals[v0 + i * k + a]
+                g0 = vals[v0 + a]
+                V[_GH, a] = (w0 * g0 - acc) * e
+                f = -g0 + acc / (1.0 + w0)
+                for i in range(1, q):
+                    V[_GH, i * k + a] = (vals[v0 + i * k + a] + f * V[_W, r0 + i]) * e
+        for a in range(k):
+            ca = _col(st, c0 + a)
+            for bb in range(a + 1):
+                acc = 0.0
+                for i in range(q):
+                    acc += V[_GH, i * k + a] * V[_GH, i * k + bb]
+                M[ca, _col(st, c0 + bb)] += acc  # columns increase: ca >= cb
+    biggest = 1.0
+    for i in range(n):
+        biggest = max(biggest, M[i, i])
+    for i in range(n):
+        M[i, i] += REGULARIZATION * biggest
+    if not _cholesky(M, 0, n):
+        return False
+    if p == 0:
+        return True
+    for i in range(p):
+        for k in range(n):
+            M[n + i, k] = A[i, k]
+        _chol_solve(M, 0, n, M, n + i)
+    for i in range(p):
+        for k in range(i + 1):
+            acc = 0.0
+            for c in range(n):
+                acc += A[i, c] * M[n + k, c]
+            M[n + p + i, k] = acc
+    return _cholesky(M, n + p, p)
+
+
+@njit(inline="always")
+def _reduced_solve(st, vals, nb, n, A, p, V, M, u, r1, r2, r3, dx, dy, ds, dz) -> None:
+    """One solve of the Newton system (:func:`_kkt_solve`) by :func:`_factor`'s factors, for
+    ``V[u] = lambda \\ rc`` given; the arguments name rows of ``V``."""
+    m = _row(st, nb)
+    _apply_w(st, nb, V, u, _WU, False)
+    for i in range(m):
+        V[_Q, i] = V[r3, i] - V[_WU, i]
+    _apply_w(st, nb, V, _Q, _T, True)
+    _apply_w(st, nb, V, _T, _Q2, True)
+    for k in range(n):
+        V[dx, k] = V[r1, k]
+    _gt_add(st, vals, nb, V, _Q2, dx)
+    _chol_solve(M, 0, n, V, dx)
+    if p > 0:
+        for i in range(p):
+            acc = -V[r2, i]
+            for k in range(n):
+                acc += A[i, k] * V[dx, k]
+            V[dy, i] = acc
+        _chol_solve(M, n + p, p, V, dy)
+        for i in range(p):
+            for k in range(n):
+                V[dx, k] -= M[n + i, k] * V[dy, i]
+    _g_times(st, vals, nb, V, dx, _T)
+    for i in range(m):
+        V[_T, i] -= V[_Q, i]
+    _apply_w(st, nb, V, _T, dz, True)
+    for i in range(m):
+        V[ds, i] = V[u, i] - V[dz, i]
+
+
+@njit
+def _kkt_solve(st, vals, nb, n, A, p, V, M, r1, r2, r3, rc, dx, dy, ds, dz, refine) -> None:
+    """Solve the Newton system for ``(dx, dy, ds, dz)`` (rows of ``V``)::
+
+        G^T dz + A^T dy = r1,   A dx = r2,   G dx + ds = r3,   lambda o (W^{-1} ds + W dz) = rc,
+
+    leaving ``ds`` and ``dz`` scaled (``W^{-1} ds`` and ``W dz``).  With ``u = lambda \\ rc``
+    and ``q = r3 - W u``: ``H dx + A^T dy = r1 + G^T W^{-2} q``, ``W dz = W^{-1} (G dx - q)``
+    and ``W^{-1} ds = u - W dz``; then, if ``refine``, :data:`REFINEMENTS` steps of iterative
+    refinement on the three linear equations (``H`` is ill-conditioned near the optimum, where ``W`` is)."""
+    m = _row(st, nb)
+    _jordan_solve(st, nb, V, _LAM, rc, _U)
+    _reduced_solve(st, vals, nb, n, A, p, V, M, _U, r1, r2, r3, dx, dy, ds, dz)
+    for _ in range(REFINEMENTS if refine else 0):
+        # e1 = r1 - G^T W^{-1} dz - A^T dy,  e2 = r2 - A dx,  e3 = r3 - G dx - W ds.
+        _apply_w(st, nb, V, dz, _ES, True)
+        for k in range(n):
+            V[_E1, k] = 0.0
+        _gt_add(st, vals, nb, V, _ES, _E1)
+        for k in range(n):
+            acc = V[r1, k] - V[_E1, k]
+            for i in range(p):
+                acc -= A[i, k] * V[dy, i]
+            V[_E1, k] = acc
+        for i in range(p):
+            acc = V[r2, i]
+            for k in range(n):
+                acc -= A[i, k] * V[dx, k]
+            V[_E2, i] = acc
+        _g_times(st, vals, nb, V, dx, _E3)
+        _apply_w(st, nb, V, ds, _ES, False)
+        for i in range(m):
+            V[_E3, i] = V[r3, i] - V[_E3, i] - V[_ES, i]
+            V[_U, i] = 0.0
+        _reduced_solve(st, vals, nb, n, A, p, V, M, _U, _E1, _E2, _E3, _EX, _EY, _ES, _EZ)
+        for k in range(n):
+            V[dx, k] += V[_EX, k]
+        for i in range(p):
+            V[dy, i] += V[_EY, i]
+        for i in range(m):
+            V[ds, i] += V[_ES, i]
+            V[dz, i] += V[_EZ, i]
+
+
+@njit(inline="always")
+def _shift_into_cone(st, nb, V, v) -> None:
+    """``V[v] += (1 - lambda_min) e`` where its least eigenvalue ``lambda_min <= 0``."""
+    low = 1e300
+    for j in range(nb):
+        r0, r1 = _row(st, j), _row(st, j + 1)
+        if _kind(st, j) == 0:
+            low = min(low, V[v, r0])
+        else:
+            acc = 0.0
+            for i in range(r0 + 1, r1):
+                acc += V[v, i] * V[v, i]
+            low = min(low, V[v, r0] - math.sqrt(acc))
+    if low <= 0.0:
+        for j in range(nb):
+            V[v, _row(st, j)] += 1.0 - low
+
+
+@njit
+def solve(st, nb, n, c, h, A, b, z, work) -> int:
+    """Minimize ``c^T z`` over ``G z + s = h, s in K, A z = b``: the first ``nb`` blocks of the
+    structure ``st`` (:func:`pack`; values ``work.values``), the first ``n`` variables and ``p =
+    A.shape[0]`` equalities (``A`` may have more columns).  The solution into ``z[:n]``;
+    returns :data:`SOLVED` or :data:`REDUCED` (a solution in ``z``), :data:`NOT_CONVERGED` or
+    :data:`NUMERICAL`.  ``work``: :func:`workspace`; a solve depends on its data alone."""
+    V = work.V
+    for k in range(n):
+        V[_C, k] = c[k]
+    return solve_into(st, nb, n, h, A, b, z, V, work.M, work.values)
+
+
+@njit
+def solve_into(st, nb, n, h, A, b, z, V, M, vals) -> int:
+    """:func:`solve` with ``c`` already in ``V[C_ROW]`` and the workspace's arrays passed
+    apart (for compiled callers that keep them in their own state); ``z`` receives the best
+    iterate."""
+    m = _row(st, nb)
+    best = 1e300
+    p = A.shape[0]
+    cnorm, hnorm, bnorm = 0.0, 0.0, 0.0
+    for k in range(n):
+        cnorm = max(cnorm, abs(V[_C, k]))
+    for i in range(m):
+        V[_H, i] = h[i]
+        hnorm = max(hnorm, abs(h[i]))
+        V[_W, i] = 0.0
+        V[_LAM, i] = 0.0
+        V[_RC, i] = 0.0
+        V[_RZ, i] = 0.0
+    for i in range(p):
+        V[_B, i] = b[i]
+        bnorm = max(bnorm, abs(b[i]))
+    # coneqp's start: at W = I (lambda = e), x minimizes ||G x - h|| over A x = b and the dual
+    # zd minimizes ||zd|| over G^T zd + A^T y = -c; both shifted into the cone's interior.
+    for j in range(nb):
+        V[_W, _row(st, j)] = 1.0
+        V[_LAM, _row(st, j)] = 1.0
+        V[_ETA, j] = 1.0
+    if not _factor(st, vals, nb, n, A, p, V, M):
+        return NUMERICAL
+    for k in range(n):
+        V[_R1, k] = 0.0
+    _kkt_solve(st, vals, nb, n, A, p, V, M, _R1, _B, _H, _RC, _X, _Y, _DS, _DZ, True)
+    for i in range(m):
+        V[_S, i] = -V[_DZ, i]
+    for k in range(n):
+        V[_R1, k] = -V[_C, k]
+    for i in range(p):
+        V[_R2, i] = 0.0
+    _kkt_solve(st, vals, nb, n, A, p, V, M, _R1, _R2, _RZ, _RC, _DX, _Y, _DS, _ZD, True)
+    _shift_into_cone(st, nb, V, _S)
+    _shift_into_cone(st, nb, V, _ZD)
+    for it in range(MAX_ITER):
+        V[_INFO, 0] = it
+        # Residuals rx = c + A^T y + G^T zd, ry = A x - b, rz = s + G x - h.
+        for k in range(n):
+            V[_RX, k] = V[_C, k]
+        _gt_add(st, vals, nb, V, _ZD, _RX)
+        for i in range(p):
+            for k in range(n):
+                V[_RX, k] += A[i, k] * V[_Y, i]
+        _g_times(st, vals, nb, V, _X, _RZ)
+        pres, eq, dres, gap, pcost = 0.0, 0.0, 0.0, 0.0, 0.0
+        for i in range(m):
+            V[_RZ, i] += V[_S, i] - V[_H, i]
+            pres = max(pres, abs(V[_RZ, i]))
+            gap += V[_S, i] * V[_ZD, i]
+        for i in range(p):
+            acc = -V[_B, i]
+            for k in range(n):
+                acc += A[i, k] * V[_X, k]
+            V[_RY, i] = acc
+            eq = max(eq, abs(acc))
+        for k in range(n):
+            dres = max(dres, abs(V[_RX, k]))
+            pcost += V[_C, k] * V[_X, k]
+        pres = max(pres / (1.0 + hnorm), eq / (1.0 + bnorm))
+        dres /= 1.0 + cnorm
+        if not math.isfinite(gap + pres + dres):
+            break
+        rgap = gap / max(1.0, abs(pcost))
+        merit = max(pres, dres, rgap)
+        if merit < best:
+            best = merit
+            for k in range(n):
+                z[k] = V[_X, k]
+        if pres <= FEAS_TOL and dres <= FEAS_TOL and rgap <= GAP_TOL:
+            return SOLVED
+        if merit > DIVERGED * best:
+            break
+        mu = gap / nb
+        if not (_nt_scaling(st, nb, V) and _factor(st, vals, nb, n, A, p, V, M)):
+            break
+        for k in range(n):
+            V[_R1, k] = -V[_RX, k]
+        for i in range(p):
+            V[_R2, i] = -V[_RY, i]
+        for i in range(m):
+            V[_RZ, i] = -V[_RZ, i]
+        # The predictor (rc = -lambda o lambda), then the corrector with Mehrotra's term and
+        # sigma mu e, sigma = (1 - predictor's step)^3.
+        _jordan(st, nb, V, _LAM, _LAM, _T1)
+        for i in range(m):
+            V[_RC, i] = -V[_T1, i]
+        _kkt_solve(st, vals, nb, n, A, p, V, M, _R1, _R2, _RZ, _RC, _DX, _DY, _DS, _DZ,
+                   rgap < REFINE_BELOW)
+        step = min(1.0, _max_step(st, nb, V, _LAM, _DS), _max_step(st, nb, V, _LAM, _DZ))
+        sigma = (1.0 - step) ** 3
+        _jordan(st, nb, V, _DS, _DZ, _T2)
+        for i in range(m):
+            V[_RC, i] = -V[_T1, i] - V[_T2, i]
+        for j in range(nb):
+            V[_RC, _row(st, j)] += sigma * mu
+        _kkt_solve(st, vals, nb, n, A, p, V, M, _R1, _R2, _RZ, _RC, _DX, _DY, _DS, _DZ,
+                   rgap < REFINE_BELOW)
+        step = min(1.0, STEP * min(_max_step(st, nb, V, _LAM, _DS),
+                                   _max_step(st, nb, V, _LAM, _DZ)))
+        # Unscale (ds <- W ds, dz <- W^{-1} dz) and step.
+        _apply_w(st, nb, V, _DS, _T1, False)
+        _apply_w(st, nb, V, _DZ, _T2, True)
+        for i in range(m):
+            V[_S, i] += step * V[_T1, i]
+            V[_ZD, i] += step * V[_T2, i]
+        for k in range(n):
+            V[_X, k] += step * V[_DX, k]
+        for i in range(p):
+            V[_Y, i] += step * V[_DY, i]
+    if best <= REDUCED_TOL:
+        return REDUCED
+    return NOT_CONVERGED if math.isfinite(best) and best < 1e300 else NUMERICAL

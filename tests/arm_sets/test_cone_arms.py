@@ -1,0 +1,195 @@
+"""Compiled cone programs (sege_cvx.conic.socp) and the certified arms of second-order-cone sets
+(sege_cvx.arm_sets.cone): against Clarabel, in exact rationals, and inside SEGE's stage loop."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from _exact import q
+from _same_runs import assert_same_simulations, simulate_on_threads
+
+import sege_cvx as sc
+from sege_cvx.arm_sets.kernels.status import VERIFIED
+from sege_cvx.confidence import cholesky
+from sege_cvx.conic import socp
+from sege_cvx.conic.cone_form import UnsupportedCone, cone_form
+
+F = np.array([[1.0, 0.5, 0.0], [0.0, 1.0, -0.3]])
+
+
+def demand(x):
+    """A power budget, a joint limit and a line-flow limit (the issue's cone set)."""
+    return [cp.norm(x) <= 1, x[0] + x[1] <= 0.9, cp.norm(F @ x) <= 0.8]
+
+
+def epigraph(x):
+    t = cp.Variable()
+    return [cp.norm1(x) <= t, t <= 1.5, cp.norm(x) <= 1.2]
+
+
+SETS = {
+    "demand": (3, demand),
+    "pnorm": (3, lambda x: [cp.pnorm(x, 1.5) <= 1]),
+    "pnorm6": (6, lambda x: [cp.pnorm(x, 1.5) <= 1]),
+    "quad": (4, lambda x: [cp.quad_form(x, np.diag([1.0, 2.0, 3.0, 0.5])) <= 1]),
+    "ball_cut": (5, lambda x: [cp.norm(x) <= 1, x[0] - 2 * x[1] <= 0.3, x >= -0.8]),
+    "epigraph": (2, epigraph),
+}
+
+
+def _set(name):
+    d, f = SETS[name]
+    return sc.ConvexArmSet(d, f)
+
+
+@pytest.mark.parametrize("name", list(SETS))
+def test_compiled_arms_match_clarabel(name):
+    arm_set = _set(name)
+    arms = arm_set.compiled_arms
+    assert arms is not None
+    d = arm_set.dim
+    rng = np.random.default_rng(7)
+    n = 40
+    thetas = rng.normal(size=(n, d)) * rng.choice([1e-3, 1.0, 50.0], size=(n, 1))
+    greedy, _, codes = arms.greedy_all(thetas)
+    assert (codes == VERIFIED).all()
+    solved = arm_set.greedy_arm_batch(thetas)
+    assert solved.ok.all()
+    f_c, f_s = np.einsum("ij,ij->i", greedy, thetas), np.einsum("ij,ij->i", solved.arms, thetas)
+    scale = np.abs(thetas).max(axis=1) * arm_set.norm_bound()
+    assert np.all(np.abs(f_c - f_s) <= 1e-7 * np.maximum(scale, np.abs(f_s)))
+    # LCB arms: V with a spread of eigenvalues, radii from 0 to large.
+    chols = np.empty((n, d, d))
+    for i in range(n):
+        B = rng.normal(size=(d, d))
+        chols[i] = np.linalg.cholesky(B @ B.T + 0.5 * np.eye(d))
+    radii = rng.choice([0.0, 0.1, 1.0, 5.0], size=n)
+    lcb, pairs, codes = arms.lcb_all(thetas, chols, radii)
+    assert (codes == VERIFIED).all()
+    ref = arm_set.lcb_arm_batch(thetas, chols, radii, "solver")
+    assert ref.ok.all()
+    v_c = cholesky.lcb_values(lcb, thetas, chols, radii)
+    v_s = cholesky.lcb_values(ref.arms, thetas, chols, radii)
+    # The compiled arm is at least as good as Clarabel's, up to 1e-7 of the objective's scale.
+    lcb_scale = scale + radii * np.linalg.norm(np.linalg.inv(chols), axis=(1, 2)) * arm_set.norm_bound()
+    assert np.all(np.abs(v_c - v_s) <= 1e-7 * lcb_scale)
+    assert arms.certify(pairs).all()
+
+
+def test_certified_arms_are_in_the_set_exactly():
+    """Every certified arm of the cone set satisfies the user's own norms and half-space in
+    rationals (squares of exact sums against the float data as given)."""
+    arm_set = _set("demand")
+    arms = arm_set.compiled_arms
+    rng = np.random.default_rng(3)
+    n = 300
+    thetas = rng.normal(size=(n, 3))
+    chols = np.repeat(np.linalg.cholesky(np.diag([3.0, 1.0, 0.2]))[None], n, axis=0)
+    points = np.vstack([arms.greedy_all(thetas)[0],
+                        arms.lcb_all(thetas, chols, rng.uniform(0, 2, size=n))[0]])
+    assert np.isfinite(points).all()
+    bound_09, bound_08 = q(0.9), q(0.8)
+    Fq = [[q(v) for v in row] for row in F]
+    on_boundary = 0
+    for x in points:
+        xq = [q(v) for v in x]
+        assert sum(v * v for v in xq) <= 1
+        assert xq[0] + xq[1] <= bound_09
+        flow = [sum((a * v for a, v in zip(row, xq, strict=True)), Fraction(0)) for row in Fq]
+        assert sum(v * v for v in flow) <= bound_08 * bound_08
+        on_boundary += sum(v * v for v in xq) > Fraction(1) - Fraction(1, 10**9)
+    assert on_boundary > 50  # the test reaches the cone's boundary, where rounding matters
+
+
+def test_certify_refuses_a_point_outside_by_an_ulp():
+    arm_set = _set("ball_cut")
+    arms = arm_set.compiled_arms
+    theta = np.array([0.3, 0.1, 0.7, -0.2, 0.5])
+    x, pairs, codes = arms.greedy_all(theta[None])
+    assert codes[0] == VERIFIED
+    pair = pairs[0].copy()
+    assert arms.certify(pair[None])[0]
+    # Scaled out until it leaves the unit ball in rationals: certify must say no.
+    scale = 1.0
+    while sum(q(v) ** 2 for v in pair[:5] * scale) <= 1:
+        scale = np.nextafter(scale, 2.0)
+    outside = pair.copy()
+    outside[:5] *= scale
+    assert not arms.certify(outside[None])[0]
+
+
+def test_unsupported_cones_keep_the_solver_path():
+    with pytest.raises(UnsupportedCone, match="exponential"):
+        cone_form(2, lambda x: [cp.log_sum_exp(x) <= 1])
+    arm_set = sc.ConvexArmSet(2, lambda x: [cp.log_sum_exp(x) <= 1, x >= -2])
+    assert arm_set.compiled_arms is None
+
+
+def test_solve_reports_failure_without_a_point():
+    form = cone_form(2, lambda x: [cp.norm(x) <= 1])
+    work = socp.workspace(form.blocks, form.n, 0)
+    z = np.full(form.n, 7.0)
+    # A NaN objective cannot converge: the status says so, and z is not written.
+    status = socp.solve(socp.pack(form.blocks), form.n_blocks, form.n, np.full(form.n, np.nan),
+                        form.h, form.A, form.b, z, work)
+    assert status in (socp.NOT_CONVERGED, socp.NUMERICAL)
+    assert (z == 7.0).all()
+
+
+def _demand_problem():
+    theta = np.array([0.5, 0.4, 0.3])
+    return sc.BanditProblem.from_truth(_set("demand"), theta_star=theta,
+                                       safe_arm=np.array([0.1, 0.1, 0.1]), S=1.0, noise_sd=0.1,
+                                       threshold_fraction=0.5, name="demand")
+
+
+def test_sege_stages_on_a_cone_set_are_compiled_and_match_the_solver():
+    problem = _demand_problem()
+    n, T = 4, 300
+    compiled = problem.policy("SEGE", n, seed=3)
+    assert compiled.compiled_stages
+    fast = sc.simulate(compiled, problem.bandit(sc.run_seeds(5, n)[1]), T, traces=True)
+    solver = problem.policy("SEGE", n, seed=3, lcb_method="solver")
+    assert not solver.compiled_stages
+    slow = sc.simulate(solver, problem.bandit(sc.run_seeds(5, n)[1]), T, traces=True)
+    assert fast.stats.total_violations.sum() == 0
+    assert compiled.solver_fallbacks.sum() == 0
+    # The same decisions; rewards equal to the solvers' agreement (1e-6 of an arm).
+    np.testing.assert_array_equal(fast.decisions, slow.decisions)
+    np.testing.assert_allclose(fast.expected_reward, slow.expected_reward, rtol=0, atol=1e-6)
+
+
+def test_sege_on_a_cone_set_is_the_same_on_one_thread_and_two():
+    problem = _demand_problem()
+    n, T = 3, 200
+    seeds = sc.run_seeds(9, n)
+    batch = simulate_on_threads(problem.policy("SEGE", n, seed=seeds[0]),
+                                problem.bandit(seeds[1]), T, 2, traces=True)
+    one = simulate_on_threads(problem.policy("SEGE", n, seed=seeds[0]),
+                              problem.bandit(seeds[1]), T, 1, traces=True)
+    assert_same_simulations(batch, one)
+
+
+@pytest.mark.parametrize("name", ["demand", "epigraph"])
+def test_the_compiled_lcb_arm_is_the_sets_fast_path_and_cross_checks(name):
+    arm_set = _set(name)
+    assert arm_set.has_closed_form_lcb
+    d = arm_set.dim
+    rng = np.random.default_rng(11)
+    thetas = rng.normal(size=(25, d))
+    V = np.eye(d) * 2.0 + 0.3
+    arm_set.lcb_arm(thetas, np.repeat(V[None], 25, axis=0), 0.8, cross_check=True)
+    # A lifted set's arms come with the user's witness (here t of the epigraph), each pair
+    # verified by the set's own check at tol=0.
+    batch = arm_set.lcb_arm_batch(thetas, np.repeat(np.linalg.cholesky(V)[None], 25, axis=0),
+                                  np.full(25, 0.8), "closed_form")
+    assert batch.ok.all() and batch.witnesses.shape == (25, arm_set.witness_dim)
+    assert set(batch.status) == {"closed_form"}
+    if arm_set.witness_dim:
+        assert all(arm_set._certify_pair(x, u, 0.0)[0]
+                   for x, u in zip(batch.arms, batch.witnesses, strict=True))
+    else:
+        assert arm_set.contains(batch.arms, tol=0).all()
