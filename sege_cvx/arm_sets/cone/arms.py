@@ -17,7 +17,8 @@ every row in exact arithmetic (:func:`certify`):
 
 * the equalities: ``u`` is first moved onto them by ``u += R (b - A z)`` (``R`` a right inverse
   of ``A``'s witness columns); what remains, ``rho = b - A z``, is bounded rigorously
-  (each row's float value plus ``(k + 4) u`` times the sum of its terms' magnitudes, Higham 3.1),
+  (each row's float value plus ``(k + 4) u`` times the sum of its terms' magnitudes, Higham 3.1,
+  and 2^-1000 for products in the subnormal range),
   and an exact witness ``u + delta`` with ``A (x, u + delta) = b`` exists with ``||delta||_inf
   <= kappa ||rho||_inf``: ``kappa = ||R||_inf / (1 - ||A_u R - I||_inf)``, computed in rationals
   when the set is compiled;
@@ -53,6 +54,9 @@ from ..kernels.registry import GeometryKernels, register_geometry
 from ..kernels.status import NOT_CERTIFIED, NOT_FINITE, NOT_MEMBER, VERIFIED
 
 _U = 2.0**-53
+#: An absolute allowance for products in the subnormal range, whose rounding is absolute (up
+#: to 2^-1075 each), far below any term of a well-scaled set.
+_UNDERFLOW = 2.0**-1000
 #: Slots of a run's pairs (``warm[0]``): the greedy arm's, the LCB arm's, SEGE's mix's.
 GREEDY, LCB, MIX = 0, 1, 2
 
@@ -124,7 +128,8 @@ def certify(geometry, z) -> bool:
         acc = b[i]
         for k in range(n):
             acc -= A[i, k] * z[k]
-        bound = (geometry.eq_l1[i] * zmax + abs(b[i])) * ((n + 4) * _U) * (1.0 + 8 * _U)
+        bound = ((geometry.eq_l1[i] * zmax + abs(b[i])) * ((n + 4) * _U) + _UNDERFLOW) * (
+            1.0 + 8 * _U)
         delta = max(delta, abs(acc) + bound)
     delta = delta * geometry.kappa * (1.0 + 8 * _U)
     if not math.isfinite(delta):
@@ -141,7 +146,7 @@ def certify(geometry, z) -> bool:
                 s -= vals[v0 + i * k + a] * z[socp._col(st, c0 + a)]
             e = ((geometry.row_l1[r0 + i] * zmax + abs(h[r0 + i]))
                  * ((geometry.row_terms[r0 + i] + 4) * _U)
-                 + geometry.row_aux_l1[r0 + i] * delta) * (1.0 + 8 * _U)
+                 + geometry.row_aux_l1[r0 + i] * delta + _UNDERFLOW) * (1.0 + 8 * _U)
             if i == 0:
                 t0, e0 = s, e
             else:
