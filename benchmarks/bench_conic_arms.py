@@ -91,7 +91,7 @@ def bench_solves(args) -> tuple[list, dict]:
     rows, clarabel_lcb = [], {}
     for name, constraints in SETS.items():
         for d in args.dims:
-            arm_set = sc.ConvexArmSet(d, constraints)
+            arm_set = sc.ConvexArmSet(d, constraints, compiled=True)
             arms = arm_set.compiled_arms
             thetas, chols, radii = instances(d, args.instances, args.seed)
             n = args.instances
@@ -123,7 +123,7 @@ def bench_solves(args) -> tuple[list, dict]:
 
 
 def problem_on(name: str, d: int) -> sc.BanditProblem:
-    arm_set = sc.ConvexArmSet(d, SETS[name])
+    arm_set = sc.ConvexArmSet(d, SETS[name], compiled=True)
     theta = np.linspace(0.5, 0.3, d)
     theta = 0.9 * theta / np.linalg.norm(theta)
     safe = 0.1 * arm_set.exploration().vertices()[0]

@@ -105,8 +105,8 @@ class SEGE(Policy):
     compiled arms (``arm_set.compiled_arms``, with ``lcb_method`` other than ``"solver"``:
     ellipsoids and balls, by closed forms; boxes, polytopes and convex hulls, by certified
     active-set solves warm started from the run's previous arms, :attr:`warm_start`; cvxpy
-    sets of second-order cones, by compiled cone programs with certified witnesses,
-    :mod:`sege_cvx.arm_sets.cone`) a whole stage is compiled,
+    sets of second-order cones built with ``compiled=True``, by compiled cone programs with
+    certified witnesses, :mod:`sege_cvx.arm_sets.cone`) a whole stage is compiled,
     and :func:`~sege_cvx.simulate` runs many stages per call with the runs spread over threads;
     on other sets the same rule is applied around the set's greedy and LCB arms (closed forms
     or Clarabel solves).  Either way a run's numbers do not depend on the other runs.

@@ -317,8 +317,8 @@ def simulate(
 
     Policies whose whole stage is compiled (:attr:`~sege_cvx.Policy.compiled_stages`: CLUCB,
     ROFUL, GNOP and SEGE on ellipsoids, balls, boxes, polytopes and hulls, SEGE on cvxpy sets of
-    second-order cones, unless its LCB arms come from the solver, and the constrained policies
-    on star sets) play up to a thousand stages per
+    second-order cones built with ``compiled=True``, unless its LCB arms come from the solver,
+    and the constrained policies on star sets) play up to a thousand stages per
     call of the compiled stage loop (:mod:`sege_cvx.stages.loop`), with the runs spread over
     threads (as many as numba's setting: ``NUMBA_NUM_THREADS``, or
     :func:`numba.set_num_threads`; default every core); others go through

@@ -42,7 +42,7 @@ SETS = {
 
 def _set(name):
     d, f = SETS[name]
-    return sc.ConvexArmSet(d, f)
+    return sc.ConvexArmSet(d, f, compiled=True)
 
 
 @pytest.mark.parametrize("name", list(SETS))
@@ -124,7 +124,7 @@ def test_certify_refuses_a_point_outside_by_an_ulp():
 def test_unsupported_cones_keep_the_solver_path():
     with pytest.raises(UnsupportedCone, match="exponential"):
         cone_form(2, lambda x: [cp.log_sum_exp(x) <= 1])
-    arm_set = sc.ConvexArmSet(2, lambda x: [cp.log_sum_exp(x) <= 1, x >= -2])
+    arm_set = sc.ConvexArmSet(2, lambda x: [cp.log_sum_exp(x) <= 1, x >= -2], compiled=True)
     assert arm_set.compiled_arms is None
 
 
@@ -193,3 +193,15 @@ def test_the_compiled_lcb_arm_is_the_sets_fast_path_and_cross_checks(name):
                    for x, u in zip(batch.arms, batch.witnesses, strict=True))
     else:
         assert arm_set.contains(batch.arms, tol=0).all()
+
+
+def test_compiled_is_opt_in_and_part_of_the_fingerprint():
+    plain = sc.ConvexArmSet(3, demand)
+    fast = sc.ConvexArmSet(3, demand, compiled=True)
+    assert plain.compiled_arms is None and not plain.has_closed_form_lcb
+    assert fast.compiled_arms is not None and fast.has_closed_form_lcb
+    assert "compiled" not in plain.fingerprint_data()
+    assert fast.fingerprint_data()["compiled"] is True
+    assert repr(fast) == "ConvexArmSet(dim=3, constraints=demand, compiled=True)"
+    with pytest.raises(TypeError, match="compiled must be True or False, got 1"):
+        sc.ConvexArmSet(3, demand, compiled=1)

@@ -62,13 +62,13 @@ def test_cli_a_cell_value_error_is_one_line_and_writes_nothing(tmp_path, capsys)
     assert not out.exists()
 
 
-def test_cli_run_closed_form_on_the_lp_ball_is_its_compiled_cone_program(tmp_path, capsys):
-    # The l1.5 ball is a set of second-order cones: its fast path is the compiled cone program.
+def test_cli_run_with_a_method_the_arm_set_lacks_is_one_line(tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["run", "--arm-set", "lp-ball", "--lcb-method", "closed_form", "--runs", "2",
-                 "--horizon", "20", "--out", str(out), "--no-progress", "--algorithms",
-                 "SEGE"]) == 0
-    assert (out / "summary.json").exists()
+    line = one_line_error(capsys, ["run", "--arm-set", "lp-ball", "--lcb-method", "closed_form",
+                                "--runs", "2", "--horizon", "20", "--out", str(out),
+                                "--no-progress"])
+    assert "ConvexArmSet has no closed-form LCB arm" in line
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("where, want", [
