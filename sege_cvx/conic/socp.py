@@ -69,7 +69,6 @@ REFINE_BELOW = 1e-5
 
 #: Status codes of :func:`solve`: the first two leave a solution in ``z``.
 SOLVED, REDUCED, NOT_CONVERGED, NUMERICAL = 0, 1, 2, 3
-SOLVE_STATUS = ("Solved", "AlmostSolved", "NotConverged", "Numerical")
 
 # Rows of the scratch ``work.V``: of length m (cone rows) ...
 (_S, _ZD, _RZ, _RC, _DS, _DZ, _LAM, _T1, _T2, _U, _WU, _Q, _T, _Q2, _E3, _ES, _EZ, _W, _H,

@@ -52,6 +52,7 @@ from ...conic.cone_form import ConeForm, UnsupportedCone, blocks_from_rows
 from ..kernels.pull_in import FIRST_CONTRACTION, MAX_CONTRACTION
 from ..kernels.registry import GeometryKernels, register_geometry
 from ..kernels.status import NOT_CERTIFIED, NOT_FINITE, NOT_MEMBER, VERIFIED
+from ..scaling import order_one_exponent
 
 _U = 2.0**-53
 #: An absolute allowance for products in the subnormal range, whose rounding is absolute (up
@@ -191,10 +192,11 @@ def _pull_in_pair(geometry, z, V, row, trial) -> bool:
 # --------------------------------------------------------------------------- arms
 @njit(inline="always")
 def _power_of_two_scale(v) -> float:
-    """``2^-e`` bringing ``v > 0`` to [0.5, 1) (1 for zero or non-finite ``v``)."""
-    if not (v > 0.0 and math.isfinite(v)):
+    """``2^-e`` for ``2^e`` near ``v >= 0`` (:func:`~sege_cvx.arm_sets.scaling.order_one_exponent`:
+    1 for data of order one, and for zero or non-finite ``v``)."""
+    if not math.isfinite(v):
         return 1.0
-    return math.ldexp(1.0, -math.frexp(v)[1])
+    return math.ldexp(1.0, -order_one_exponent(v))
 
 
 @njit(inline="always")
