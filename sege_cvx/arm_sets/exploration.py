@@ -116,22 +116,18 @@ class Exploration:
                                   self.B, self.kind == "cross")
 
     def vertex_indices(self, gaussians: np.ndarray) -> np.ndarray:
-        """For ``kind="cross"``: the row of :meth:`vertices` that :meth:`points` draws from each
-        row of ``gaussians`` (``k`` for ``+e_k``, ``d + k`` for ``-e_k``; -1 for an all-zero draw,
-        which gives the centre).  The same choice as :func:`exploration_point`: the first largest
-        ``|g_k|``."""
+        """For ``kind="cross"``: the row of :meth:`witness_table` (the :meth:`vertices`, then the
+        centre) that :meth:`points` draws from each row of ``gaussians``: ``k`` for ``+e_k``,
+        ``d + k`` for ``-e_k``, ``2d`` for an all-zero draw (the centre); :func:`drawn_vertex`
+        per row."""
         if self.kind != "cross":
             raise ValueError("vertex_indices is for kind='cross'")
-        g = np.asarray(gaussians, dtype=np.float64)
-        d = self.center.shape[0]
-        k = np.argmax(np.abs(g), axis=1)
-        sign = np.sign(g[np.arange(g.shape[0]), k])
-        return np.where(sign > 0, k, np.where(sign < 0, d + k, -1))
+        return _drawn_vertices(np.ascontiguousarray(gaussians, dtype=np.float64))
 
     def witness_points(self, gaussians: np.ndarray) -> np.ndarray:
         """The witnesses of :meth:`points` ``(gaussians)``: each drawn vertex's own, the centre's
         for an all-zero draw.  Shape ``(n, k)``; needs :attr:`witnesses`."""
-        return self.witness_table()[self.vertex_indices(gaussians)]  # -1: the centre's row
+        return self.witness_table()[self.vertex_indices(gaussians)]
 
     def witness_table(self) -> np.ndarray:
         """The vertices' witnesses then the centre's, shape ``(2d + 1, k)``; needs
@@ -146,17 +142,32 @@ class Exploration:
 
 
 @njit(inline="always")
+def drawn_vertex(g) -> int:
+    """The cross-polytope vertex that one run's normal draws ``g`` select, as a row of the
+    table ``[+e_0, ..., +e_{d-1}, -e_0, ..., -e_{d-1}, centre]``: the first largest ``|g_k|``
+    gives ``k`` (``g_k > 0``) or ``d + k`` (``g_k < 0``), an all-zero draw ``2d`` (the centre).
+    The one choice behind :meth:`Exploration.vertex_indices`, :func:`exploration_point` and
+    every geometry's exploration vertex."""
+    d = g.shape[0]
+    k = 0
+    for j in range(1, d):
+        if abs(g[j]) > abs(g[k]):
+            k = j
+    return k if g[k] > 0.0 else (d + k if g[k] < 0.0 else 2 * d)
+
+
+@njit(inline="always")
 def exploration_point(g, center, B, cross, out, zeta) -> None:
     """``out = center + B zeta`` for one run's normal draws ``g`` (see :meth:`Exploration.points`);
     ``zeta``: scratch of length d."""
     d = g.shape[0]
     if cross:
-        k = 0
-        for j in range(1, d):
-            if abs(g[j]) > abs(g[k]):
-                k = j
+        vertex = drawn_vertex(g)
         zeta[:] = 0.0
-        zeta[k] = np.sign(g[k])
+        if vertex < d:
+            zeta[vertex] = 1.0
+        elif vertex < 2 * d:
+            zeta[vertex - d] = -1.0
     else:
         norm2 = 0.0
         for j in range(d):
@@ -169,6 +180,15 @@ def exploration_point(g, center, B, cross, out, zeta) -> None:
         for k in range(d):
             acc += B[j, k] * zeta[k]
         out[j] = center[j] + acc
+
+
+@njit
+def _drawn_vertices(gaussians) -> np.ndarray:
+    """:func:`drawn_vertex` per row."""
+    out = np.empty(gaussians.shape[0], dtype=np.int64)
+    for i in range(gaussians.shape[0]):
+        out[i] = drawn_vertex(gaussians[i])
+    return out
 
 
 @njit

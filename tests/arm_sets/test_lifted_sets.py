@@ -174,7 +174,7 @@ def test_exploration_arms_carry_their_vertex_witness():
     idx = expl.vertex_indices(g)
     np.testing.assert_array_equal(expl.points(g), expl.vertices()[idx])
     np.testing.assert_array_equal(expl.witness_points(g), expl.witnesses[idx])
-    assert expl.vertex_indices(np.zeros((1, 2)))[0] == -1
+    assert expl.vertex_indices(np.zeros((1, 2)))[0] == 4  # 2d: the centre's row
     np.testing.assert_array_equal(expl.witness_points(np.zeros((1, 2)))[0], expl.center_witness)
 
 

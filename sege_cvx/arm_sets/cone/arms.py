@@ -49,6 +49,7 @@ import numpy as np
 from ..._numba import njit
 from ...conic import socp
 from ...conic.cone_form import ConeForm, UnsupportedCone, blocks_from_rows
+from ..exploration import drawn_vertex
 from ..kernels.pull_in import FIRST_CONTRACTION, MAX_CONTRACTION
 from ..kernels.registry import GeometryKernels, register_geometry
 from ..kernels.status import NOT_CERTIFIED, NOT_FINITE, NOT_MEMBER, VERIFIED
@@ -301,17 +302,6 @@ def pull_inside_one(geometry, x, warm, use_lcb, rho) -> bool:
     return True
 
 
-@njit(inline="always")
-def _vertex(g, d) -> int:
-    """The row of the exploration table that the normal draw ``g`` selects (as
-    :meth:`~sege_cvx.arm_sets.exploration.Exploration.vertex_indices`: ``2d`` for the centre)."""
-    k = 0
-    for j in range(1, d):
-        if abs(g[j]) > abs(g[k]):
-            k = j
-    return k if g[k] > 0.0 else (d + k if g[k] < 0.0 else 2 * d)
-
-
 # --- Python entry points (tests, cross-checks) ------------------------------------------------
 
 @njit
@@ -516,7 +506,7 @@ def _stage_lcb(geometry, theta, chol, r, warm, out, mats, vecs):
 @njit(inline="always")
 def _stage_pull_inside(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
     d, n = geometry.dim, geometry.n
-    row = _vertex(g, d)
+    row = drawn_vertex(g)
     mix = warm[0][MIX]
     for k in range(d, n):
         mix[k] = geometry.table[row, k]

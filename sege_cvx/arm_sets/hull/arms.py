@@ -71,6 +71,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..._numba import njit
+from ..exploration import drawn_vertex
 from ..kernels.pull_in import FIRST_CONTRACTION, MAX_CONTRACTION, spacing
 from ..kernels.registry import GeometryKernels, register_geometry
 from ..kernels.status import NOT_CERTIFIED, NOT_FINITE, NOT_MEMBER, VERIFIED
@@ -803,11 +804,7 @@ def pull_inside_one(geometry, x, warm, use_lcb, rho, g, safe, trial) -> bool:
         one[0] = 1.0
         if anchored(x, safe.reshape((1, d)), S[LCB], one, 1, False, beta, center, half):
             return True
-    k = 0
-    for j in range(1, d):
-        if abs(g[j]) > abs(g[k]):
-            k = j
-    vertex = k if g[k] > 0.0 else (d + k if g[k] < 0.0 else 2 * d)
+    vertex = drawn_vertex(g)
     w = mix[0]
     for c in range(d):
         x[c] = 0.0
