@@ -68,8 +68,8 @@ class ConvexArmSet(ArmSet):
         Solve the greedy and LCB programs of a set of second-order cones by the compiled,
         certified cone programs of :mod:`sege_cvx.arm_sets.cone`: SEGE's stages then run
         compiled, 3-10x faster per run-stage than with Clarabel, and ``lcb_arm(method=
-        "closed_form")`` is that program.  Their first compilation on a machine takes about a
-        minute (numba's disk cache keeps them), hence not the default.  Ignored for sets that
+        "closed_form")`` is that program.  Their first compilation on a machine takes about
+        20 s (numba's disk cache keeps them), hence not the default.  Ignored for sets that
         need other cones.
 
     Attributes

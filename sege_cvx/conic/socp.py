@@ -29,7 +29,9 @@ program's confidence cone) per solve while the structure is shared between threa
 The scratch vectors are rows of one array indexed by row (``V[row, i]``), and the matrices
 rows of another: numba updates an array's reference count, atomically, whenever a function
 (inlined or not) binds it, and with a dozen arrays per helper those updates were nine tenths of
-a solve's time at this size.
+a solve's time at this size.  The helpers are compiled once and called, not inlined: inlining
+them made the first compilation 3.4 times longer (42 s against 12.5 s for a loop of solves) and
+the solves no faster.
 Everything runs in IEEE arithmetic (no ``fastmath``): a solve is a deterministic function of
 its data.
 """
@@ -147,32 +149,32 @@ def scratch_shapes(blocks: ConeBlocks, n: int, p: int) -> tuple[tuple[int, int],
     return (_ROWS, max(m, n, p, nb, largest)), (n + 2 * p, max(n, 1))
 
 
-@njit(inline="always")
+@njit
 def _kind(st, j):
     return st[1 + j]
 
 
-@njit(inline="always")
+@njit
 def _row(st, j):
     return st[1 + st[0] + j]
 
 
-@njit(inline="always")
+@njit
 def _cptr(st, j):
     return st[2 + 2 * st[0] + j]
 
 
-@njit(inline="always")
+@njit
 def _vptr(st, j):
     return st[3 + 3 * st[0] + j]
 
 
-@njit(inline="always")
+@njit
 def _col(st, k):
     return st[4 + 4 * st[0] + k]
 
 
-@njit(inline="always")
+@njit
 def _g_times(st, vals, nb, V, src, dst) -> None:
     """``V[dst] = G V[src]``."""
     for j in range(nb):
@@ -187,7 +189,7 @@ def _g_times(st, vals, nb, V, src, dst) -> None:
             V[dst, r0 + i] = acc
 
 
-@njit(inline="always")
+@njit
 def _gt_add(st, vals, nb, V, src, dst) -> None:
     """``V[dst] += G^T V[src]``."""
     for j in range(nb):
@@ -202,7 +204,7 @@ def _gt_add(st, vals, nb, V, src, dst) -> None:
             V[dst, _col(st, c0 + a)] += acc
 
 
-@njit(inline="always")
+@njit
 def _max_step(st, nb, V, v, dv) -> float:
     """The largest ``alpha`` (1e30 for none) with ``V[v] + alpha V[dv]`` in the cone, for
     ``V[v]`` in its interior.  For a second-order cone ``f(a) = (v_0 + a d_0)^2 - ||v_1 + a
@@ -232,7 +234,7 @@ def _max_step(st, nb, V, v, dv) -> float:
     return alpha
 
 
-@njit(inline="always")
+@njit
 def _apply_w(st, nb, V, src, dst, inverse) -> None:
     """``V[dst] = W V[src]`` (``W^{-1}`` if ``inverse``); ``dst`` other than ``src``.  Per
     cone ``W = eta [[w_0, w_1^T], [w_1, I + w_1 w_1^T / (1 + w_0)]]`` and ``W^{-1}`` the same
@@ -262,7 +264,7 @@ def _apply_w(st, nb, V, src, dst, inverse) -> None:
             V[dst, i] = (V[src, i] + f * V[_W, i]) * e
 
 
-@njit(inline="always")
+@njit
 def _nt_scaling(st, nb, V) -> bool:
     """The Nesterov-Todd scaling of ``(s, zd)`` into ``V[_W]`` and ``V[_ETA]``, and ``lambda =
     W zd`` into ``V[_LAM]``: per nonnegative row ``w = sqrt(s / zd)``; per cone, with ``sbar``
@@ -295,7 +297,7 @@ def _nt_scaling(st, nb, V) -> bool:
     return True
 
 
-@njit(inline="always")
+@njit
 def _jordan(st, nb, V, a, b, dst) -> None:
     """``V[dst] = V[a] o V[b]``, the cones' Jordan product (per cone ``(a^T b, a_0 b_1 + b_0
     a_1)``)."""
@@ -312,7 +314,7 @@ def _jordan(st, nb, V, a, b, dst) -> None:
         V[dst, r0] = acc
 
 
-@njit(inline="always")
+@njit
 def _jordan_solve(st, nb, V, lam, r, dst) -> None:
     """``V[dst]`` with ``V[lam] o V[dst] = V[r]``."""
     for j in range(nb):
@@ -331,7 +333,7 @@ def _jordan_solve(st, nb, V, lam, r, dst) -> None:
             V[dst, i] = (V[r, i] - u0 * V[lam, i]) / l0
 
 
-@njit(inline="always")
+@njit
 def _cholesky(M, r0, n) -> bool:
     """The lower Cholesky factor of ``M[r0:r0+n, :n]`` in place (its lower triangle is read);
     False if not positive definite."""
@@ -351,7 +353,7 @@ def _cholesky(M, r0, n) -> bool:
     return True
 
 
-@njit(inline="always")
+@njit
 def _chol_solve(M, r0, n, X, row) -> None:
     """``X[row, :n] = (L L^T)^{-1} X[row, :n]``, ``L = M[r0:r0+n, :n]``."""
     for i in range(n):
@@ -366,7 +368,7 @@ def _chol_solve(M, r0, n, X, row) -> None:
         X[row, i] = acc / M[r0 + i, i]
 
 
-@njit(inline="always")
+@njit
 def _factor(st, vals, nb, n, A, p, V, M) -> bool:
     """Factor the reduced Newton system at the scaling in ``V``: ``H = G^T W^{-2} G``
     (regularized by :data:`REGULARIZATION`; factored in ``M[:n]``) and, with equalities,
@@ -423,7 +425,7 @@ def _factor(st, vals, nb, n, A, p, V, M) -> bool:
     return _cholesky(M, n + p, p)
 
 
-@njit(inline="always")
+@njit
 def _reduced_solve(st, vals, nb, n, A, p, V, M, u, r1, r2, r3, dx, dy, ds, dz) -> None:
     """One solve of the Newton system (:func:`_kkt_solve`) by :func:`_factor`'s factors, for
     ``V[u] = lambda \\ rc`` given; the arguments name rows of ``V``."""
@@ -499,7 +501,7 @@ def _kkt_solve(st, vals, nb, n, A, p, V, M, r1, r2, r3, rc, dx, dy, ds, dz, refi
             V[dz, i] += V[_EZ, i]
 
 
-@njit(inline="always")
+@njit
 def _shift_into_cone(st, nb, V, v) -> None:
     """``V[v] += (1 - lambda_min) e`` where its least eigenvalue ``lambda_min <= 0``."""
     low = 1e300

@@ -97,7 +97,7 @@ class ConeGeometry(NamedTuple):
 
 
 # --------------------------------------------------------------------------- certificate
-@njit(inline="always")
+@njit
 def _repair(geometry, z, V, row) -> None:
     """``u += R (b - A z)``: the witness moved onto the equalities (``V[row]``: scratch)."""
     A, b, R = geometry.A, geometry.b, geometry.R
@@ -166,7 +166,7 @@ def certify(geometry, z) -> bool:
     return True
 
 
-@njit(inline="always")
+@njit
 def _pull_in_pair(geometry, z, V, row, trial) -> bool:
     """Move the pair ``z`` (repaired) into the set by the least contraction toward
     ``geometry.center`` that :func:`certify` accepts; False, ``z`` unchanged, if none up to
@@ -200,7 +200,7 @@ def _power_of_two_scale(v) -> float:
     return math.ldexp(1.0, -order_one_exponent(v))
 
 
-@njit(inline="always")
+@njit
 def _finish(geometry, status, pairs, slot, V, M, out) -> int:
     """Certify the solve's pair in ``pairs[slot]`` (moved in if needed); its ``x`` into
     ``out``."""
