@@ -15,6 +15,10 @@ Clarabel through the set's compiled conic program (``program.solve`` from Python
 in place: the bare solve, :mod:`sege_cvx.conic.compiled`); microseconds per solve (median of
 ``--repeats``), the compiled arms certified, and those whose objective is within 1e-7 of
 Clarabel's (relative to the objective's scale, ``||theta|| max ||x|| + r ||L^{-1}|| max ||x||``).
+The reference line: QOCO (``pip install qoco``, in the test extra) on the same instances as
+Clarabel and the same cone rows (:class:`QOCOPrograms`), per solve from Python and inside its C
+code (its own ``solve_time_sec``), how many it reports solved and how many of its objectives are
+within 1e-7 of Clarabel's; dashes where it is not installed.
 
 Part 2, SEGE per run-stage: ``sc.simulate`` of ``--runs`` runs for ``--stages`` stages (both
 cores) on each set, compiled stages against ``lcb_method="solver"`` (Clarabel from Python per
@@ -87,6 +91,86 @@ def timed(call, repeats: int) -> tuple[float, object]:
     return float(np.median(times)), out
 
 
+class QOCOPrograms:
+    """QOCO (Chari & Acikmese's C solver for small second-order cone programs, through its Python
+    interface), the reference line: the set's greedy and LCB programs in the same cone rows as
+    the compiled arms (:class:`~sege_cvx.conic.cone_form.ConeForm`, and for the LCB the
+    confidence cone ``(tau, r L^{-1} x)`` over the columns ``(x, tau)``), set up once, then per
+    instance the objective (and the confidence block's values) updated and solved, at QOCO's
+    default tolerances (1e-7): at 1e-9 it ended ``QOCO_SOLVED_INACCURATE`` on most LCB
+    instances, at 1e-10 on every set but the ball with cuts, with objectives off by up to 5.6."""
+
+    SETTINGS = {"verbose": 0}
+
+    def __init__(self, form) -> None:
+        import qoco
+        import scipy.sparse as sp
+
+        d, n, G = form.dim, form.n, form.dense_G()
+        kinds, rows = form.blocks.kind, form.blocks.rows
+        self.d, self.n = d, n
+        l_rows = int(np.sum(kinds == 0))  # cvxpy's order, QOCO's: nonnegative rows first
+        socs = [int(rows[j + 1] - rows[j]) for j in range(kinds.size) if kinds[j] == 1]
+        A = sp.csc_matrix(form.A) if form.A.shape[0] else None
+        b = form.b if form.A.shape[0] else None
+
+        def setup(Gd, h, c, q):
+            solver = qoco.QOCO()
+            # Every entry of the pattern stored, so that updates keep its structure.
+            rr, cc = np.nonzero(Gd)
+            Gs = sp.csc_matrix((Gd[rr, cc], (rr, cc)), shape=Gd.shape)
+            solver.setup(Gd.shape[1], Gd.shape[0], form.A.shape[0], None, c,
+                         None if A is None else sp.hstack(
+                             [A, sp.csc_matrix((A.shape[0], Gd.shape[1] - n))], format="csc"),
+                         b, Gs, h, l_rows, len(q), np.array(q, dtype=np.int64), **self.SETTINGS)
+            coo = Gs.tocoo()
+            order = np.lexsort((coo.row, coo.col))  # CSC: by column, then row
+            return solver, (coo.row[order], coo.col[order])
+
+        self.greedy, _ = setup(G, form.h, np.zeros(n), socs)
+        Gl = np.zeros((G.shape[0] + d + 1, n + 1))
+        Gl[:G.shape[0], :n] = G
+        Gl[G.shape[0], n] = -1.0
+        Gl[G.shape[0] + 1:, :d] = 1.0  # the pattern of r L^{-1}, dense
+        self._Gl, self._m = Gl, G.shape[0]
+        self.lcb, self._pattern = setup(Gl, np.r_[form.h, np.zeros(d + 1)], np.zeros(n + 1),
+                                        socs + [d + 1])
+
+    def solve_greedy(self, theta):
+        c = np.zeros(self.n)
+        c[:self.d] = -theta
+        self.greedy.update_vector_data(c=c)
+        return self.greedy.solve()
+
+    def solve_lcb(self, theta, chol, r):
+        d, n, m = self.d, self.n, self._m
+        self._Gl[m + 1:, :d] = -r * np.linalg.inv(chol)
+        self.lcb.update_matrix_data(G=self._Gl[self._pattern])
+        c = np.zeros(n + 1)
+        c[:d], c[n] = -theta, 1.0
+        self.lcb.update_vector_data(c=c)
+        return self.lcb.solve()
+
+
+def qoco_solves(form, thetas, chols, radii, repeats: int) -> list | None:
+    """QOCO on the instances: per program ``(seconds per solve from Python (median of
+    repeats), QOCO's own solve_time_sec (median), how many it reports solved, the arms)``;
+    None where QOCO is not installed."""
+    try:
+        programs = QOCOPrograms(form)
+    except ImportError:
+        return None
+    out = []
+    for solve, data in ((programs.solve_greedy, (thetas,)),
+                        (programs.solve_lcb, (thetas, chols, radii))):
+        t, results = timed(lambda solve=solve, data=data: [solve(*row) for row in zip(
+            *data, strict=True)], repeats)
+        out.append((t / len(results), float(np.median([r.solve_time_sec for r in results])),
+                    sum(r.status == "QOCO_SOLVED" for r in results),
+                    np.array([r.x[:form.dim] for r in results])))
+    return out
+
+
 def bench_solves(args) -> tuple[list, dict]:
     rows, clarabel_lcb = [], {}
     for name, constraints in SETS.items():
@@ -114,11 +198,23 @@ def bench_solves(args) -> tuple[list, dict]:
             l_err = np.abs(cholesky.lcb_values(l_arms, thetas, chols, radii)
                            - cholesky.lcb_values(ref_l, thetas, chols, radii)) / l_scale
             clarabel_lcb[(name, d)] = lc_time / k
-            for program, t, tc, codes, err in (("greedy", g_time, gc_time, g_codes, g_err),
-                                                ("LCB", l_time, lc_time, l_codes, l_err)):
+            qoco = qoco_solves(arms.form, thetas[:k], chols[:k], radii[:k], args.repeats)
+            q_cols = [["-"] * 4, ["-"] * 4]
+            if qoco is not None:
+                q_err = (np.abs(np.einsum("ij,ij->i", qoco[0][3] - ref_g[:k], thetas[:k]))
+                         / g_scale[:k],
+                         np.abs(cholesky.lcb_values(qoco[1][3], thetas[:k], chols[:k], radii[:k])
+                                - cholesky.lcb_values(ref_l[:k], thetas[:k], chols[:k],
+                                                      radii[:k])) / l_scale[:k])
+                q_cols = [[f"{t * 1e6:.0f}", f"{inside * 1e6:.0f}", f"{solved}/{k}",
+                           f"{int((e <= 1e-7).sum())}/{k}"]
+                          for (t, inside, solved, _), e in zip(qoco, q_err, strict=True)]
+            for program, t, tc, codes, err, q in (
+                    ("greedy", g_time, gc_time, g_codes, g_err, q_cols[0]),
+                    ("LCB", l_time, lc_time, l_codes, l_err, q_cols[1])):
                 rows.append([name, str(d), program, f"{t / n * 1e6:.1f}", f"{tc / k * 1e6:.0f}",
                              f"{tc / k / (t / n):.1f}x", f"{int((codes == VERIFIED).sum())}/{n}",
-                             f"{int((err <= 1e-7).sum())}/{n}", f"{np.nanmax(err):.1e}"])
+                             f"{int((err <= 1e-7).sum())}/{n}", f"{np.nanmax(err):.1e}", *q])
     return rows, clarabel_lcb
 
 
@@ -182,7 +278,8 @@ def main(argv=None) -> None:
     print(f"1. Per solve, {args.instances} cold instances (Clarabel: {args.clarabel}), "
           f"median of {args.repeats}")
     print(render(["set", "d", "program", "compiled us", "Clarabel us", "ratio", "certified",
-                  "within 1e-7", "largest"], solves, args.markdown, left=3))
+                  "within 1e-7", "largest", "QOCO us", "in C", "solved", "within 1e-7"], solves,
+                 args.markdown, left=3))
     print()
     print(f"2. SEGE per run-stage (us), compiled: {args.runs} x {args.stages}, solver: "
           f"{args.solver_runs} x {args.solver_stages}, {numba.get_num_threads()} threads")
