@@ -7,6 +7,9 @@
   so the data ``(theta_hat, M)`` enters affinely (DPP) and the program compiles once.
 * Membership witness (lifted sets): ``min_{x, u} ||x - p||_1`` s.t. ``(x, u)`` satisfies the
   constraints, for a point ``p``: auxiliary values ``u`` for ``p`` when it lies in the set.
+* Cone witness (sets of second-order cones, :mod:`sege_cvx.arm_sets.cone`): for a point ``p``,
+  the canonical auxiliaries ``u`` that leave the rows of ``G (p, u) + s = h`` the largest
+  margin, the witness an exact certificate checks.
 
 A lifted set's constraints create auxiliary variables of their own at every call; each program
 returns their values too (its *witness*), found by :func:`auxiliary_variables`.
@@ -15,10 +18,14 @@ returns their values too (its *witness*), found by :func:`auxiliary_variables`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import cvxpy as cp
 
 from .compiled import CompiledConicProgram
+
+if TYPE_CHECKING:
+    from .cone_form import ConeForm
 
 ConstraintBuilder = Callable[[cp.Variable], list]
 
@@ -94,3 +101,37 @@ def witness_program(
     cons = constraints(x)
     problem = cp.Problem(cp.Minimize(cp.norm1(x - p)), cons)
     return CompiledConicProgram(problem, x, [p], settings, auxiliary_variables(cons, [x]))
+
+
+def margin_constraints(form: ConeForm, z: cp.Expression, margin: cp.Expression) -> list:
+    """The rows of ``form`` at ``z = (x, u)`` with every cone's slack ``s = h - G z`` at least
+    ``margin`` inside it: ``s_i >= margin`` for a nonnegative row, ``||s_1|| <= s_0 - margin``
+    for a second-order cone; the equalities ``A z = b``."""
+    slack = form.h - form.dense_G() @ z
+    blk = form.blocks
+    cons = [form.A @ z == form.b] if form.A.shape[0] else []
+    for j in range(form.n_blocks):
+        r0, r1 = int(blk.rows[j]), int(blk.rows[j + 1])
+        if blk.kind[j] == 0:
+            cons.append(slack[r0] >= margin)
+        else:
+            cons.append(cp.norm(slack[r0 + 1:r1]) <= slack[r0] - margin)
+    return cons
+
+
+def cone_witness_program(form: ConeForm) -> CompiledConicProgram:
+    """Compile ``max_{u, t} t`` s.t. ``(p, u)`` meets ``form``'s rows with margin ``t``
+    (:func:`margin_constraints`), ``t <= 1`` and ``||u||_inf`` bounded (by ``1e6 (1 +
+    ||h||_inf)``, so that the program is bounded); solve with ``.solve(p)``, ``u`` in ``.x``.
+
+    Feasible for every ``p`` (a low enough ``t``); for ``p`` in the set's interior the optimum
+    has ``t > 0``.  Whether ``p`` is in the set is decided by certifying ``(p, u)``, not by this
+    program.  The margin ``t`` comes back as the solution's ``aux``.  Needs ``form.n >
+    form.dim`` (auxiliary columns to solve for).
+    """
+    d, n = form.dim, form.n
+    p, u, t = cp.Parameter(d), cp.Variable(n - d), cp.Variable()
+    bound = 1e6 * (1.0 + float(abs(form.h).max(initial=0.0)))
+    cons = [*margin_constraints(form, cp.hstack([p, u]), t), t <= 1.0,
+            cp.norm(u, "inf") <= bound]
+    return CompiledConicProgram(cp.Problem(cp.Maximize(t), cons), u, [p], aux_variables=[t])

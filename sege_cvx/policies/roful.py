@@ -294,8 +294,9 @@ class StagewiseROFUL(Policy):
         super().__init__(setting, lam=lam, n_runs=n_runs, seed=seed)
         self._require_convex()  # it plays points of segments [x0, p_j]
         if setting.safe_shift > 0.0:
-            # The arm may well be in the set: on its boundary, rounding (or, on a lifted set, the
-            # witness solve) can fail the exact test, which is what the user must know.
+            # The arm may well be in the set: on its boundary, rounding (or, on a set given by
+            # cvxpy constraints, the witness solve) can fail the exact test, which is what the
+            # user must know.
             raise ValueError(f"ROFUL needs the baseline's exact reward, but the safe arm failed "
                              f"the set's exact membership test (tol=0) and was moved "
                              f"{setting.safe_shift:.3g} into the arm set (its reward is then "

@@ -104,6 +104,58 @@ def test_certified_arms_are_in_the_set_exactly():
     assert on_boundary > 50  # the test reaches the cone's boundary, where rounding matters
 
 
+def _in_demand_set(x) -> bool:
+    """``x`` in the demand set, in rationals against the user's own F, 0.9 and 0.8."""
+    xq = [q(v) for v in x]
+    flow = [sum((q(a) * v for a, v in zip(row, xq, strict=True)), Fraction(0)) for row in F]
+    return (sum(v * v for v in xq) <= 1 and xq[0] + xq[1] <= q(0.9)
+            and sum(v * v for v in flow) <= q(0.8) * q(0.8))
+
+
+def test_clarabel_arms_of_a_cone_set_are_in_it_exactly():
+    # Without compiled=True: Clarabel's arms, moved in by the pull-in until contains(tol=0)
+    # proves them.  With the float evaluation as the membership test, 2 of these 2,000 greedy
+    # arms lay outside the set in rationals.
+    arm_set = sc.ConvexArmSet(3, demand)
+    rng = np.random.default_rng(0)
+    batch = arm_set.greedy_arm_batch(rng.normal(size=(2000, 3)))
+    assert batch.ok.all()
+    assert all(_in_demand_set(x) for x in batch.arms)
+    assert arm_set.contains(batch.arms, tol=0.0).all()  # what it returns, contains proves
+    near = sum(np.linalg.norm(x) > 1 - 1e-7 for x in batch.arms)
+    assert near > 500  # on the ball's boundary, where the float test let arms slip out
+
+
+def test_exact_membership_of_a_cone_set_at_its_boundary():
+    arm_set = sc.ConvexArmSet(3, demand)
+    x = np.array([0.5, 0.4, 0.6])  # on the face x1 + x2 <= 0.9: fl(0.5) + fl(0.4) = fl(0.9)
+    assert q(x[0]) + q(x[1]) == q(0.9) and _in_demand_set(x)
+    assert arm_set.contains(x, tol=0.0)  # the face's slack is 0 exactly: proven in rationals
+    outside = x.copy()
+    outside[0] = np.nextafter(outside[0], 1.0)  # one ulp further
+    assert not _in_demand_set(outside) and not arm_set.contains(outside, tol=0.0)
+    ball = np.array([0.6, 0.0, 0.8])  # 0.36 + 0.64 = 1 in rationals? (0.6 and 0.8 are not)
+    assert bool(arm_set.contains(ball, tol=0.0)) <= _in_demand_set(ball)
+    # A point proven in is in: never True where rationals say outside.
+    rng = np.random.default_rng(5)
+    g = rng.normal(size=(200, 3))
+    pts = g / np.linalg.norm(g, axis=1, keepdims=True) * (1 + rng.uniform(-1e-12, 1e-12, (200, 1)))
+    claimed = arm_set.contains(pts, tol=0.0)
+    assert all(_in_demand_set(x) for x in pts[claimed])
+
+
+def test_pull_inside_on_a_cone_set_returns_points_contains_proves():
+    arm_set = sc.ConvexArmSet(3, lambda x: [cp.pnorm(x - 1, 1.5) <= 1])
+    rng = np.random.default_rng(2)
+    g = rng.standard_normal((100, 3))
+    points = 1 + (1 + 10 ** rng.uniform(-13, -6, (100, 1))) * g / np.linalg.norm(
+        g, 1.5, axis=1, keepdims=True)
+    moved, ok = arm_set.pull_inside(points)
+    assert ok.all() and arm_set.contains(moved, tol=0.0).all()
+    scale = np.abs(moved - arm_set._cone_arms.center[:3]).max()
+    assert np.abs(moved - points).max() <= 1e-5 * scale + 1e-6  # moved by the schedule only
+
+
 def test_certify_refuses_a_point_outside_by_an_ulp():
     arm_set = _set("ball_cut")
     arms = arm_set.compiled_arms

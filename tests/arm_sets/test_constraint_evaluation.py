@@ -91,12 +91,15 @@ def test_search_from_a_start_finds_the_schedules_contraction(start):
             assert tried == schedule[:len(tried)]  # the schedule itself, in order
 
 
-def test_lp_ball_pull_in_with_and_without_the_start_agree():
-    arm_set = sc.ConvexArmSet(3, lambda x: [cp.pnorm(x - 1, 1.5) <= 1])
+def test_pull_in_with_and_without_the_start_agree():
+    # An exponential-cone set (a set of second-order cones is proven by its cone rows instead,
+    # arm_sets.cone): log(sum(exp(x))) <= 1, whose boundary moves with x + c 1 by c.
+    arm_set = sc.ConvexArmSet(3, lambda x: [cp.log_sum_exp(x) <= 1, x >= -4])
+    assert arm_set._cone_arms is None
     rng = np.random.default_rng(2)
-    g = rng.standard_normal((300, 3))
-    points = 1 + (1 + 10 ** rng.uniform(-13, -6, (300, 1))) * g / np.linalg.norm(
-        g, 1.5, axis=1, keepdims=True)
+    g = rng.uniform(-1.0, 1.0, (300, 3))
+    lse = np.log(np.exp(g).sum(axis=1, keepdims=True))
+    points = g + (1.0 - lse) + 10 ** rng.uniform(-13, -6, (300, 1))
     assert not arm_set.contains(points, tol=0.0).any()
     fast, ok = arm_set.pull_inside(points)
     slow = points.copy()

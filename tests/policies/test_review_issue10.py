@@ -62,17 +62,20 @@ def test_a_default_radius_is_not_reported_as_not_applying(tmp_path):
 
 
 def test_roful_says_why_a_boundary_baseline_is_refused():
-    """A baseline on the boundary of a solver-described set fails the exact test by rounding;
-    the error told the user to 'give a baseline arm inside the set', which it was."""
+    """A baseline inside a solver-described set by less than a witness solve can prove fails
+    the exact test; the error told the user to 'give a baseline arm inside the set', which it
+    was."""
+    from fractions import Fraction
+
     import cvxpy as cp
 
-    def l1_epigraph(x):
-        t = cp.Variable()
-        return [cp.norm1(x) <= t, t <= 1.5]
-
-    arm_set = sc.ConvexArmSet(2, l1_epigraph)
-    if arm_set.contains([0.75, 0.75], tol=0.0):
-        pytest.skip("the witness solve certified this boundary point exactly")
+    arm_set = sc.ConvexArmSet(2, lambda x: [cp.pnorm(x, 1.5) <= 1])
+    g = np.array([0.6, 0.5])
+    baseline = (1 - 1e-12) * g / np.linalg.norm(g, 1.5)
+    # Inside in rationals: sqrt(A) + sqrt(B) <= 1 with A, B the cubes of |x_i|.
+    A, B = (abs(Fraction(float(v))) ** 3 for v in baseline)
+    assert 1 - A - B >= 0 and 4 * A * B <= (1 - A - B) ** 2
+    assert not arm_set.contains(baseline, tol=0.0)  # 1e-12 inside: no witness proves it
     with pytest.raises(ValueError, match=r"exact reward.*exact membership test \(tol=0\)"):
-        sc.StagewiseROFUL(floor_setting(arm_set, [0.75, 0.75], 1.05, 0.8, noise_sd=0.3),
+        sc.StagewiseROFUL(floor_setting(arm_set, baseline, 1.05, 0.8, noise_sd=0.3),
                           n_directions=8)

@@ -49,6 +49,8 @@ import numpy as np
 from ..._numba import njit
 from ...conic import socp
 from ...conic.cone_form import ConeForm, UnsupportedCone, blocks_from_rows
+from ...conic.errors import SolverFailure
+from ...conic.programs import cone_witness_program, margin_constraints, solve_once
 from ..exploration import drawn_vertex
 from ..kernels.pull_in import FIRST_CONTRACTION, MAX_CONTRACTION
 from ..kernels.registry import GeometryKernels, register_geometry
@@ -94,6 +96,11 @@ class ConeGeometry(NamedTuple):
     center: np.ndarray
     baseline: np.ndarray
     table: np.ndarray
+
+
+#: Margin a max-margin witness solve is trusted to reach (Clarabel's accuracy, with room):
+#: where :meth:`ConeArms.pull_in`'s search for a contraction starts.
+WITNESS_ACCURACY = 1e-9
 
 
 # --------------------------------------------------------------------------- certificate
@@ -337,9 +344,15 @@ class ConeArms:
     ----------
     form : ConeForm
         The set's rows (:func:`~sege_cvx.conic.cone_form.cone_form`).
-    center : ndarray, shape (d,)
-        A point well inside the set (the exploration's centre): its max-margin witness is the
-        pull-in's interior pair.
+
+    Attributes
+    ----------
+    center : ndarray, shape (n + 1,)
+        The pull-in's interior pair: the pair ``(x, u)`` of largest margin in every cone
+        (:func:`~sege_cvx.conic.programs.margin_constraints`), certified (and a zero for the
+        LCB program's ``tau``).
+    center_margin : float
+        Its least margin.
 
     Raises
     ------
@@ -348,7 +361,7 @@ class ConeArms:
         not of full row rank), or the interior pair cannot be certified.
     """
 
-    def __init__(self, form: ConeForm, center: np.ndarray) -> None:
+    def __init__(self, form: ConeForm) -> None:
         self.form = form
         d, n, p = form.dim, form.n, form.A.shape[0]
         G = form.dense_G()
@@ -376,38 +389,136 @@ class ConeArms:
         self.row_terms = np.count_nonzero(G, axis=1).astype(np.float64) + 1.0
         self.eq_l1 = np.array([np.nextafter(math.fsum(np.abs(row)), up) for row in form.A])
         self.R, self.kappa = _right_inverse(form.A[:, d:])
-        self.center = self.witness(center)
+        self._witness_program = cone_witness_program(form) if n > d else None
+        interior = _interior_pair(form)
+        self.center = np.r_[interior, 0.0]
+        self.center_margin = self._margin(interior)
         self.n_vals = int(self.blocks.values.size)
         self._plain = self._record(np.zeros(n + 1), np.zeros((2 * d + 1, n + 1)))
         if not _certify_all(self._plain, self.center[None, :n])[0]:
             raise UnsupportedCone("the interior point's witness could not be certified")
 
-    def witness(self, x: np.ndarray) -> np.ndarray:
-        """``(x, u)`` with ``u`` the max-margin witness of ``x`` (length ``n + 1``: a zero for
-        the LCB program's ``tau``), from one Clarabel solve of the rows with ``x`` fixed."""
-        import cvxpy as cp
-
-        form, G = self.form, self._G
-        d, n = form.dim, form.n
-        x = np.asarray(x, dtype=np.float64)
-        u, t = cp.Variable(n - d), cp.Variable()
-        slack = form.h - G[:, :d] @ x - G[:, d:] @ u
-        cons = [t <= 1.0, cp.norm(u, "inf") <= 1e6 * (1.0 + float(np.max(np.abs(form.h))))]
-        if form.A.shape[0]:
-            cons.append(form.A[:, d:] @ u == form.b - form.A[:, :d] @ x)
-        blk = form.blocks
-        for j in range(form.n_blocks):
-            r0, r1 = int(blk.rows[j]), int(blk.rows[j + 1])
-            if blk.kind[j] == 0:
-                cons.append(slack[r0] >= t)
-            else:
-                cons.append(cp.norm(slack[r0 + 1:r1]) <= slack[r0] - t)
-        cp.Problem(cp.Maximize(t), cons).solve(solver=cp.CLARABEL)
+    def witness(self, x: np.ndarray) -> tuple[np.ndarray, float]:
+        """``(z, t)``: ``z = (x, u)`` with ``u`` the max-margin witness of ``x`` (length
+        ``n + 1``: a zero for the LCB program's ``tau``) and ``t`` that margin, from one Clarabel
+        solve of the rows with ``x`` fixed (:func:`~sege_cvx.conic.programs.cone_witness_program`;
+        ``u = 0`` and ``t = nan`` where it fails; without auxiliaries ``t`` is the least margin
+        of ``x`` itself)."""
+        d, n = self.form.dim, self.form.n
         z = np.zeros(n + 1)
         z[:d] = x
-        if u.value is not None:
-            z[d:n] = u.value
-        return z
+        if self._witness_program is None:
+            return z, self._margin(z[:n])
+        try:
+            solution = self._witness_program.solve(z[:d])
+        except SolverFailure:  # u = 0: the certificate decides
+            return z, math.nan
+        z[d:n] = solution.x
+        return z, float(solution.aux[0])
+
+    def _margin(self, z: np.ndarray) -> float:
+        """The least margin of the pair ``z`` (length n) in the set's cones, in floating point
+        (:func:`~sege_cvx.conic.programs.margin_constraints`: ``s_i`` for a nonnegative row,
+        ``s_0 - ||s_1||`` for a second-order cone), ``-inf`` if an equality fails by more than
+        rounding."""
+        form, blk = self.form, self.form.blocks
+        slack = form.h - self._G @ z
+        if form.A.shape[0] and not np.all(np.abs(form.A @ z - form.b) <= 1e-12 * (
+                1.0 + np.abs(form.A) @ np.abs(z) + np.abs(form.b))):
+            return -math.inf
+        out = math.inf
+        for j in range(form.n_blocks):
+            r0, r1 = int(blk.rows[j]), int(blk.rows[j + 1])
+            out = min(out, slack[r0] if blk.kind[j] == 0
+                      else slack[r0] - float(np.linalg.norm(slack[r0 + 1:r1])))
+        return out
+
+    def _holds_exactly(self, z: np.ndarray) -> bool:
+        """Whether the pair ``z`` (length n) satisfies every row in rational arithmetic: the
+        equalities exactly, each nonnegative row's slack ``>= 0``, each second-order cone's
+        ``s_0 >= 0`` and ``s_0^2 >= ||s_1||^2`` (exact squares)."""
+        form, blk = self.form, self.form.blocks
+        zf = [Fraction(float(v)) for v in z]
+
+        def dot(row) -> Fraction:
+            return sum((Fraction(float(a)) * zf[k] for k, a in enumerate(row) if a != 0.0),
+                       Fraction(0))
+
+        for i in range(form.A.shape[0]):
+            if dot(form.A[i]) != Fraction(float(form.b[i])):
+                return False
+        for j in range(form.n_blocks):
+            r0, r1 = int(blk.rows[j]), int(blk.rows[j + 1])
+            s = [Fraction(float(form.h[r])) - dot(self._G[r]) for r in range(r0, r1)]
+            if s[0] < 0 or (blk.kind[j] == 1 and s[0] * s[0] < sum(v * v for v in s[1:])):
+                return False
+        return True
+
+    def prove(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Whether each row of ``points`` ``(k, d)`` lies in the set exactly, with its pair and
+        the witness program's margin: the pair with its max-margin witness (:meth:`witness`)
+        passes :func:`certify` (a rigorous floating-point bound per row and per cone), or, where
+        that bound is inconclusive and the pair's floating-point margins are all nonnegative,
+        every row holds in rational arithmetic (:meth:`_holds_exactly`) with that witness or
+        with it rounded to 12 significant digits.  Returns ``(inside,
+        pairs, margins)``, the pairs of length ``n`` (NaN rows for non-finite points).  True only
+        when proven: a point on the boundary of a cone whose witness is not exactly
+        representable comes out False."""
+        points = np.asarray(points, dtype=np.float64)
+        n = self.form.n
+        pairs = np.full((points.shape[0], n), np.nan)
+        margins = np.full(points.shape[0], np.nan)
+        for i in np.flatnonzero(np.isfinite(points).all(axis=1)):
+            z, margins[i] = self.witness(points[i])
+            pairs[i] = z[:n]
+        inside = self.certify(pairs)
+        d = self.form.dim
+        for i in np.flatnonzero(~inside & np.isfinite(pairs).all(axis=1)):
+            # The witness as solved, then rounded to 12 significant digits: a point on a cone's
+            # boundary needs its exact witness (x t >= 1 at x = 1/2 needs t = 2, which the
+            # solve returns as 1.9999999999995).
+            snapped = np.r_[pairs[i, :d], [float(f"{v:.12g}") for v in pairs[i, d:]]]
+            for z in (pairs[i], snapped):
+                if self._margin(z) >= 0.0 and self._holds_exactly(z):
+                    inside[i], pairs[i] = True, z
+                    break
+        return inside, pairs, margins
+
+    def contains(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`prove`'s ``(inside, pairs)``."""
+        inside, pairs, _ = self.prove(points)
+        return inside, pairs
+
+    def pull_in(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Move each row of ``points`` ``(k, d)`` exactly into the set, in place: rows that
+        :meth:`prove` accepts stay; the others move to the first contraction toward the
+        interior pair's ``x`` (:attr:`center`) of the schedule
+        (:func:`~sege_cvx.arm_sets.kernels.pull_in.contractions`: 1e-15, 1e-14, ...) at or
+        above ``eps = (a - t) / (t_c - t)`` that :meth:`prove` accepts, so that ``contains``
+        proves every point it returns.  That ``eps`` is where the margin, concave along the
+        segment, is sure to reach :data:`WITNESS_ACCURACY` ``a`` from ``t`` at the point (the
+        witness program's margin) and :attr:`center_margin` ``t_c`` at the centre: below it a
+        witness solve cannot be trusted to prove a point, so the search only goes up from it
+        (one solve per point where the first contraction passes).  Returns ``(ok, pairs)``:
+        rows that cannot be moved in (or are not finite) are left as they were, not ok."""
+        from ..kernels.pull_in import contraction_limit, contractions
+
+        d = self.form.dim
+        ok, pairs, margins = self.prove(points)
+        c, t_c = self.center[:d], self.center_margin
+        for i in np.flatnonzero(~ok & np.isfinite(points).all(axis=1)):
+            offset = points[i] - c
+            t = min(margins[i], 0.0) if math.isfinite(margins[i]) else -t_c
+            start = (WITNESS_ACCURACY - t) / (t_c - t)
+            for eps in contractions(contraction_limit(points[i], c, offset)):
+                if eps < start:
+                    continue
+                point = c + (1.0 - eps) * offset
+                inside, pair, _ = self.prove(point[None])
+                if inside[0]:
+                    points[i], pairs[i], ok[i] = point, pair[0], True
+                    break
+        return ok, pairs
 
     def _record(self, baseline: np.ndarray, table: np.ndarray) -> ConeGeometry:
         form = self.form
@@ -427,8 +538,8 @@ class ConeArms:
         if exploration.kind != "cross":
             return None
         points = np.vstack([exploration.vertices(), exploration.center])
-        table = np.array([self.witness(v) for v in points])
-        return self._record(self.witness(anchors.safe_arm), table)
+        table = np.array([self.witness(v)[0] for v in points])
+        return self._record(self.witness(anchors.safe_arm)[0], table)
 
     def warm_state(self, n: int) -> tuple[np.ndarray, ...]:
         """Per run: the pairs (slots :data:`GREEDY`, :data:`LCB`, :data:`MIX`) and the solver's
@@ -460,6 +571,25 @@ class ConeArms:
     def certify(self, pairs: np.ndarray) -> np.ndarray:
         """:func:`certify` per row of ``pairs`` (length ``n``)."""
         return _certify_all(self._plain, np.ascontiguousarray(pairs, dtype=np.float64))
+
+
+def _interior_pair(form: ConeForm) -> np.ndarray:
+    """The pair ``z = (x, u)`` of largest margin ``t <= 1`` in every cone of ``form``
+    (:func:`~sege_cvx.conic.programs.margin_constraints`; ``||u||_inf`` bounded as in the
+    witness program)."""
+    import cvxpy as cp
+
+    d, n = form.dim, form.n
+    z, t = cp.Variable(n), cp.Variable()
+    bound = 1e6 * (1.0 + float(abs(form.h).max(initial=0.0)))
+    cons = [*margin_constraints(form, z, t), t <= 1.0]
+    if n > d:
+        cons.append(cp.norm(z[d:], "inf") <= bound)
+    try:
+        solve_once(cp.Problem(cp.Maximize(t), cons), z, "the set's interior pair")
+    except ValueError as exc:
+        raise UnsupportedCone(str(exc)) from None
+    return np.asarray(z.value, dtype=np.float64)
 
 
 def _right_inverse(Au: np.ndarray) -> tuple[np.ndarray, float]:
