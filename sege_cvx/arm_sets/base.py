@@ -281,6 +281,20 @@ class ArmSet(ABC):
             return self._closed_form_each(self._greedy_closed_form, thetas)
         return self._solve_each(self._greedy_program, thetas)
 
+    def greedy_points_unverified(self, thetas: np.ndarray) -> np.ndarray:
+        """Greedy points for ``(n, d)`` directions, to measure with (the discretization's
+        arm-count search and error, :mod:`.discretization`), not to play.  Here the verified
+        arms of :meth:`greedy_arm_batch`; a set whose proof of membership costs far more than
+        the points' values need may return them unproven
+        (:class:`~sege_cvx.arm_sets.generic.ConvexArmSet`).
+
+        Raises
+        ------
+        sege_cvx.SolverFailure
+            An arm failed.
+        """
+        return self._checked(self.greedy_arm_batch(thetas))
+
     @property
     def has_closed_form_greedy(self) -> bool:
         """Whether :meth:`greedy_arm` has an exact closed form for this set."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._rowwise import row_matvec
+from .._rowwise import row_dots, row_matvec
 from .._validation import as_batch_of_vectors, as_positive_int, as_scalar
 from .base import ArmSet
 
@@ -88,11 +88,16 @@ def _check_arm_set(arm_set: object) -> ArmSet:
 
 def support_tests(arm_set: ArmSet) -> tuple[np.ndarray, np.ndarray]:
     """The test directions of :func:`discretization_error` (3,600 in the plane, ``1000 d``
-    otherwise) and the set's support values on them: one greedy arm per direction, so worth
-    computing once for every ``K`` tried (:func:`default_arm_count`)."""
+    otherwise) and the set's support values on them: one greedy point per direction
+    (:meth:`~sege_cvx.arm_sets.base.ArmSet.greedy_points_unverified`), so worth computing once
+    for every ``K`` tried (:func:`default_arm_count`)."""
     d = _check_arm_set(arm_set).dim
     tests = sphere_directions(d, 3600 if d == 2 else 1000 * d)
-    return tests, arm_set.support(tests)
+    values = row_dots(arm_set.greedy_points_unverified(tests), tests)
+    if not np.all(np.isfinite(values)):
+        raise ValueError("a test direction gives a support value beyond the float range: "
+                         "rescale the problem")
+    return tests, values
 
 
 def discretization_error(arm_set: ArmSet, arms: np.ndarray, S: float, *,
@@ -163,7 +168,10 @@ def default_arm_count(arm_set: ArmSet, S: float, tol: float = DEFAULT_DISCRETIZA
         tests = support_tests(arm_set)
 
     def error(K: int) -> float:
-        return discretization_error(arm_set, discretize(arm_set, K), S, tests=tests)
+        # The count is chosen on the solver's points (to about 1e-8 of the arms played, far
+        # below tol); the K arms played are then computed and proven (discretize).
+        points = arm_set.greedy_points_unverified(sphere_directions(arm_set.dim, K))
+        return discretization_error(arm_set, points, S, tests=tests)
 
     hi = min(8, max_arms)
     while error(hi) > tol:
