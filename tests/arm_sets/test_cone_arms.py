@@ -12,6 +12,7 @@ from _exact import q
 from _same_runs import assert_same_simulations, simulate_on_threads
 
 import sege_cvx as sc
+from sege_cvx.arm_sets.discretization import sphere_directions
 from sege_cvx.arm_sets.kernels.status import VERIFIED
 from sege_cvx.confidence import cholesky
 from sege_cvx.conic import socp
@@ -257,3 +258,22 @@ def test_compiled_is_opt_in_and_part_of_the_fingerprint():
     assert repr(fast) == "ConvexArmSet(dim=3, constraints=demand, compiled=True)"
     with pytest.raises(TypeError, match="compiled must be True or False, got 1"):
         sc.ConvexArmSet(3, demand, compiled=1)
+
+
+def test_greedy_arms_of_a_hull_written_by_weights_are_proven():
+    # x = P^T w, sum(w) = 1, w >= 0: a degenerate witness program, whose solves meet the
+    # equalities only to about 1e-7; the witness is moved onto them before the proof.  Without
+    # that, arms 663 and 830 of these 1,022 could not be proven at any contraction.
+    rng = np.random.default_rng([0, 5])
+    g = rng.standard_normal((20, 5))
+    points = 1.0 + rng.uniform(0.5, 1.0, (20, 1)) * g / np.linalg.norm(g, axis=1, keepdims=True)
+
+    def by_weights(x):
+        w = cp.Variable(20, nonneg=True)
+        return [x == points.T @ w, cp.sum(w) == 1]
+
+    arm_set = sc.ConvexArmSet(5, by_weights)
+    batch = arm_set.greedy_arm_batch(sphere_directions(5, 1022))
+    assert batch.ok.all()
+    hull = sc.ConvexHull(points)
+    assert hull.contains(batch.arms, tol=0.0).all()  # the hull's own exact test agrees

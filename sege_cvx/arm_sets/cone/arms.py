@@ -456,23 +456,27 @@ class ConeArms:
 
     def prove(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Whether each row of ``points`` ``(k, d)`` lies in the set exactly, with its pair and
-        the witness program's margin: the pair with its max-margin witness (:meth:`witness`)
-        passes :func:`certify` (a rigorous floating-point bound per row and per cone), or, where
-        that bound is inconclusive and the pair's floating-point margins are all nonnegative,
-        every row holds in rational arithmetic (:meth:`_holds_exactly`) with that witness or
-        with it rounded to 12 significant digits.  Returns ``(inside,
-        pairs, margins)``, the pairs of length ``n`` (NaN rows for non-finite points).  True only
-        when proven: a point on the boundary of a cone whose witness is not exactly
-        representable comes out False."""
+        the witness program's margin: the pair with its max-margin witness (:meth:`witness`),
+        moved onto the equalities by the right inverse ``R``, passes :func:`certify` (a
+        rigorous floating-point bound per row and per cone), or, where that bound is
+        inconclusive and the pair's floating-point margins are all nonnegative, every row holds
+        in rational arithmetic (:meth:`_holds_exactly`) with that witness or with it rounded to
+        12 significant digits.  Returns ``(inside, pairs, margins)``, the pairs of length ``n``
+        (NaN rows for non-finite points).  True only when proven: a point on the boundary of a
+        cone whose witness is not exactly representable comes out False."""
         points = np.asarray(points, dtype=np.float64)
         n = self.form.n
         pairs = np.full((points.shape[0], n), np.nan)
         margins = np.full(points.shape[0], np.nan)
+        form, d = self.form, self.form.dim
         for i in np.flatnonzero(np.isfinite(points).all(axis=1)):
             z, margins[i] = self.witness(points[i])
+            if form.A.shape[0]:
+                # The witness moved onto the equalities (a solve meets them to its tolerance
+                # only, which the certificate would otherwise charge against every row).
+                z[d:n] += self.R @ (form.b - form.A @ z[:n])
             pairs[i] = z[:n]
         inside = self.certify(pairs)
-        d = self.form.dim
         for i in np.flatnonzero(~inside & np.isfinite(pairs).all(axis=1)):
             # The witness as solved, then rounded to 12 significant digits: a point on a cone's
             # boundary needs its exact witness (x t >= 1 at x = 1/2 needs t = 2, which the
@@ -498,8 +502,9 @@ class ConeArms:
         proves every point it returns.  That ``eps`` is where the margin, concave along the
         segment, is sure to reach :data:`WITNESS_ACCURACY` ``a`` from ``t`` at the point (the
         witness program's margin) and :attr:`center_margin` ``t_c`` at the centre: below it a
-        witness solve cannot be trusted to prove a point, so the search only goes up from it
-        (one solve per point where the first contraction passes).  Returns ``(ok, pairs)``:
+        witness solve cannot be trusted to prove a point, so the search goes up from it (one
+        solve per point where the first contraction passes), and only if none up to the limit
+        is proven (a witness solve's accuracy varies), down from it.  Returns ``(ok, pairs)``:
         rows that cannot be moved in (or are not finite) are left as they were, not ok."""
         from ..kernels.pull_in import contraction_limit, contractions
 
@@ -510,9 +515,11 @@ class ConeArms:
             offset = points[i] - c
             t = min(margins[i], 0.0) if math.isfinite(margins[i]) else -t_c
             start = (WITNESS_ACCURACY - t) / (t_c - t)
-            for eps in contractions(contraction_limit(points[i], c, offset)):
-                if eps < start:
-                    continue
+            schedule = contractions(contraction_limit(points[i], c, offset))
+            # Up from the start; then, should a witness solve fail to prove every one of those
+            # (its accuracy varies from solve to solve), down from it.
+            above = [eps for eps in schedule if eps >= start]
+            for eps in above + [eps for eps in reversed(schedule) if eps < start]:
                 point = c + (1.0 - eps) * offset
                 inside, pair, _ = self.prove(point[None])
                 if inside[0]:
