@@ -281,7 +281,7 @@ class ArmSet(ABC):
             return self._closed_form_each(self._greedy_closed_form, thetas)
         return self._solve_each(self._greedy_program, thetas)
 
-    def greedy_points_unverified(self, thetas: np.ndarray) -> np.ndarray:
+    def _greedy_points_unverified(self, thetas: np.ndarray) -> np.ndarray:
         """Greedy points for ``(n, d)`` directions, to measure with (the discretization's
         arm-count search and error, :mod:`.discretization`), not to play.  Here the verified
         arms of :meth:`greedy_arm_batch`; a set whose proof of membership costs far more than

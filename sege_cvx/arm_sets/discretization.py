@@ -89,11 +89,11 @@ def _check_arm_set(arm_set: object) -> ArmSet:
 def support_tests(arm_set: ArmSet) -> tuple[np.ndarray, np.ndarray]:
     """The test directions of :func:`discretization_error` (3,600 in the plane, ``1000 d``
     otherwise) and the set's support values on them: one greedy point per direction
-    (:meth:`~sege_cvx.arm_sets.base.ArmSet.greedy_points_unverified`), so worth computing once
+    (``ArmSet._greedy_points_unverified``), so worth computing once
     for every ``K`` tried (:func:`default_arm_count`)."""
     d = _check_arm_set(arm_set).dim
     tests = sphere_directions(d, 3600 if d == 2 else 1000 * d)
-    values = row_dots(arm_set.greedy_points_unverified(tests), tests)
+    values = row_dots(arm_set._greedy_points_unverified(tests), tests)
     if not np.all(np.isfinite(values)):
         raise ValueError("a test direction gives a support value beyond the float range: "
                          "rescale the problem")
@@ -170,7 +170,7 @@ def default_arm_count(arm_set: ArmSet, S: float, tol: float = DEFAULT_DISCRETIZA
     def error(K: int) -> float:
         # The count is chosen on the solver's points (to about 1e-8 of the arms played, far
         # below tol); the K arms played are then computed and proven (discretize).
-        points = arm_set.greedy_points_unverified(sphere_directions(arm_set.dim, K))
+        points = arm_set._greedy_points_unverified(sphere_directions(arm_set.dim, K))
         return discretization_error(arm_set, points, S, tests=tests)
 
     hi = min(8, max_arms)

@@ -285,10 +285,10 @@ class ConvexArmSet(ArmSet):
 
         return witness_program(self.dim, self.constraints)
 
-    def greedy_points_unverified(self, thetas: np.ndarray) -> np.ndarray:
+    def _greedy_points_unverified(self, thetas: np.ndarray) -> np.ndarray:
         """Clarabel's greedy points as solved, not moved into the set: their values are as
         accurate (about 1e-8) without the exact proof of membership, a witness solve or two per
-        point (see :meth:`~sege_cvx.arm_sets.base.ArmSet.greedy_points_unverified`)."""
+        point (see ``ArmSet._greedy_points_unverified``)."""
         program = self._greedy_program
         return np.array([program.solve(theta).x for theta in scale_directions(thetas)],
                         dtype=np.float64).reshape(-1, self.dim)
