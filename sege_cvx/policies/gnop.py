@@ -31,6 +31,9 @@ class GNOP(DirectionalPolicy):
         The authors' ``beta_t`` (:mod:`sege_cvx.confidence.radius`) or the self-normalized bound.
     n_directions : int, optional
         Rays on a convex set (default: CLUCB's count, at least 64); a star set has its own.
+    refine : bool, default True
+        On a box, polytope, ball or ellipsoid: the fan's best ray refined toward the rule's
+        continuous optimum (:func:`~sege_cvx.policies.directional.refine_update`).
     n_runs : int, default 1
     seed : optional
         GNOP draws nothing; accepted (and validated) as every policy's.

@@ -79,8 +79,10 @@ def test_the_built_ins_register_like_any_policy_with_their_grid_parameters():
     assert grid_parameters(sc.SEGE) == ("lam", "c", "rho", "L", "delta_bar", "radius",
                                         "lcb_method")
     assert grid_parameters(sc.CLUCB) == ("lam", "delta", "n_arms", "radius")
-    for roful in (sc.StagewiseROFUL, sc.ROFUL, policy_entry("ROFUL")):
-        assert grid_parameters(roful) == ("lam", "delta", "radius", "n_directions")
+    assert grid_parameters(sc.StagewiseROFUL) == ("lam", "delta", "radius", "n_directions")
+    # The registered name offers the parameters of both its classes.
+    for roful in (sc.ROFUL, policy_entry("ROFUL")):
+        assert grid_parameters(roful) == ("lam", "delta", "radius", "n_directions", "refine")
     assert policy_code_fingerprint(sc.SEGE) is None  # the package's version identifies it
 
 

@@ -280,8 +280,13 @@ def test_the_arms_of_a_stage_are_bound_by_the_geometry_record_class():
     bindings = registry.arm_bindings(PolytopeGeometry)
     assert bindings[registry.greedy_arm] is arms.greedy_one
     assert bindings[registry.pull_in] is arms.pull_inside_one
+    assert bindings[registry.radial_extent] is arms.radial_one
     assert set(bindings) == {registry.greedy_arm, registry.lcb_arm, registry.pull_inside,
-                             registry.pull_in}
+                             registry.pull_in, registry.radial_extent}
+    # A geometry without an extent along a ray binds the one that reports none.
+    from sege_cvx.arm_sets.hull.arms import HullGeometry
+    assert registry.arm_bindings(HullGeometry)[registry.radial_extent] is (
+        registry.no_radial_extent)
     with pytest.raises(TypeError, match=r"no compiled arms for geometry records of class "
                                         r"'RoundRobinStages' \(registered: "):
         registry.arm_bindings(RoundRobinStages)

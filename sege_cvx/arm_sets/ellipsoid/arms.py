@@ -318,5 +318,41 @@ def _stage_pull_inside(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
     return pull_inside_one(x, geometry.center, geometry.h_inv_sqrt, offset, trial)
 
 
+@njit(inline="always")
+def radial_one(geometry, u, h, caps, grads):
+    """The ellipsoid's extent along ``u``: the root ``s > 0`` of ``||H^{-1/2}(s u - c)|| = 1``,
+    ``s = (<w, w_c> + D) / ||w||^2`` with ``w = H^{-1/2} u``, ``w_c = H^{-1/2} c`` and
+    ``D = sqrt(<w, w_c>^2 + ||w||^2 (1 - ||w_c||^2))`` (its conjugate form where ``<w, w_c> <
+    0``); one piece, ``s``, the gradient of whose log is ``-H^{-1/2}(s w - w_c) / D`` by
+    implicit differentiation (:func:`~sege_cvx.arm_sets.kernels.registry.radial_extent`;
+    ``caps`` holds at least ``d`` numbers, used as scratch)."""
+    Q, wc, kappa = geometry.h_inv_sqrt, geometry.white_center, geometry.kappa
+    d = u.shape[0]
+    if not kappa > 0.0:  # the origin on the boundary
+        return 0.0, 0
+    a, bq = 0.0, 0.0
+    for j in range(d):
+        w = 0.0
+        for k in range(d):
+            w += Q[j, k] * u[k]
+        caps[j] = w
+        a += w * w
+        bq += w * wc[j]
+    if not a > 0.0:
+        return 0.0, 0
+    disc = np.sqrt(bq * bq + a * kappa)
+    s = (bq + disc) / a if bq >= 0.0 else kappa / (disc - bq)
+    for j in range(d):
+        caps[j] = s * caps[j] - wc[j]
+    for j in range(d):
+        q = 0.0
+        for k in range(d):
+            q += Q[k, j] * caps[k]
+        grads[0, j] = -q / disc
+    caps[0] = s
+    return s, 1
+
+
 register_geometry(EllipsoidGeometry, GeometryKernels(
-    greedy=_stage_greedy, lcb=_stage_lcb, pull_in=_stage_pull_in, pull_inside=_stage_pull_inside))
+    greedy=_stage_greedy, lcb=_stage_lcb, pull_in=_stage_pull_in, pull_inside=_stage_pull_inside,
+    radial=radial_one))

@@ -10,7 +10,7 @@ own module (:func:`register_geometry`), as cvxpy's canonicalizers are keyed by c
 geometry registers the same way.
 
 Compiled stages are written once and call the placeholders :func:`greedy_arm`,
-:func:`lcb_arm`, :func:`pull_inside` and :func:`pull_in`.  When the stage loop
+:func:`lcb_arm`, :func:`pull_inside`, :func:`pull_in` and :func:`radial_extent`.  When the stage loop
 (:mod:`sege_cvx.stages.loop`) compiles a policy's hooks for a stage record whose ``geometry``
 field holds a geometry record, it binds each placeholder to that class's function
 (:func:`arm_bindings`) and numba inlines it.  Each arm returns a status code of :mod:`.status`;
@@ -76,6 +76,25 @@ def pull_in(geometry, x, offset, trial) -> bool:
     raise NotImplementedError(_UNBOUND)
 
 
+def radial_extent(geometry, u, h, caps, grads) -> tuple:
+    """Along the direction ``u`` (from the origin, inside the set): ``(cap, k)``, ``cap`` the
+    largest ``s`` with ``s u`` in the set (in floating point: an arm on the ray is moved in by
+    :func:`pull_in` before it is played), and into ``caps[:k]`` and ``grads[:k]`` the smooth
+    pieces whose least is ``cap`` as a function of ``u`` (a polytope's: ``b_i / <a_i, u>`` per
+    row) and the gradients of their logs, those within a factor ``1 + h (|grad_i| + |grad_0|)``
+    of the least, ``caps[0]``: those a step of length ``h`` may make the least.  At most
+    ``caps.shape[0]`` pieces; ``k = 0``: the set gives no extent along ``u`` (the origin on its
+    boundary, or no radial extent at all).  ROFUL's and GNOP's refinement of their best ray
+    follows these pieces (:func:`sege_cvx.policies.directional.refine_update`)."""
+    raise NotImplementedError(_UNBOUND)
+
+
+@njit(inline="always")
+def no_radial_extent(geometry, u, h, caps, grads) -> tuple:
+    """:func:`radial_extent` of a geometry that registers none: no extent, no pieces."""
+    return 0.0, 0
+
+
 class Anchors(NamedTuple):
     """What SEGE's mixes ``(1 - rho) X^S + rho U`` are made of, for the geometries that certify a
     mix through its parts (a hull by weights, a cone set by witnesses): the baseline arm, its
@@ -102,17 +121,21 @@ class GeometryKernels(NamedTuple):
         For :func:`pull_in`: any point moved exactly into the set.
     pull_inside : callable or None
         For :func:`pull_inside`: SEGE's mix moved exactly into the set.
+    radial : callable or None
+        For :func:`radial_extent`: the extent along a ray and its pieces (None binds
+        :func:`no_radial_extent`: ROFUL and GNOP then play their fan's best ray as scanned).
     """
 
     greedy: Callable | None = None
     lcb: Callable | None = None
     pull_in: Callable | None = None
     pull_inside: Callable | None = None
+    radial: Callable | None = None
 
 
 #: The placeholder each field of :class:`GeometryKernels` binds.
 _PLACEHOLDERS = {"greedy": greedy_arm, "lcb": lcb_arm, "pull_in": pull_in,
-                 "pull_inside": pull_inside}
+                 "pull_inside": pull_inside, "radial": radial_extent}
 _GEOMETRIES: dict[type, GeometryKernels] = {}
 
 
@@ -155,9 +178,17 @@ def has_pull_in(geometry: object) -> bool:
     return row is not None and row.pull_in is not None
 
 
+def has_radial_extent(geometry: object) -> bool:
+    """Whether the geometry record ``geometry`` gives its extent along a ray
+    (:func:`radial_extent`)."""
+    row = _GEOMETRIES.get(type(geometry))
+    return row is not None and row.radial is not None
+
+
 def arm_bindings(record: type) -> dict[Callable, Callable]:
     """The functions a compiled stage on geometry records of class ``record`` calls in place of
-    the placeholders (those it has: a hull has no :func:`pull_in`).
+    the placeholders (those it has: a hull has no :func:`pull_in`; a geometry without
+    :func:`radial_extent` has :func:`no_radial_extent`).
 
     Raises
     ------
@@ -169,6 +200,7 @@ def arm_bindings(record: type) -> dict[Callable, Callable]:
         known = ", ".join(cls.__name__ for cls in _GEOMETRIES)
         raise TypeError(f"no compiled arms for geometry records of class "
                         f"{getattr(record, '__name__', record)!r} (registered: {known})")
+    row = row._replace(radial=row.radial or no_radial_extent)
     return {_PLACEHOLDERS[field]: function for field, function in row._asdict().items()
             if function is not None}
 

@@ -745,5 +745,44 @@ def _stage_pull_inside(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
     return pull_inside_one(geometry, x, offset, trial)
 
 
+@njit(inline="always")
+def radial_one(geometry, u, h, caps, grads):
+    """The polytope's extent along ``u``, ``min b_i / <a_i, u>`` over the rows with
+    ``<a_i, u> > 0``, and its pieces ``b_i / <a_i, u>``, the gradient of whose log is
+    ``-a_i / <a_i, u>`` (norm ``1 / <a_i, u>``: the rows are unit), those within a factor
+    ``1 + h (|grad_i| + |grad_0|)`` of the least
+    (:func:`~sege_cvx.arm_sets.kernels.registry.radial_extent`)."""
+    A, b = geometry.A, geometry.b
+    m, d = A.shape
+    first, low, low_dot = -1, np.inf, 0.0
+    for i in range(m):
+        dot = 0.0
+        for j in range(d):
+            dot += A[i, j] * u[j]
+        if dot > 0.0 and b[i] / dot < low:
+            first, low, low_dot = i, b[i] / dot, dot
+    if first < 0 or not low > 0.0:  # unbounded along u, or the origin on a face it leaves
+        return 0.0, 0
+    caps[0] = low
+    for j in range(d):
+        grads[0, j] = -A[first, j] / low_dot
+    k = 1
+    for i in range(m):
+        if k == caps.shape[0]:
+            break
+        if i == first:
+            continue
+        dot = 0.0
+        for j in range(d):
+            dot += A[i, j] * u[j]
+        if dot > 0.0 and b[i] / dot <= low * (1.0 + h * (1.0 / dot + 1.0 / low_dot)):
+            caps[k] = b[i] / dot
+            for j in range(d):
+                grads[k, j] = -A[i, j] / dot
+            k += 1
+    return low, k
+
+
 register_geometry(PolytopeGeometry, GeometryKernels(
-    greedy=greedy_one, lcb=lcb_one, pull_in=pull_inside_one, pull_inside=_stage_pull_inside))
+    greedy=greedy_one, lcb=lcb_one, pull_in=pull_inside_one, pull_inside=_stage_pull_inside,
+    radial=radial_one))
