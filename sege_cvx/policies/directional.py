@@ -118,6 +118,12 @@ def _certified(s, cdot, w, beta, unorm, margin, S) -> bool:
 
 
 @njit(inline="always")
+def gnop_kappa(S, margin) -> float:
+    """GNOP's inflation of the bonus, ``kappa = 1 + 2 S / c``."""
+    return 1.0 + 2.0 * S / margin
+
+
+@njit(inline="always")
 def ray_value(algorithm, dot, cdot, norm, cap, beta, margin, kappa) -> float:
     """A ray's value under ``algorithm``'s rule (the module docstring): its scale
     ``sigma = min(c / unit, cap)`` (``cap`` if ``unit <= 0``) times ``dot`` plus the bonus, for
@@ -164,7 +170,7 @@ def ray_scale(algorithm, dot, cdot, norm, unorm, cap, beta, margin, S) -> tuple:
 def best_ray(algorithm, dot, cdot, norm, caps, beta, margin, S, value) -> int:
     """The ray of the largest :func:`ray_value` (the first of ties) on the per-ray terms
     (``value``: scratch of length K, the values written into it)."""
-    kappa = 1.0 + 2.0 * S / margin  # GNOP's exploration bonus
+    kappa = gnop_kappa(S, margin)
     best = 0
     for k in range(caps.shape[0]):
         value[k] = ray_value(algorithm, dot[k], cdot[k], norm[k], caps[k], beta, margin, kappa)
@@ -380,19 +386,21 @@ def choose_arm(policy, run, work, i, s, t, arm) -> int:
             if algorithm == ROFUL_RULE:  # optimistic unit step, bonus beta
                 sign, bonus = -1.0, beta
             else:  # GNOP: pessimistic unit step, bonus kappa beta
-                sign, bonus = 1.0, (1.0 + 2.0 * S / margin) * beta
-            state, probe, caps, cgrads = work.state, work.probe, work.caps, work.cgrads
-            vecs, levels, grads, gnorm, gfs = work.vecs, work.levels, work.grads, work.gnorm, work.gfs
+                sign, bonus = 1.0, gnop_kappa(S, margin) * beta
+            state, probe, cap_pieces, cgrads = work.state, work.probe, work.caps, work.cgrads
+            vecs, levels, grads = work.vecs, work.levels, work.grads
+            gnorm, gfs = work.gnorm, work.gfs
             step, act, corral, lam, mu, system = (work.step, work.act, work.corral, work.lam,
                                                   work.mu, work.system)
             geometry = policy.geometry
             refine_start(state, probe, u, h0)
             more = True
             while more:
-                found, pieces = radial_extent(geometry, probe, h0, caps, cgrads)
+                found, pieces = radial_extent(geometry, probe, h0, cap_pieces, cgrads)
                 more = refine_update(theta_hat, gamma_hat, inv, beta, sign, bonus, margin, u,
-                                     h0, found, pieces, state, probe, caps, cgrads, vecs, levels,
-                                     grads, gnorm, gfs, step, act, corral, lam, mu, system)
+                                     h0, found, pieces, state, probe, cap_pieces, cgrads, vecs,
+                                     levels, grads, gnorm, gfs, step, act, corral, lam, mu,
+                                     system)
             if state[5] > 0.0:  # moved: the refined ray's terms, as the fan's are computed
                 cap = state[2] * (1.0 - SHRINK)
                 dot, ck, unorm = 0.0, 0.0, 0.0

@@ -18,15 +18,18 @@ the scale (``c / unit`` and the set's pieces of its cap,
 :func:`~sege_cvx.arm_sets.kernels.registry.radial_extent`).  A step of length ``h`` goes along
 the point of least norm in the convex hull of the gradients of the pieces that a step of ``h``
 may make the least (:func:`min_norm_point`): every such piece rises along it, so on a ridge
-where pieces meet the step follows the ridge.  A trial direction is kept only if ``v`` grows;
-the step is quartered when it does not, and the search ends when it is shorter than
-:data:`REFINE_TOL` times the fan's spacing or after :data:`REFINE_STEPS` trials.  The value
-played is never below the fan's best.
+where pieces meet the step follows the ridge.  The step stops short of ``h`` where the linear
+model of ``log v`` along it turns down, at the crossing of two pieces (:func:`_step_length`):
+it lands on the kink.  A trial direction is kept only if ``v`` grows (``h`` then doubles, up to
+half the fan's spacing); else ``h`` is quartered, as it is where no direction raises every
+piece within its reach.  The search ends when ``h`` is shorter than :data:`REFINE_TOL` times
+the fan's spacing or after :data:`REFINE_STEPS` trials.  The value played is never below the
+fan's best.
 
-The loop is written for the compiled stage: the caller asks the set's extent at
-``work.probe`` (a geometry's kernel, bound when the stage loop compiles) and passes the answer
-to :func:`refine_update`, which names the next direction to ask, so that no function here
-calls a geometry's kernel.  The played arm is then certified and moved into the set like any
+The loop is written for the compiled stage: the caller asks the set's extent at ``probe`` (a
+geometry's kernel, bound when the stage loop compiles) and passes the answer to
+:func:`refine_update`, which names the next direction to ask, so that no function here calls
+a geometry's kernel.  The played arm is then certified and moved into the set like any
 other (:mod:`sege_cvx.policies.directional`).
 """
 
