@@ -19,15 +19,21 @@ vertices ``w_k = theta_hat +- sqrt(d) beta V^{-1/2} e_i`` (an l2 ball inside the
 it and over the relaxed confidence set: a bilinear program, which the maximum over the ``2d``
 vertices splits into ``2d`` linear programs (conic programs on a conic arm set) over the
 estimated safe set, one per vertex (their code enumerates the safe polytope's vertices instead;
-on a box, as there, the two agree), compiled once on Clarabel.  Ties go to the first vertex.
+on a box, as there, the two agree).  Ties go to the first vertex.  On a polytope or a box the
+stages are compiled (:class:`SafeLUCBStages`): each program is solved by the simplex method
+over the set cut by the estimated safe set's half-spaces and certified by its duality gap
+(:func:`~sege_cvx.arm_sets.kernels.registry.greedy_arm_within`); on other convex sets (and with
+``method="solver"``) each is a conic program compiled once on Clarabel.
 
 **Certified before it is played.**  An exploration arm is drawn within ``(1 - e) c / S``, ``e``
 the larger of ``2^-40`` and ``16 d eps cond(B)`` (the rounding of ``B^{-1} r``), and is played
 only if it lies in ``X`` exactly and ``S ||B x|| <= c``; else the safe arm, counted.  An
 optimistic arm's largest ``<B x, w_k>`` is recomputed and the arm scaled toward the safe arm
 where the solver's tolerance leaves it above ``(1 - 2^-40) c`` (the values are linear in
-``x``), moved exactly into ``X`` and checked again; a solver failure or an arm that still fails
-plays the safe arm, counted with its reason.  On the confidence event (probability
+``x``), moved exactly into ``X`` and checked again; a solver failure (compiled: a program
+without its certificate) or an arm that still fails plays the safe arm, counted with its
+reason.  (The compiled stages move an exploration arm just outside ``X`` in by the set's exact
+pull-in, then check its bound at the point moved.)  On the confidence event (probability
 ``1 - delta``) every ``w_k`` bound holds for ``theta*``, so ``<B x, theta*> <= c``.
 """
 
@@ -35,22 +41,242 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from typing import NamedTuple
 
 import numpy as np
 
+from .._numba import njit
 from .._random import SeedLike
 from .._validation import as_nonnegative_int, as_scalar
 from ..arm_sets.base import ArmSet
+from ..arm_sets.kernels.registry import (
+    greedy_arm_within,
+    has_greedy_within,
+    has_pull_in,
+    pull_in,
+    within_scratch,
+)
+from ..arm_sets.kernels.status import NOT_MEMBER, STATUS, VERIFIED
 from ..arm_sets.star import StarSet
 from ..confidence.ellipsoid import ConfidenceEllipsoid
-from ..confidence.radius import CountTable, check_radius, make_radius
+from ..confidence.radius import CountTable, check_radius, make_radius, radius_one
+from ..confidence.state import (
+    ConfidenceState,
+    LearnScratch,
+    RunConfidence,
+    learn_scratch,
+    run_confidence,
+)
+from ..confidence.state import learn as update_confidence
 from ..conic.errors import SolverFailure
 from ..setting import SafeSetting
+from ..stages.loop import Decisions, StageHooks, choose_loop, register_stage_hooks, stage_loop
 from .base import Policy
 from .directional import SHRINK, require_origin
 
 #: Decision codes: an exploration arm, an optimistic arm, the safe arm.
 EXPLORE, OPTIMISTIC, BASELINE = 0, 1, 2
+#: Why a compiled stage played the safe arm (columns of :attr:`SafeLUCBStages.reasons`): a
+#: program's status (:mod:`~sege_cvx.arm_sets.kernels.status`: ``NotFinite``, ``NotMember``,
+#: ``NotCertified``; column 0 unused), or an arm whose constraint bound failed.
+UNCERTIFIED = len(STATUS)
+REASONS = (*STATUS, "Uncertified")
+#: How the optimistic programs are solved: compiled where the set's geometry can
+#: (:class:`SafeLUCBStages`), or on Clarabel from Python (the cross-check).
+METHODS = ("auto", "solver")
+
+
+class SafeLUCBStages(NamedTuple):
+    """Safe-LUCB's stage record (:mod:`sege_cvx.stages.loop`) on a set whose geometry solves the
+    greedy arm over the set cut by half-spaces (polytopes and boxes:
+    :func:`~sege_cvx.arm_sets.kernels.registry.greedy_arm_within`).
+
+    Per run: the ``confidence`` state, the ``decisions``, the ``fallbacks`` and their
+    ``reasons`` (columns :data:`REASONS`).  The constants: the ``radius`` rule and its values by
+    count (``beta_table``), ``B`` and ``B_inverse``, the ``margin`` ``c``, ``S``, the last
+    exploration stage, the exploration ball's radius, the exploration's normal ``draws``
+    (``(n_runs, stages, d + 2)``, only for the stages that explore) and the set's ``geometry``.
+    """
+
+    confidence: ConfidenceState
+    decisions: Decisions
+    fallbacks: np.ndarray
+    reasons: np.ndarray
+    radius: tuple
+    beta_table: np.ndarray
+    B: np.ndarray
+    B_inverse: np.ndarray
+    margin: float
+    S: float
+    exploration_stages: int
+    exploration_radius: float
+    draws: np.ndarray
+    geometry: tuple
+
+
+class SafeLUCBRun(NamedTuple):
+    """Run ``i``'s views of a :class:`SafeLUCBStages` (:func:`run_view`)."""
+
+    confidence: RunConfidence
+
+
+class SafeLUCBScratch(NamedTuple):
+    """:func:`choose_arm`'s scratch (:func:`scratch`): ``V``'s eigen-decomposition's
+    ``root = V^{-1/2}``, the relaxed confidence set's ``corners`` ``(2d, d)`` and the estimated
+    safe set's ``cuts`` ``B^T w_k``, the program's arm ``x``, the ``best`` so far, the
+    ``start`` (the origin), the pull-in's ``offset`` and ``trial``, the programs' ``within``
+    scratch; :func:`learn`'s."""
+
+    root: np.ndarray
+    corners: np.ndarray
+    cuts: np.ndarray
+    x: np.ndarray
+    best: np.ndarray
+    start: np.ndarray
+    offset: np.ndarray
+    trial: np.ndarray
+    within: tuple
+    learn: LearnScratch
+
+
+@njit(inline="always")
+def scratch(policy, d):
+    """A :class:`SafeLUCBScratch` for dimension ``d``."""
+    return SafeLUCBScratch(root=np.empty((d, d)), corners=np.empty((2 * d, d)),
+                           cuts=np.empty((2 * d, d)), x=np.empty(d), best=np.empty(d),
+                           start=np.zeros(d), offset=np.empty(d), trial=np.empty(d),
+                           within=within_scratch(policy.geometry, 2 * d), learn=learn_scratch(d))
+
+
+@njit(inline="always")
+def run_view(policy, i):
+    """Run ``i``'s :class:`SafeLUCBRun`."""
+    return SafeLUCBRun(confidence=run_confidence(policy.confidence, i))
+
+
+@njit
+def relaxed_corners(V, theta_hat, beta, root, corners) -> None:
+    """The relaxed confidence set's ``2d`` vertices ``theta_hat +- sqrt(d) beta V^{-1/2} e_j``
+    (``+`` first) into ``corners``, ``V^{-1/2} = Q diag(lambda)^{-1/2} Q^T`` from ``V``'s
+    eigen-decomposition into ``root``: the polytope that holds the confidence ellipsoid
+    ``||theta - theta_hat||_V <= beta`` (an l2 ball inside the l1 ball ``sqrt(d)`` times
+    larger)."""
+    d = theta_hat.shape[0]
+    values, vectors = np.linalg.eigh(V)
+    for a in range(d):
+        for b in range(d):
+            s = 0.0
+            for k in range(d):
+                s += (vectors[a, k] / math.sqrt(values[k])) * vectors[b, k]
+            root[a, b] = s
+    spread = math.sqrt(d) * beta
+    for j in range(d):
+        for a in range(d):
+            corners[j, a] = theta_hat[a] + spread * root[a, j]
+            corners[d + j, a] = theta_hat[a] - spread * root[a, j]
+
+
+@njit(inline="always")
+def _largest_cut(cuts, x) -> float:
+    """``max_k <cuts_k, x>``."""
+    top = -np.inf
+    for k in range(cuts.shape[0]):
+        s = 0.0
+        for a in range(x.shape[0]):
+            s += cuts[k, a] * x[a]
+        top = max(top, s)
+    return top
+
+
+@njit(inline="always")
+def _fall_back(policy, i, reason, arm) -> int:
+    """The safe arm (the origin) into ``arm``, the fallback counted with its ``reason``."""
+    policy.fallbacks[i] += 1
+    policy.reasons[i, reason] += 1
+    for a in range(arm.shape[0]):
+        arm[a] = 0.0
+    return BASELINE
+
+
+@njit(inline="always")
+def choose_arm(policy, run, work, i, s, t, arm) -> int:
+    """Run ``i``'s arm at stage ``t`` (the module docstring's rule): an exploration arm
+    ``B^{-1} r`` while ``t <= exploration_stages``, else the best of the ``2d`` programs
+    ``max <w_k, x>`` over the set cut by ``B^T w_j x <= c`` (:func:`greedy_arm_within`), scaled
+    toward the safe arm where rounding left it above ``(1 - 2^-40) c``; moved exactly into the
+    set and its bound checked at the point moved, else the safe arm, counted."""
+    d = arm.shape[0]
+    margin = policy.margin
+    if t <= policy.exploration_stages:
+        z = policy.draws[i, s]
+        norm = 0.0
+        for k in range(z.shape[0]):
+            norm += z[k] * z[k]
+        norm = math.sqrt(norm)
+        r = work.x
+        for a in range(d):
+            r[a] = policy.exploration_radius * z[a] / norm
+        for a in range(d):
+            v = 0.0
+            for b in range(d):
+                v += policy.B_inverse[a, b] * r[b]
+            arm[a] = v
+        if not pull_in(policy.geometry, arm, work.offset, work.trial):
+            return _fall_back(policy, i, NOT_MEMBER, arm)
+        square = 0.0
+        for a in range(d):
+            v = 0.0
+            for b in range(d):
+                v += policy.B[a, b] * arm[b]
+            square += v * v
+        if not policy.S * math.sqrt(square) <= margin:
+            return _fall_back(policy, i, UNCERTIFIED, arm)
+        return EXPLORE
+    conf = run.confidence
+    beta = radius_one(policy.radius, policy.beta_table[policy.confidence.counts[i]], conf.chol)
+    corners, cuts, x, best = work.corners, work.cuts, work.x, work.best
+    relaxed_corners(conf.V, conf.theta_hat, beta, work.root, corners)
+    for k in range(2 * d):  # the estimated safe set's normals B^T w_k
+        for a in range(d):
+            v = 0.0
+            for b in range(d):
+                v += corners[k, b] * policy.B[b, a]
+            cuts[k, a] = v
+    value = -np.inf
+    for k in range(2 * d):
+        status = greedy_arm_within(policy.geometry, corners[k], cuts, margin, work.start, x,
+                                   work.within)
+        if status != VERIFIED:
+            return _fall_back(policy, i, status, arm)
+        v = 0.0
+        for a in range(d):
+            v += corners[k, a] * x[a]
+        if v > value:  # ties: the first vertex
+            value = v
+            for a in range(d):
+                best[a] = x[a]
+    top = _largest_cut(cuts, best)
+    if top > (1.0 - SHRINK) * margin:
+        scale = (1.0 - SHRINK) * margin / top
+        for a in range(d):
+            best[a] *= scale
+    for a in range(d):
+        arm[a] = best[a]
+    if not pull_in(policy.geometry, arm, work.offset, work.trial):
+        return _fall_back(policy, i, NOT_MEMBER, arm)
+    if not _largest_cut(cuts, arm) <= margin:
+        return _fall_back(policy, i, UNCERTIFIED, arm)
+    return OPTIMISTIC
+
+
+@njit(inline="always")
+def learn(policy, run, work, i, arm, y, code, z) -> bool:
+    """The reward's update (:func:`~sege_cvx.confidence.state.learn`); the constraint's
+    feedback is the reward's (``z`` is NaN)."""
+    return update_confidence(policy.confidence, run.confidence, i, arm, y, work.learn)
+
+
+register_stage_hooks(SafeLUCBStages, StageHooks(scratch, run_view, choose_arm, learn))
 
 
 class SafeLUCB(Policy):
@@ -75,6 +301,11 @@ class SafeLUCB(Policy):
     R : float, optional
         The noise's sub-Gaussian constant in ``beta`` (default ``noise_sd``; their code: 1).
     radius : {"theorem1", "self_normalized"}, default "theorem1"
+    method : {"auto", "solver"}, default "auto"
+        ``"auto"``: on a polytope or a box the stages are compiled, each program solved by the
+        simplex method and certified by its duality gap
+        (:func:`~sege_cvx.arm_sets.kernels.registry.greedy_arm_within`); elsewhere, and with
+        ``"solver"``, one Clarabel program per vertex from Python.
     n_runs : int, default 1
     seed : int, SeedSequence or list of SeedSequence, optional
         Run ``i``'s exploration arms come from :attr:`rngs` ``[i]`` alone.
@@ -82,6 +313,8 @@ class SafeLUCB(Policy):
     Attributes
     ----------
     B_inverse : ndarray, shape (d, d)
+    compiled_stages : bool
+        Whether the stages are compiled (``method="auto"`` on a polytope or a box).
     confidence : ConfidenceEllipsoid
     solver_fallbacks : ndarray of int, shape (n_runs,)
         Stages whose arm could not be solved, certified or found in the set (the safe arm was
@@ -114,10 +347,14 @@ class SafeLUCB(Policy):
         exploration_stages: int = 10_000,
         R: float | None = None,
         radius: str = "theorem1",
+        method: str = "auto",
         n_runs: int = 1,
         seed: SeedLike = None,
     ) -> None:
         super().__init__(setting, lam=lam, n_runs=n_runs, seed=seed)
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        self.method = method
         arm_set, constraint = setting.arm_set, setting.safety
         if not (arm_set.is_convex or isinstance(arm_set, StarSet)):
             raise TypeError(f"Safe-LUCB needs a convex arm set (it solves programs over it) or a "
@@ -147,12 +384,49 @@ class SafeLUCB(Policy):
         slack = max(SHRINK, 16.0 * d * np.finfo(float).eps * np.linalg.cond(B))
         self._exploration_radius = (1.0 - slack) * self.margin / setting.S
         self._star = isinstance(arm_set, StarSet)
+        # Compiled stages where the set's geometry solves the programs itself (polytopes and
+        # boxes); elsewhere one Clarabel program per vertex from Python.
+        compiled = None if self._star or method == "solver" else arm_set.compiled_arms
+        geometry = None if compiled is None else compiled.geometry()
+        self._compiled = has_greedy_within(geometry) and has_pull_in(geometry)
+        self._geometry = geometry if self._compiled else None
+        self._stage_reasons = np.zeros((self.n_runs, len(REASONS)), dtype=np.int64)
         self._program = self._optimistic_program()
 
     def _optimistic_program(self):
-        if self._star:
-            return None  # the rays are scanned in closed form
+        if self._star or self._compiled:
+            return None  # the rays are scanned in closed form; the compiled stages solve theirs
         return _optimistic_program(self.setting.arm_set, 2 * self.d, self.margin)
+
+    @property
+    def compiled_stages(self) -> bool:
+        """Whether the stages are compiled (:class:`SafeLUCBStages`): on polytopes and boxes."""
+        return self._compiled
+
+    @property
+    def compiled_kernels(self) -> tuple:
+        if not self._compiled:
+            return ()
+        return (stage_loop(SafeLUCBStages, type(self._geometry), type(self._radius.rule)),)
+
+    def _draws(self, t0: int, n_stages: int) -> np.ndarray:
+        """The exploration's standard normals for those of stages ``t0 .. t0 + n_stages - 1``
+        that explore, ``d + 2`` a stage, each run's from its own generator (the numbers the
+        step API draws, whatever the stages per call)."""
+        count = min(max(self.exploration_stages - t0 + 1, 0), n_stages)
+        return np.stack([rng.standard_normal((count, self.d + 2)) for rng in self.rngs])
+
+    def stage_record(self, t0: int, n_stages: int) -> SafeLUCBStages:
+        """The record of the compiled stage loop (:attr:`compiled_stages`)."""
+        conf = self.confidence
+        table = self._beta.covering(int(conf.counts.max()) + n_stages)
+        return SafeLUCBStages(
+            confidence=conf.state(), decisions=self.decision_record(),
+            fallbacks=self._fallbacks, reasons=self._stage_reasons, radius=self._radius.rule,
+            beta_table=table, B=self.B, B_inverse=self.B_inverse, margin=self.margin,
+            S=self.setting.S, exploration_stages=self.exploration_stages,
+            exploration_radius=self._exploration_radius, draws=self._draws(t0, n_stages),
+            geometry=self._geometry)
 
     def __getstate__(self) -> dict:
         # Clarabel's solvers do not pickle; the program is compiled again on loading and, as
@@ -172,8 +446,13 @@ class SafeLUCB(Policy):
     @property
     def fallback_reasons(self) -> Counter[str]:
         """Why the safe arm replaced an arm: a solver status, ``"Uncertified"`` or
-        ``"NotMember"``."""
-        return self._reasons.copy()
+        ``"NotMember"`` (compiled stages: a program's status of
+        :mod:`~sege_cvx.arm_sets.kernels.status`, or ``"Uncertified"``)."""
+        reasons = self._reasons.copy()
+        for name, count in zip(REASONS, self._stage_reasons.sum(axis=0), strict=True):
+            if count:
+                reasons[name] += int(count)
+        return reasons
 
     def radii(self) -> np.ndarray:
         """Every run's current confidence radius ``beta``."""
@@ -181,8 +460,9 @@ class SafeLUCB(Policy):
         return self._radius.radii(conf.chol, self._beta[conf.counts])
 
     def summary(self, stats, stages: list[int]) -> dict:
-        """The exploration phase and the confidence radius."""
-        return {"exploration_stages": self.exploration_stages, "radius": self.radius}
+        """The exploration phase, the confidence radius and whether the stages are compiled."""
+        return {"exploration_stages": self.exploration_stages, "radius": self.radius,
+                "compiled": self._compiled}
 
     def vertices(self) -> np.ndarray:
         """Every run's relaxed confidence set: its ``2d`` vertices
@@ -202,6 +482,13 @@ class SafeLUCB(Policy):
         """Every run's arm: an exploration arm for the first ``exploration_stages`` stages, then
         the optimistic arm over the estimated safe set, each certified."""
         n, d = self.n_runs, self.d
+        if self._compiled:
+            arms = np.empty((n, d))
+            codes = np.empty(n, dtype=np.int8)
+            kernel = choose_loop(SafeLUCBStages, type(self._geometry), type(self._radius.rule))
+            kernel(self.stage_record(self.t + 1, 1), self.t + 1, arms, codes)
+            self.last_decision = codes
+            return arms
         arms = np.zeros((n, d))
         codes = np.full(n, BASELINE, dtype=np.int8)
         if self.t < self.exploration_stages:

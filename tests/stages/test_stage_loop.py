@@ -281,8 +281,11 @@ def test_the_arms_of_a_stage_are_bound_by_the_geometry_record_class():
     assert bindings[registry.greedy_arm] is arms.greedy_one
     assert bindings[registry.pull_in] is arms.pull_inside_one
     assert bindings[registry.radial_extent] is arms.radial_one
+    assert bindings[registry.greedy_arm_within] is arms.greedy_within_one
+    assert bindings[registry.within_scratch] is arms.within_scratch_of
     assert set(bindings) == {registry.greedy_arm, registry.lcb_arm, registry.pull_inside,
-                             registry.pull_in, registry.radial_extent}
+                             registry.pull_in, registry.radial_extent,
+                             registry.greedy_arm_within, registry.within_scratch}
     # A geometry without an extent along a ray binds the one that reports none.
     from sege_cvx.arm_sets.hull.arms import HullGeometry
     assert registry.arm_bindings(HullGeometry)[registry.radial_extent] is (
@@ -294,6 +297,10 @@ def test_the_arms_of_a_stage_are_bound_by_the_geometry_record_class():
         stage_loop(RoundRobinStages, RoundRobinStages)  # a geometry that is none
     with pytest.raises(NotImplementedError, match="bound to a geometry's function"):
         registry.greedy_arm(None, None, None, None, None, None)
+    with pytest.raises(TypeError, match="kernels.within and kernels.within_scratch come "
+                                        "together"):
+        registry.register_geometry(RoundRobinStages, registry.GeometryKernels(
+            within=arms.greedy_within_one))
     with pytest.raises(TypeError, match="already has kernels"):
         registry.register_geometry(PolytopeGeometry, registry.GeometryKernels(
             greedy=arms.lcb_one))

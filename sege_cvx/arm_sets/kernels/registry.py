@@ -10,7 +10,8 @@ own module (:func:`register_geometry`), as cvxpy's canonicalizers are keyed by c
 geometry registers the same way.
 
 Compiled stages are written once and call the placeholders :func:`greedy_arm`,
-:func:`lcb_arm`, :func:`pull_inside`, :func:`pull_in` and :func:`radial_extent`.  When the stage loop
+:func:`lcb_arm`, :func:`pull_inside`, :func:`pull_in`, :func:`radial_extent` and
+:func:`greedy_arm_within` (with its :func:`within_scratch`).  When the stage loop
 (:mod:`sege_cvx.stages.loop`) compiles a policy's hooks for a stage record whose ``geometry``
 field holds a geometry record, it binds each placeholder to that class's function
 (:func:`arm_bindings`) and numba inlines it.  Each arm returns a status code of :mod:`.status`;
@@ -89,6 +90,22 @@ def radial_extent(geometry, u, h, caps, grads) -> tuple:
     raise NotImplementedError(_UNBOUND)
 
 
+def greedy_arm_within(geometry, theta, cuts, limit, start, out, work) -> int:
+    """The greedy arm over the set cut by the half-spaces ``cuts x <= limit`` (``cuts``: rows),
+    ``max theta^T x``, computed from ``start`` (a point of the set satisfying every cut) into
+    ``out``; returns its status.  :data:`~.status.VERIFIED`: the arm lies in the set exactly and
+    is certified optimal over the set and the cuts as computed; the cuts themselves are the
+    caller's to check at the point it plays.  ``work``: :func:`within_scratch` of the same
+    number of cuts.  Safe-LUCB's optimistic programs
+    (:mod:`sege_cvx.policies.safe_lucb`)."""
+    raise NotImplementedError(_UNBOUND)
+
+
+def within_scratch(geometry, n_cuts):
+    """The scratch of :func:`greedy_arm_within` for ``n_cuts`` cuts (a tuple of arrays)."""
+    raise NotImplementedError(_UNBOUND)
+
+
 @njit(inline="always")
 def no_radial_extent(geometry, u, h, caps, grads) -> tuple:
     """:func:`radial_extent` of a geometry that registers none: no extent, no pieces."""
@@ -124,6 +141,10 @@ class GeometryKernels(NamedTuple):
     radial : callable or None
         For :func:`radial_extent`: the extent along a ray and its pieces (None binds
         :func:`no_radial_extent`: ROFUL and GNOP then play their fan's best ray as scanned).
+    within, within_scratch : callable or None
+        For :func:`greedy_arm_within` and its scratch, :func:`within_scratch`: the greedy arm
+        over the set cut by half-spaces (both or neither; without them Safe-LUCB solves its
+        programs on Clarabel).
     """
 
     greedy: Callable | None = None
@@ -131,11 +152,14 @@ class GeometryKernels(NamedTuple):
     pull_in: Callable | None = None
     pull_inside: Callable | None = None
     radial: Callable | None = None
+    within: Callable | None = None
+    within_scratch: Callable | None = None
 
 
 #: The placeholder each field of :class:`GeometryKernels` binds.
 _PLACEHOLDERS = {"greedy": greedy_arm, "lcb": lcb_arm, "pull_in": pull_in,
-                 "pull_inside": pull_inside, "radial": radial_extent}
+                 "pull_inside": pull_inside, "radial": radial_extent,
+                 "within": greedy_arm_within, "within_scratch": within_scratch}
 _GEOMETRIES: dict[type, GeometryKernels] = {}
 
 
@@ -160,6 +184,9 @@ def register_geometry(record: type, kernels: GeometryKernels) -> None:
     if not isinstance(kernels, GeometryKernels) or all(k is None for k in kernels):
         raise TypeError(f"kernels must be a GeometryKernels with at least one function, got "
                         f"{kernels!r}")
+    if (kernels.within is None) != (kernels.within_scratch is None):
+        raise TypeError(f"kernels.within and kernels.within_scratch come together, got "
+                        f"{kernels.within!r} and {kernels.within_scratch!r}")
     if _GEOMETRIES.get(record, kernels) != kernels:
         raise TypeError(f"geometry {record.__name__} already has kernels; define another record "
                         "class for other kernels")
@@ -183,6 +210,13 @@ def has_radial_extent(geometry: object) -> bool:
     (:func:`radial_extent`)."""
     row = _GEOMETRIES.get(type(geometry))
     return row is not None and row.radial is not None
+
+
+def has_greedy_within(geometry: object) -> bool:
+    """Whether the geometry record ``geometry`` solves the greedy arm over the set cut by
+    half-spaces (:func:`greedy_arm_within`)."""
+    row = _GEOMETRIES.get(type(geometry))
+    return row is not None and row.within is not None
 
 
 def arm_bindings(record: type) -> dict[Callable, Callable]:

@@ -683,6 +683,34 @@ def lcb_all(geometry: tuple, thetas: np.ndarray, chols: np.ndarray,
     return _cold_all(geometry, thetas, chols, radii, LCB)
 
 
+@njit
+def _within_all(geometry, thetas, cuts, limit, start):
+    g = geometry
+    n, d = thetas.shape
+    m = g.A.shape[0]
+    arms = np.empty((n, d))
+    status = np.empty(n, dtype=np.int64)
+    rows, rhs = np.empty((m + cuts.shape[1], d)), np.empty(m + cuts.shape[1])
+    W, mats, vecs = np.zeros((1, d), dtype=np.int64), np.empty((2, d, d)), np.empty((13, d))
+    for i in range(n):
+        status[i] = _greedy_within(g.A, g.b, g.center, g.norm_bound, g.radius, g.gap_rtol,
+                                   (g.member_A, g.member_b, g.member_l1), thetas[i], cuts[i],
+                                   limit, start, rows, rhs, W, arms[i], mats, vecs)
+        if status[i] != VERIFIED:
+            arms[i] = np.nan
+    return arms, status
+
+
+def greedy_within_all(geometry: tuple, thetas: np.ndarray, cuts: np.ndarray, limit: float,
+                      start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`greedy_within_one` per row of ``thetas`` (shape ``(n, d)``) with its own cuts
+    (``cuts[i]``, shape ``(n, k, d)``) and the common ``limit``, from the feasible ``start``:
+    arms (NaN where not :data:`~sege_cvx.arm_sets.kernels.status.VERIFIED`) and status codes."""
+    return _within_all(geometry, np.ascontiguousarray(thetas, dtype=np.float64),
+                       np.ascontiguousarray(cuts, dtype=np.float64), float(limit),
+                       np.ascontiguousarray(start, dtype=np.float64))
+
+
 class PolytopeArms:
     """A polytope's data for the compiled arms, computed once.
 
@@ -737,6 +765,78 @@ class PolytopeArms:
         return None
 
 
+@njit
+def _greedy_within(A, b, center, norm_bound, radius, gap_rtol, member, theta, cuts, limit, start,
+                   rows, rhs, W, out, mats, vecs) -> int:
+    """The certified greedy arm over ``P`` cut by ``cuts x <= limit`` into ``out``; returns its
+    status (:func:`greedy_within_one`).
+
+    The rows ``A x <= b`` and the cuts, scaled to unit norm, are stacked into the scratch
+    ``rows``, ``rhs``; the simplex method (:func:`solve_active_set` with ``r = 0``) starts from
+    the feasible point ``start`` with no active row.  The arm is moved exactly into ``P`` (not
+    into the cuts: the caller checks those against its own data) and certified against the
+    stacked rows: the bound ``||x'|| <= ||center|| + radius`` over ``P`` holds over any part of
+    it.
+    """
+    m, d = A.shape
+    for i in range(m):
+        rhs[i] = b[i]
+        for c in range(d):
+            rows[i, c] = A[i, c]
+    for j in range(cuts.shape[0]):
+        norm = 0.0
+        for c in range(d):
+            norm += cuts[j, c] * cuts[j, c]
+        norm = math.sqrt(norm)
+        scale = 1.0 / norm if norm > 0.0 else 0.0  # a zero cut never blocks a step
+        for c in range(d):
+            rows[m + j, c] = cuts[j, c] * scale
+        rhs[m + j] = limit * scale if norm > 0.0 else limit
+    rs = scale_to_order_one(theta, 0.0, vecs, _SCALED)
+    if not math.isfinite(rs):
+        return NOT_FINITE
+    for c in range(d):
+        vecs[_X, c] = start[c]
+    chol = mats[_R]  # not read: the linear program is not whitened
+    k = solve_active_set(rows, rhs, chol, False, 0.0, W, 0, 0, mats, vecs)
+    if k < 0:
+        return NOT_CERTIFIED
+    for c in range(d):
+        out[c] = vecs[_X, c]
+        if not math.isfinite(out[c]):
+            return NOT_FINITE
+    if not pull_in_one(out, center, in_polytope, member, vecs[_W1], vecs[_W2]):
+        return NOT_MEMBER
+    for c in range(d):
+        vecs[_X, c] = out[c]
+    if not certified(rows, rhs, chol, False, 0.0, W, 0, k, center, norm_bound, radius, 0.0,
+                     gap_rtol, vecs):
+        return NOT_CERTIFIED
+    return VERIFIED
+
+
+@njit(inline="always")
+def greedy_within_one(geometry, theta, cuts, limit, start, out, work) -> int:
+    """The greedy arm over the polytope cut by the half-spaces ``cuts x <= limit``
+    (:func:`~sege_cvx.arm_sets.kernels.registry.greedy_arm_within`): a linear program, solved
+    from ``start`` by the simplex method, the arm moved exactly into ``P`` and certified
+    optimal by its duality gap (:func:`_greedy_within`).  ``work``: :func:`within_scratch_of`."""
+    g = geometry
+    rows, rhs, W, mats, vecs = work
+    return _greedy_within(g.A, g.b, g.center, g.norm_bound, g.radius, g.gap_rtol,
+                          (g.member_A, g.member_b, g.member_l1), theta, cuts, limit, start, rows,
+                          rhs, W, out, mats, vecs)
+
+
+@njit(inline="always")
+def within_scratch_of(geometry, n_cuts):
+    """:func:`greedy_within_one`'s scratch for ``n_cuts`` cuts: the stacked rows and right-hand
+    sides, the working set, and the solve's ``mats`` and ``vecs``."""
+    m, d = geometry.A.shape
+    return (np.empty((m + n_cuts, d)), np.empty(m + n_cuts), np.zeros((1, d), dtype=np.int64),
+            np.empty((2, d, d)), np.empty((13, d)))
+
+
 # --- the stage's arms (the geometry registry: sege_cvx.arm_sets.kernels.registry) ----------------
 
 @njit(inline="always")
@@ -785,4 +885,4 @@ def radial_one(geometry, u, h, caps, grads):
 
 register_geometry(PolytopeGeometry, GeometryKernels(
     greedy=greedy_one, lcb=lcb_one, pull_in=pull_inside_one, pull_inside=_stage_pull_inside,
-    radial=radial_one))
+    radial=radial_one, within=greedy_within_one, within_scratch=within_scratch_of))
