@@ -28,7 +28,7 @@ w_k``; scale ``sigma_k = min(c / p_k, cap_k)`` if ``p_k > 0``, else ``cap_k``; v
 **At the rule's best on a convex set.**  A fan finds the best ray only to within its spacing,
 and where the constraint and a face of the set meet (where these optima usually lie) the value
 has a kink, so the loss is first order in the angle: on a box in R^5 GNOP's regret with its
-default fan of 114 rays is 2.7 times that with its rays refined.  Where the set's compiled
+default fan of 114 rays is 2.9 times that with its rays refined.  Where the set's compiled
 geometry gives its extent along a ray (boxes, polytopes, balls, ellipsoids), the fan's best ray
 is refined toward the rule's continuous optimum (:mod:`~sege_cvx.policies.ray_refinement`;
 ``refine=False`` plays the fan as scanned).  Star sets keep their authors' scan of their rays.
@@ -94,7 +94,7 @@ from ..confidence.state import learn as update_confidence
 from ..setting import SafeSetting
 from ..stages.loop import Decisions, StageHooks, choose_loop, register_stage_hooks, stage_loop
 from .base import Policy
-from .ray_refinement import fan_spacing, refine_start, refine_update
+from .ray_refinement import STATE_SIZE, fan_spacing, refine_start, refine_update
 
 #: Decision codes: the step played in full (ROFUL: ``max(b~, mu) >= 1``; GNOP and SafeTS: at
 #: the ray's cap), scaled down to the certificate's boundary, or the safe arm.
@@ -229,7 +229,8 @@ class DirectionalStages(NamedTuple):
     :data:`GNOP_RULE` or :data:`TS_RULE`), the rays' directions as columns (``dirs_t``), their
     norms (``unorm``) and ``caps``, the ``margin`` ``c``, ``S``, SafeTS's normal ``draws`` and
     the set's ``geometry`` record, and the first step of :func:`refine_update` (0: the fan's best
-    ray as scanned).
+    ray as scanned); per run again, the direction ``refined`` at its last stage (zero: none
+    yet), where the next stage's refinement may start.
     """
 
     confidence: ConfidenceState
@@ -248,6 +249,7 @@ class DirectionalStages(NamedTuple):
     draws: np.ndarray
     geometry: tuple
     refine_step: float
+    refined: np.ndarray
 
 
 class DirectionalRun(NamedTuple):
@@ -300,7 +302,8 @@ def scratch(policy, d):
     return DirectionalScratch(inverse=np.empty((d, d)), e=np.empty(d), column=np.empty(d),
                               terms=np.empty((4, policy.dirs_t.shape[1])), w=np.empty(d),
                               sampled=np.empty(d), offset=np.empty(d), trial=np.empty(d),
-                              ray=np.empty(d), probe=np.empty(d), state=np.empty(8),
+                              ray=np.empty(d), probe=np.empty(d),
+                              state=np.empty(STATE_SIZE),
                               caps=np.empty(d + 1), cgrads=np.empty((d + 1, d)),
                               levels=np.empty((2, d + 2)), grads=np.empty((2, d + 2, d)),
                               gnorm=np.empty((2, d + 2)), gfs=np.empty((2, d)),
@@ -392,15 +395,17 @@ def choose_arm(policy, run, work, i, s, t, arm) -> int:
             gnorm, gfs = work.gnorm, work.gfs
             step, act, corral, lam, mu, system = (work.step, work.act, work.corral, work.lam,
                                                   work.mu, work.system)
-            geometry = policy.geometry
-            refine_start(state, probe, u, h0)
+            geometry, warm = policy.geometry, policy.refined[i]
+            refine_start(state, probe, u, h0, warm, value[k])
             more = True
             while more:
                 found, pieces = radial_extent(geometry, probe, h0, cap_pieces, cgrads)
                 more = refine_update(theta_hat, gamma_hat, inv, beta, sign, bonus, margin, u,
-                                     h0, found, pieces, state, probe, cap_pieces, cgrads, vecs,
-                                     levels, grads, gnorm, gfs, step, act, corral, lam, mu,
-                                     system)
+                                     warm, h0, found, pieces, state, probe, cap_pieces, cgrads,
+                                     vecs, levels, grads, gnorm, gfs, step, act, corral, lam,
+                                     mu, system)
+            for j in range(d):  # where the next stage's refinement may start
+                warm[j] = u[j]
             if state[5] > 0.0:  # moved: the refined ray's terms, as the fan's are computed
                 cap = state[2] * (1.0 - SHRINK)
                 dot, ck, unorm = 0.0, 0.0, 0.0
@@ -598,6 +603,7 @@ class DirectionalPolicy(Policy):
         refines = (self.refine and self._compiled and not star and self.rule != TS_RULE
                    and d >= 2 and has_radial_extent(self._geometry))
         self.refine_step = fan_spacing(d, len(self.directions)) if refines else 0.0
+        self._refined = np.zeros((self.n_runs, d))
 
     def _scans_rays(self, setting: SafeSetting) -> bool:
         """Whether the policy scans rays on ``setting``'s set (SafeTS solves its own program on
@@ -654,7 +660,7 @@ class DirectionalPolicy(Policy):
             radius=self._radius.rule, beta_table=table, algorithm=self.rule,
             dirs_t=self._dirs_t, unorm=self._unorm, caps=self.caps, margin=self.margin,
             S=self.setting.S, draws=self._draws(n_stages), geometry=self._geometry,
-            refine_step=self.refine_step)
+            refine_step=self.refine_step, refined=self._refined)
 
     def select(self) -> np.ndarray:
         """Every run's arm by the policy's rule (the compiled stage of :func:`choose_loop`),
