@@ -20,6 +20,12 @@ Clarabel and the same cone rows (:class:`QOCOPrograms`), per solve from Python a
 code (its own ``solve_time_sec``), how many it reports solved and how many of its objectives are
 within 1e-7 of Clarabel's; dashes where it is not installed.
 
+Part 3, SafeTS per run-stage under an unknown constraint ``<x, gamma*> <= 0.3`` (the origin
+safe): compiled (its program over the estimated safe set solved in the stages,
+:func:`~sege_cvx.arm_sets.cone.arms.safe_set_one`) against the same set without
+``compiled=True`` (Clarabel from Python per run and stage), and one bare Clarabel solve of its
+program from Python.
+
 Part 2, SEGE per run-stage: ``sc.simulate`` of ``--runs`` runs for ``--stages`` stages (both
 cores) on each set, compiled stages against ``lcb_method="solver"`` (Clarabel from Python per
 run and stage), after an untimed warm-up; the ratio of one bare Clarabel LCB solve (part 1) to
@@ -252,6 +258,58 @@ def bench_sege(args, clarabel_lcb: dict) -> list:
     return rows
 
 
+def constrained_problem_on(name: str, d: int, compiled: bool) -> sc.BanditProblem:
+    """SafeTS's problem on set ``name``: ``theta*`` as :func:`problem_on`'s, an unknown
+    constraint ``<x, gamma*> <= 0.3`` with ``gamma* = (0.7, 0.5, 0.1, ...)/||.||``, the origin
+    safe."""
+    arm_set = sc.ConvexArmSet(d, SETS[name], compiled=compiled)
+    theta = np.linspace(0.5, 0.3, d)
+    gamma = np.r_[0.7, 0.5, np.full(d - 2, 0.1)]
+    constraint = sc.LinearConstraint(0.3, gamma_star=gamma / np.linalg.norm(gamma),
+                                     noise_sd=0.1)
+    return sc.BanditProblem.from_truth(arm_set, theta_star=0.9 * theta / np.linalg.norm(theta),
+                                       safe_arm=np.zeros(d), S=1.0, noise_sd=0.1,
+                                       constraint=constraint, name=name)
+
+
+def bench_safe_ts(args) -> list:
+    """SafeTS per run-stage, compiled (``compiled=True``) and on Clarabel, and one bare Clarabel
+    solve of its program (the policy's compiled conic program on its own instances)."""
+    rows = []
+    for name in SETS:
+        for d in args.dims:
+            out = {}
+            for compiled, runs, stages in ((True, args.runs, args.stages),
+                                           (False, args.solver_runs, args.solver_stages)):
+                problem = constrained_problem_on(name, d, compiled)
+                seeds = sc.run_seeds(args.seed, runs)
+                sc.simulate(problem.policy("SafeTS", runs, seeds[0]), problem.bandit(seeds[1]),
+                            min(stages, 50))  # warm-up
+                policy = problem.policy("SafeTS", runs, seeds[0])
+                t0 = time.perf_counter()
+                result = sc.simulate(policy, problem.bandit(seeds[1]), stages)
+                per = (time.perf_counter() - t0) / (runs * stages)
+                out[compiled] = (per, policy, result)
+            fast, slow = out[True], out[False]
+            # The bare solve: Clarabel's program at the Clarabel policy's last state.
+            policy = slow[1]
+            conf, beta = policy.confidence, policy.radii()
+            inv = np.linalg.inv(conf.chol[0])
+            rng = np.random.default_rng(args.seed)
+            samples = conf.theta_hat[0] + 0.1 * rng.normal(size=(args.clarabel, d))
+            program, gamma_hat, M = policy._program, policy.gamma_hat[0], beta[0] * inv
+            bare, _ = timed(partial(solve_each, program,
+                                    (samples, [gamma_hat] * len(samples), [M] * len(samples))),
+                            args.repeats)
+            bare /= args.clarabel
+            rows.append([name, str(d), f"{fast[0] * 1e6:.1f}", f"{slow[0] * 1e6:.0f}",
+                         f"{slow[0] / fast[0]:.1f}x", f"{bare * 1e6:.0f}",
+                         f"{bare / fast[0]:.1f}x", str(fast[1].compiled_stages),
+                         f"{int(fast[1].solver_fallbacks.sum())}/"
+                         f"{int(fast[2].stats.total_violations.sum())}"])
+    return rows
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dims", type=int, nargs="+", default=[3, 10])
@@ -274,6 +332,7 @@ def main(argv=None) -> None:
     print(f"{load()} (at start)")
     solves, clarabel_lcb = bench_solves(args)
     sege = bench_sege(args, clarabel_lcb)
+    safe_ts = bench_safe_ts(args)
     print()
     print(f"1. Per solve, {args.instances} cold instances (Clarabel: {args.clarabel}), "
           f"median of {args.repeats}")
@@ -285,6 +344,13 @@ def main(argv=None) -> None:
           f"{args.solver_runs} x {args.solver_stages}, {numba.get_num_threads()} threads")
     print(render(["set", "d", "compiled", "solver", "speed-up", "Clarabel LCB / stage",
                   "compiled", "fallbacks/violations"], sege, args.markdown, left=1))
+    print()
+    print(f"3. SafeTS per run-stage (us) under an unknown constraint, compiled: {args.runs} x "
+          f"{args.stages}, on Clarabel: {args.solver_runs} x {args.solver_stages}; one bare "
+          f"Clarabel solve of its program (us, median of {args.repeats} x {args.clarabel})")
+    print(render(["set", "d", "compiled", "Clarabel", "speed-up", "bare solve",
+                  "bare solve / stage", "compiled", "fallbacks/violations"], safe_ts,
+                 args.markdown, left=1))
     print(f"\n{load()} (at end); total {time.perf_counter() - start:.0f} s")
 
 

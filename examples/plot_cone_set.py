@@ -15,10 +15,10 @@ Left: the stagewise floor (reward at least half the baseline's), SEGE on its
 compiled stages and with ``lcb_method="solver"`` (one Clarabel solve from Python per
 run and stage); the two curves coincide, their arms agreeing to about 1e-8. Right:
 an unknown linear constraint ``<x, gamma*> <= 0.3`` observed with noise, SafeTS
-(one Clarabel program over the estimated safe set per run and stage) and ROFUL (a
-fan of rays from the safe arm). The printed table gives each one's microseconds per
-run-stage, measured here (a first short run of each, which compiles its stages,
-is left out).
+(its program over the estimated safe set solved in the compiled stages, as SEGE's)
+and ROFUL (a fan of rays from the safe arm, each arm proven in the set in
+Python). The printed table gives each one's microseconds per run-stage, measured
+here (a first short run of each, which compiles its stages, is left out).
 """
 
 import time

@@ -8,8 +8,9 @@ import numpy as np
 import sege_cvx as sc
 from sege_cvx.testing.problems import constrained_problem, problem_for, theta_constraint_problem
 
-__all__ = ["B_THEIRS", "b_problem", "constrained_problem", "constraint_problem", "floor_setting",
-           "paper_problem", "paper_setting", "problem_for", "theta_constraint_problem"]
+__all__ = ["B_THEIRS", "assert_certified", "b_problem", "constrained_problem",
+           "constraint_problem", "floor_setting", "paper_problem", "paper_setting", "problem_for",
+           "theta_constraint_problem"]
 
 paper_problem = sc.paper_problem
 
@@ -43,3 +44,15 @@ def b_problem(arm_set, limit=0.9) -> sc.BanditProblem:
     return sc.BanditProblem.from_truth(arm_set, theta_star=-np.array([20.8, 1.0]) / 23,
                                        safe_arm=(0.0, 0.0), S=1.0, noise_sd=0.01,
                                        constraint=sc.LinearConstraint(limit, B=-B_THEIRS))
+
+
+def assert_certified(policy, arms, gamma, limit) -> None:
+    """Every arm of a constraint-model policy certified as it is played: the UCB of
+    ``<x, gamma*>`` at most ``limit`` (up to the UCB's own rounding), or ``S ||x||`` at most
+    ``limit``; and the true constraint ``<x, gamma> <= limit`` met."""
+    conf, beta = policy.confidence, policy.radii()
+    width = np.sqrt(np.einsum("ij,ijk,ik->i", arms, np.linalg.inv(conf.V), arms))
+    ucb = np.einsum("ij,ij->i", arms, policy.gamma_hat) + beta * width
+    near = policy.setting.S * np.linalg.norm(arms, axis=1) <= limit
+    assert np.all((ucb <= limit * (1 + 1e-9)) | near)
+    assert np.all(arms @ np.asarray(gamma) <= limit)

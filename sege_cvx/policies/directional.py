@@ -68,9 +68,13 @@ from ..arm_sets.kernels.registry import (
     Unmoved,
     has_pull_in,
     has_radial_extent,
+    has_safe_set_arm,
     pull_in,
     radial_extent,
+    safe_set_arm,
+    safe_set_scratch,
 )
+from ..arm_sets.kernels.status import FALLBACK_REASONS, UNCERTIFIED, VERIFIED
 from ..arm_sets.star import StarSet
 from ..confidence.cholesky import (
     directional_terms,
@@ -108,6 +112,9 @@ ROFUL_RULE, GNOP_RULE, TS_RULE = 0, 1, 2
 MIN_RAYS = 64
 #: Relative shrink of a scale whose certificate failed by rounding (see the module docstring).
 SHRINK = 2.0 ** -40
+#: SafeTS: a solved arm whose bound is within this fraction of ``c`` counts as cut by the
+#: constraint (code ``scaled_step``).
+ACTIVE = 1e-6
 
 
 @njit(inline="always")
@@ -230,7 +237,11 @@ class DirectionalStages(NamedTuple):
     norms (``unorm``) and ``caps``, the ``margin`` ``c``, ``S``, SafeTS's normal ``draws`` and
     the set's ``geometry`` record, and the first step of :func:`refine_update` (0: the fan's best
     ray as scanned); per run again, the direction ``refined`` at its last stage (zero: none
-    yet), where the next stage's refinement may start.
+    yet), where the next stage's refinement may start; whether SafeTS ``solves`` its program
+    over the estimated safe set on the set's geometry
+    (:func:`~sege_cvx.arm_sets.kernels.registry.safe_set_arm`: cone sets compiled) rather than
+    scanning rays; per run, the fallbacks' ``reasons`` (columns
+    :data:`~sege_cvx.arm_sets.kernels.status.FALLBACK_REASONS`).
     """
 
     confidence: ConfidenceState
@@ -250,6 +261,8 @@ class DirectionalStages(NamedTuple):
     geometry: tuple
     refine_step: float
     refined: np.ndarray
+    solves: bool
+    reasons: np.ndarray
 
 
 class DirectionalRun(NamedTuple):
@@ -267,7 +280,8 @@ class DirectionalScratch(NamedTuple):
     (``offset``, ``trial``), :func:`refine_update`'s (``ray``: the direction played;
     ``probe``, ``state``, ``caps``, ``cgrads``, ``levels``, ``grads``, ``gnorm``, ``gfs``,
     ``vecs``, ``step``, ``act``, ``corral``, ``lam``, ``mu``, ``system``: see
-    :mod:`~sege_cvx.policies.ray_refinement`); :func:`learn`'s."""
+    :mod:`~sege_cvx.policies.ray_refinement`); SafeTS's program's (``safe_set``:
+    :func:`~sege_cvx.arm_sets.kernels.registry.safe_set_scratch`); :func:`learn`'s."""
 
     inverse: np.ndarray
     e: np.ndarray
@@ -293,6 +307,7 @@ class DirectionalScratch(NamedTuple):
     lam: np.ndarray
     mu: np.ndarray
     system: np.ndarray
+    safe_set: tuple
     learn: LearnScratch
 
 
@@ -311,6 +326,7 @@ def scratch(policy, d):
                               act=np.empty((d + 2, d)),
                               corral=np.empty(d + 3, dtype=np.int64), lam=np.empty(d + 3),
                               mu=np.empty(d + 3), system=np.empty((d + 4, d + 5)),
+                              safe_set=safe_set_scratch(policy.geometry),
                               learn=learn_scratch(d))
 
 
@@ -362,6 +378,10 @@ def choose_arm(policy, run, work, i, s, t, arm) -> int:
     if policy.algorithm == TS_RULE:
         sampled = work.sampled
         sample_parameter(theta_hat, inv, beta, policy.draws[i, s], sampled)
+        if policy.solves:  # its program over the estimated safe set, on the set's geometry
+            status = safe_set_arm(policy.geometry, sampled, gamma_hat, inv, beta, policy.margin,
+                                  arm, work.safe_set)
+            return _solved_arm(policy, i, status, sampled, gamma_hat, chol, beta, arm, work.w)
         directional_terms(inv, sampled, policy.dirs_t, terms)
     else:
         directional_terms(inv, theta_hat, policy.dirs_t, terms)
@@ -424,11 +444,41 @@ def choose_arm(policy, run, work, i, s, t, arm) -> int:
     # the point moved; else the safe arm, counted.
     if not (scale > 0.0 and pull_in(policy.geometry, arm, work.offset, work.trial)
             and certified_arm(arm, gamma_hat, chol, beta, policy.margin, policy.S, work.w)):
-        policy.fallbacks[i] += 1
+        return _fall_back(policy, i, UNCERTIFIED, arm)
+    return code
+
+
+@njit(inline="always")
+def _fall_back(policy, i, reason, arm) -> int:
+    """The safe arm (the origin) into ``arm``, the fallback counted with its ``reason``."""
+    policy.fallbacks[i] += 1
+    policy.reasons[i, reason] += 1
+    for j in range(arm.shape[0]):
+        arm[j] = 0.0
+    return BASELINE
+
+
+@njit(inline="always")
+def _solved_arm(policy, i, status, sampled, gamma_hat, chol, beta, arm, w) -> int:
+    """SafeTS's solved arm (:func:`~sege_cvx.arm_sets.kernels.registry.safe_set_arm`, in the set
+    exactly) played if its status is verified, its value for the sample positive (else the safe
+    arm, as good) and its bound at most ``c`` at the point played (else the safe arm, counted);
+    ``scaled_step`` where the bound is active."""
+    if status != VERIFIED:
+        return _fall_back(policy, i, status, arm)
+    d = arm.shape[0]
+    value, dot = 0.0, 0.0
+    for j in range(d):
+        value += sampled[j] * arm[j]
+        dot += gamma_hat[j] * arm[j]
+    if not value > 0.0:
         for j in range(d):
             arm[j] = 0.0
-        return BASELINE
-    return code
+        return BASELINE  # the safe arm is as good for the sample
+    if not certified_arm(arm, gamma_hat, chol, beta, policy.margin, policy.S, w):
+        return _fall_back(policy, i, UNCERTIFIED, arm)
+    ucb = dot + beta * inverse_norm(chol, arm, w)
+    return SCALED_STEP if ucb >= (1.0 - ACTIVE) * policy.margin else FULL_STEP
 
 
 @njit(inline="always")
@@ -591,15 +641,19 @@ class DirectionalPolicy(Policy):
         self._xz_sum = np.zeros((self.n_runs, d))
         self.gamma_hat = np.zeros((self.n_runs, d))
         self._fallbacks = np.zeros(self.n_runs, dtype=np.int64)
+        self._fallback_codes = np.zeros((self.n_runs, len(FALLBACK_REASONS)), dtype=np.int64)
         self._star = star
         # The compiled stages move an arm exactly into the set where its membership is compiled
         # (ellipsoids, balls, boxes, polytopes); a star's arms are members already.  Other sets
         # move the arms in Python, after the compiled scan (:meth:`select`).
         compiled = arm_set.compiled_arms
         geometry = None if compiled is None or star else compiled.geometry()
-        self._geometry = geometry if has_pull_in(geometry) else Unmoved()
-        # (SafeTS on a convex set solves its own program: no rays, nothing compiled.)
-        self._compiled = star or (rays and not isinstance(self._geometry, Unmoved))
+        # SafeTS on a convex set solves its own program: compiled where the set's geometry
+        # solves it (cone sets with compiled=True), else on Clarabel from Python.
+        self._solves = self.rule == TS_RULE and not star and has_safe_set_arm(geometry)
+        self._geometry = geometry if has_pull_in(geometry) or self._solves else Unmoved()
+        self._compiled = star or self._solves or (rays and not isinstance(self._geometry,
+                                                                          Unmoved))
         refines = (self.refine and self._compiled and not star and self.rule != TS_RULE
                    and d >= 2 and has_radial_extent(self._geometry))
         self.refine_step = fan_spacing(d, len(self.directions)) if refines else 0.0
@@ -628,9 +682,12 @@ class DirectionalPolicy(Policy):
 
     @property
     def fallback_reasons(self) -> Counter[str]:
-        """How often an arm failed its certificate (``"Uncertified"``)."""
-        total = int(self._fallbacks.sum())
-        return Counter({"Uncertified": total} if total else {})
+        """Why the safe arm replaced an arm: its bound or its move into the set failed
+        (``"Uncertified"``), or a compiled program's status
+        (:mod:`~sege_cvx.arm_sets.kernels.status`)."""
+        counts = self._fallback_codes.sum(axis=0)
+        return Counter({name: int(count) for name, count
+                        in zip(FALLBACK_REASONS, counts, strict=True) if count})
 
     def radii(self) -> np.ndarray:
         """Every run's current confidence radius ``beta`` (both confidence sets')."""
@@ -660,7 +717,8 @@ class DirectionalPolicy(Policy):
             radius=self._radius.rule, beta_table=table, algorithm=self.rule,
             dirs_t=self._dirs_t, unorm=self._unorm, caps=self.caps, margin=self.margin,
             S=self.setting.S, draws=self._draws(n_stages), geometry=self._geometry,
-            refine_step=self.refine_step, refined=self._refined)
+            refine_step=self.refine_step, refined=self._refined, solves=self._solves,
+            reasons=self._fallback_codes)
 
     def select(self) -> np.ndarray:
         """Every run's arm by the policy's rule (the compiled stage of :func:`choose_loop`),
@@ -677,6 +735,7 @@ class DirectionalPolicy(Policy):
             ok = inside & (~played | self._certified(arms))
             if not ok.all():
                 self._fallbacks += ~ok
+                self._fallback_codes[:, UNCERTIFIED] += ~ok
                 arms[~ok] = self.setting.safe_arm
                 codes[~ok] = BASELINE
         self.last_decision = codes

@@ -56,7 +56,7 @@ from ..arm_sets.kernels.registry import (
     pull_in,
     within_scratch,
 )
-from ..arm_sets.kernels.status import NOT_MEMBER, STATUS, VERIFIED
+from ..arm_sets.kernels.status import FALLBACK_REASONS, NOT_MEMBER, UNCERTIFIED, VERIFIED
 from ..arm_sets.star import StarSet
 from ..confidence.ellipsoid import ConfidenceEllipsoid
 from ..confidence.radius import CountTable, check_radius, make_radius, radius_one
@@ -76,11 +76,6 @@ from .directional import SHRINK, require_origin
 
 #: Decision codes: an exploration arm, an optimistic arm, the safe arm.
 EXPLORE, OPTIMISTIC, BASELINE = 0, 1, 2
-#: Why a compiled stage played the safe arm (columns of :attr:`SafeLUCBStages.reasons`): a
-#: program's status (:mod:`~sege_cvx.arm_sets.kernels.status`: ``NotFinite``, ``NotMember``,
-#: ``NotCertified``; column 0 unused), or an arm whose constraint bound failed.
-UNCERTIFIED = len(STATUS)
-REASONS = (*STATUS, "Uncertified")
 #: How the optimistic programs are solved: compiled where the set's geometry can
 #: (:class:`SafeLUCBStages`), or on Clarabel from Python (the cross-check).
 METHODS = ("auto", "solver")
@@ -92,10 +87,11 @@ class SafeLUCBStages(NamedTuple):
     :func:`~sege_cvx.arm_sets.kernels.registry.greedy_arm_within`).
 
     Per run: the ``confidence`` state, the ``decisions``, the ``fallbacks`` and their
-    ``reasons`` (columns :data:`REASONS`).  The constants: the ``radius`` rule and its values by
-    count (``beta_table``), ``B`` and ``B_inverse``, the ``margin`` ``c``, ``S``, the last
-    exploration stage, the exploration ball's radius, the exploration's normal ``draws``
-    (``(n_runs, stages, d + 2)``, only for the stages that explore) and the set's ``geometry``.
+    ``reasons`` (columns :data:`~sege_cvx.arm_sets.kernels.status.FALLBACK_REASONS`).  The
+    constants: the ``radius`` rule and its values by count (``beta_table``), ``B`` and
+    ``B_inverse``, the ``margin`` ``c``, ``S``, the last exploration stage, the exploration
+    ball's radius, the exploration's normal ``draws`` (``(n_runs, stages, d + 2)``, only for the
+    stages that explore) and the set's ``geometry``.
     """
 
     confidence: ConfidenceState
@@ -390,7 +386,7 @@ class SafeLUCB(Policy):
         geometry = None if compiled is None else compiled.geometry()
         self._compiled = has_greedy_within(geometry) and has_pull_in(geometry)
         self._geometry = geometry if self._compiled else None
-        self._stage_reasons = np.zeros((self.n_runs, len(REASONS)), dtype=np.int64)
+        self._stage_reasons = np.zeros((self.n_runs, len(FALLBACK_REASONS)), dtype=np.int64)
         self._program = self._optimistic_program()
 
     def _optimistic_program(self):
@@ -449,7 +445,7 @@ class SafeLUCB(Policy):
         ``"NotMember"`` (compiled stages: a program's status of
         :mod:`~sege_cvx.arm_sets.kernels.status`, or ``"Uncertified"``)."""
         reasons = self._reasons.copy()
-        for name, count in zip(REASONS, self._stage_reasons.sum(axis=0), strict=True):
+        for name, count in zip(FALLBACK_REASONS, self._stage_reasons.sum(axis=0), strict=True):
             if count:
                 reasons[name] += int(count)
         return reasons

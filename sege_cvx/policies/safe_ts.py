@@ -12,6 +12,9 @@ stage, for each run:
              \langle x, \hat\gamma \rangle + \beta \|x\|_{V^{-1}} \le c,
 
    a second-order cone program (compiled once on Clarabel, :mod:`sege_cvx.conic`; on a
+   :class:`~sege_cvx.ConvexArmSet` of second-order cones built with ``compiled=True`` solved in
+   the compiled stages by the package's interior-point method and its arm proven in the set
+   exactly, :func:`~sege_cvx.arm_sets.cone.arms.safe_set_one`; on a
    :class:`~sege_cvx.StarSet` its exact solution by a scan of the rays, compiled with the
    stages); the safe arm (the origin) if that best value is not positive.
 
@@ -21,7 +24,9 @@ value is at most ``c``: on the event of the confidence set of ``gamma*`` (probab
 solver's point is certified before it is played: its bound is recomputed, and where rounding
 or the solver's tolerance leave it above ``c`` the arm is scaled toward the safe arm (the
 bound is positively homogeneous: ``UCB(t x) = t UCB(x)``) to ``(1 - 2^-40) c``; it is then moved
-exactly into ``X`` and checked once more.  A solver failure, or an arm that still fails, is
+exactly into ``X`` and checked once more.  (The compiled program on a cone set is solved with
+its bound ``1e-8`` inside ``c`` instead, as a scaled arm would lose its proof of membership, and
+its arm checked at the point played.)  A solver failure, or an arm that still fails, is
 replaced by the safe arm and counted in ``SafeTS.solver_fallbacks`` with its reason.
 """
 
@@ -38,6 +43,7 @@ from ..confidence.cholesky import inverse_factor_one
 from ..conic.errors import SolverFailure
 from ..setting import SafeSetting
 from .directional import (
+    ACTIVE,
     BASELINE,
     FULL_STEP,
     SCALED_STEP,
@@ -46,10 +52,6 @@ from .directional import (
     DirectionalPolicy,
     sample_parameter,
 )
-
-#: A solver's point whose bound is within this fraction of ``c`` counts as cut by the
-#: constraint (code ``scaled_step``).
-ACTIVE = 1e-6
 
 
 class SafeTS(DirectionalPolicy):
@@ -102,7 +104,7 @@ class SafeTS(DirectionalPolicy):
     ) -> None:
         super().__init__(setting, lam=lam, delta=delta, radius=radius, n_runs=n_runs, seed=seed)
         self._reasons: Counter[str] = Counter()
-        self._program = (None if self._star
+        self._program = (None if self._star or self._compiled
                          else _safe_set_program(setting.arm_set, self.margin))
 
     def _scans_rays(self, setting: SafeSetting) -> bool:
@@ -117,14 +119,14 @@ class SafeTS(DirectionalPolicy):
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        if not self._star:
+        if not (self._star or self._compiled):
             self._program = _safe_set_program(self.setting.arm_set, self.margin)
 
     @property
     def fallback_reasons(self) -> Counter[str]:
         """Why the safe arm replaced an arm: a solver status, ``"Uncertified"`` or
         ``"NotMember"``."""
-        if self._star:
+        if self._star or self._compiled:
             return super().fallback_reasons
         return self._reasons.copy()
 
@@ -134,7 +136,7 @@ class SafeTS(DirectionalPolicy):
 
     def select(self) -> np.ndarray:
         """Every run's arm (the module docstring's rule), certified before it is returned."""
-        if self._star:  # the compiled scan of the rays
+        if self._star or self._compiled:  # the compiled scan of the rays, or program
             return super().select()
         n, d = self.n_runs, self.d
         conf, margin, setting = self.confidence, self.margin, self.setting

@@ -16,6 +16,7 @@ import pytest
 from _exact import q
 from problems import (
     B_THEIRS,
+    assert_certified,
     b_problem,
     constrained_problem,
     constraint_problem,
@@ -283,12 +284,7 @@ def test_no_violation_and_every_arm_exactly_in_the_set(rule, set_name):
     for _ in range(T):
         arms = policy.select()
         assert all(exactly_in(arm_set, x) for x in arms)
-        # Certified: the UCB of <x, gamma*> at most c, or S ||x|| at most c.
-        conf, beta = policy.confidence, policy.radii()
-        width = np.sqrt(np.einsum("ij,ijk,ik->i", arms, np.linalg.inv(conf.V), arms))
-        ucb = np.einsum("ij,ij->i", arms, policy.gamma_hat) + beta * width
-        assert np.all((ucb <= 0.25 * (1 + 1e-9)) | (np.linalg.norm(arms, axis=1) <= 0.25))
-        assert np.all(arms @ gamma <= 0.25)
+        assert_certified(policy, arms, gamma, 0.25)
         feedback = bandit.feedback(arms)
         policy.observe(arms, feedback.observed, feedback.observed_constraint)
     assert policy.solver_fallbacks.sum() == 0

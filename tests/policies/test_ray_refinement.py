@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 from _exact import q
-from problems import constraint_problem
+from problems import assert_certified, constraint_problem
 
 import sege_cvx as sc
 from sege_cvx.arm_sets.discretization import sphere_directions
@@ -212,11 +212,7 @@ def test_refined_arms_are_certified_and_exactly_in_the_box(rule):
     for _ in range(T):
         arms = policy.select()
         assert all(exactly_in_box(x) for x in arms)
-        conf, beta = policy.confidence, policy.radii()
-        width = np.sqrt(np.einsum("ij,ijk,ik->i", arms, np.linalg.inv(conf.V), arms))
-        ucb = np.einsum("ij,ij->i", arms, policy.gamma_hat) + beta * width
-        assert np.all((ucb <= 0.25 * (1 + 1e-9)) | (np.linalg.norm(arms, axis=1) <= 0.25))
-        assert np.all(arms @ gamma <= 0.25)
+        assert_certified(policy, arms, gamma, 0.25)
         feedback = bandit.feedback(arms)
         policy.observe(arms, feedback.observed, feedback.observed_constraint)
     assert policy.solver_fallbacks.sum() == 0

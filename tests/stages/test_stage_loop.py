@@ -285,11 +285,15 @@ def test_the_arms_of_a_stage_are_bound_by_the_geometry_record_class():
     assert bindings[registry.within_scratch] is arms.within_scratch_of
     assert set(bindings) == {registry.greedy_arm, registry.lcb_arm, registry.pull_inside,
                              registry.pull_in, registry.radial_extent,
-                             registry.greedy_arm_within, registry.within_scratch}
-    # A geometry without an extent along a ray binds the one that reports none.
+                             registry.greedy_arm_within, registry.within_scratch,
+                             registry.safe_set_arm, registry.safe_set_scratch}
+    assert bindings[registry.safe_set_arm] is registry.no_safe_set_arm
+    # A geometry without a pull-in or an extent along a ray binds the ones that do nothing.
     from sege_cvx.arm_sets.hull.arms import HullGeometry
-    assert registry.arm_bindings(HullGeometry)[registry.radial_extent] is (
-        registry.no_radial_extent)
+    hull = registry.arm_bindings(HullGeometry)
+    assert hull[registry.radial_extent] is registry.no_radial_extent
+    assert hull[registry.pull_in] is registry.no_pull_in
+    assert registry.greedy_arm_within not in hull  # Safe-LUCB does not compile its stages there
     with pytest.raises(TypeError, match=r"no compiled arms for geometry records of class "
                                         r"'RoundRobinStages' \(registered: "):
         registry.arm_bindings(RoundRobinStages)
@@ -301,6 +305,10 @@ def test_the_arms_of_a_stage_are_bound_by_the_geometry_record_class():
                                         "together"):
         registry.register_geometry(RoundRobinStages, registry.GeometryKernels(
             within=arms.greedy_within_one))
+    with pytest.raises(TypeError, match="kernels.safe_set and kernels.safe_set_scratch come "
+                                        "together"):
+        registry.register_geometry(RoundRobinStages, registry.GeometryKernels(
+            safe_set_scratch=arms.within_scratch_of))
     with pytest.raises(TypeError, match="already has kernels"):
         registry.register_geometry(PolytopeGeometry, registry.GeometryKernels(
             greedy=arms.lcb_one))

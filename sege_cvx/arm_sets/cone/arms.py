@@ -77,7 +77,10 @@ class ConeGeometry(NamedTuple):
     of its witness columns and its number of terms, per equality the same, ``R`` and ``kappa``;
     the interior pair ``center``; SEGE's baseline pair and the pairs of the exploration's
     vertices and centre (``table``, rows as
-    :meth:`~sege_cvx.arm_sets.exploration.Exploration.witness_table`)."""
+    :meth:`~sege_cvx.arm_sets.exploration.Exploration.witness_table`); the safe-set program's
+    structure (the set's blocks and the bound's cone over ``x``) and right-hand sides
+    (:func:`safe_set_one`); the solver's scratch shapes ``(V rows, V columns, M rows, M
+    columns)``, which cover both programs."""
 
     structure: np.ndarray
     values: np.ndarray
@@ -96,7 +99,15 @@ class ConeGeometry(NamedTuple):
     center: np.ndarray
     baseline: np.ndarray
     table: np.ndarray
+    safe_structure: np.ndarray
+    safe_h: np.ndarray
+    shapes: np.ndarray
 
+
+#: The safe-set program's limit, relative to ``c``: a solve meets its rows to about 1e-9 and
+#: the pull-in moves the arm by a contraction of 1e-15 or so, which together must leave the
+#: arm's bound at most ``c`` when it is checked (:func:`safe_set_one`).
+SAFE_SET_SLACK = 1e-8
 
 #: Margin a max-margin witness solve is trusted to reach (Clarabel's accuracy, with room):
 #: where :meth:`ConeArms.pull_in`'s search for a contraction starts.
@@ -309,6 +320,50 @@ def pull_inside_one(geometry, x, warm, use_lcb, rho) -> bool:
     return True
 
 
+@njit
+def safe_set_one(geometry, theta, gamma, inv, beta, margin, out, work) -> int:
+    """The certified best arm for ``theta`` over the estimated safe set (SafeTS's program,
+    :mod:`sege_cvx.policies.safe_ts`): ``max theta^T x`` over the set's rows and the bound's
+    cone ``<gamma_hat, x> + beta ||L^{-1} x|| <= c'``, ``c' = (1 - SAFE_SET_SLACK) c`` (``inv =
+    L^{-1}``), the cone's rows divided by ``c'`` so that its right-hand side is the record's
+    ``(1, 0, ..., 0)``: ``s = (1 - <gamma_hat, x> / c', beta L^{-1} x / c')``.  Its pair in
+    slot :data:`GREEDY` of ``work = (pairs, V, M, vals)`` (:func:`safe_set_scratch_of`), the arm
+    certified in the set exactly (moved in if needed) into ``out``; the bound is the caller's to
+    check at the point played."""
+    pairs, V, M, vals = work
+    d, n = geometry.dim, geometry.n
+    st = geometry.safe_structure
+    j = geometry.n_set
+    v0 = socp._vptr(st, j)
+    limit = margin * (1.0 - SAFE_SET_SLACK)
+    for a in range(d):
+        vals[v0 + a] = gamma[a] / limit
+    for i in range(d):
+        for a in range(d):
+            vals[v0 + (1 + i) * d + a] = -(beta * inv[i, a]) / limit
+    big = 0.0
+    for a in range(d):
+        big = max(big, abs(theta[a]))
+    scale = _power_of_two_scale(big)
+    c = socp.C_ROW
+    for a in range(n + 1):
+        V[c, a] = 0.0
+    for a in range(d):
+        V[c, a] = -theta[a] * scale
+    status = socp.solve_into(st, j + 1, n, geometry.safe_h, geometry.A, geometry.b,
+                             pairs[GREEDY], V, M, vals)
+    return _finish(geometry, status, pairs, GREEDY, V, M, out)
+
+
+@njit(inline="always")
+def safe_set_scratch_of(geometry):
+    """:func:`safe_set_one`'s scratch: the pairs, the solver's ``V`` and ``M``, and a copy of
+    the blocks' values (the bound's block rewritten per solve)."""
+    shapes = geometry.shapes
+    return (np.zeros((3, geometry.n + 1)), np.zeros((shapes[0], shapes[1])),
+            np.zeros((shapes[2], shapes[3])), geometry.values.copy())
+
+
 # --- Python entry points (tests, cross-checks) ------------------------------------------------
 
 @njit
@@ -381,6 +436,18 @@ class ConeArms:
             np.r_[set_blocks.values, np.zeros(lcb.values.size)])
         self.structure = socp.pack(self.blocks)
         self.h = np.r_[form.h, np.zeros(d + 1)]
+        # SafeTS's program over the estimated safe set: the bound's cone over x, its right-hand
+        # side (1, 0, ..., 0) (safe_set_one divides its rows by c).
+        safe = blocks_from_rows(np.ones((d + 1, d)), [d + 1], [1])
+        self.safe_structure = socp.pack(socp.ConeBlocks(
+            np.r_[set_blocks.kind, safe.kind], np.r_[set_blocks.rows, m + safe.rows[1:]],
+            np.r_[set_blocks.col_ptr, set_blocks.cols.size + safe.col_ptr[1:]],
+            np.r_[set_blocks.cols, safe.cols],
+            np.r_[set_blocks.val_ptr, set_blocks.values.size + safe.val_ptr[1:]],
+            np.r_[set_blocks.values, np.zeros(safe.values.size)]))
+        self.safe_h = np.r_[form.h, 1.0, np.zeros(d)]
+        shapes = socp.scratch_shapes(self.blocks, n + 1, p)
+        self.shapes = np.array([*shapes[0], *shapes[1]], dtype=np.int64)
         self.A = np.zeros((p, n + 1))
         self.A[:, :n] = form.A
         up = np.inf
@@ -532,7 +599,7 @@ class ConeArms:
         return ConeGeometry(self.structure, self.blocks.values, form.n_blocks, form.n, form.dim,
                             self.h, self.A, form.b, self.row_l1, self.row_aux_l1,
                             self.row_terms, self.eq_l1, self.R, self.kappa, self.center,
-                            baseline, table)
+                            baseline, table, self.safe_structure, self.safe_h, self.shapes)
 
     def geometry(self, lam: float | None = None, anchors=None) -> ConeGeometry | None:
         """The record compiled stages receive (:class:`ConeGeometry`).  With SEGE's ``anchors``
@@ -650,6 +717,12 @@ def _stage_pull_inside(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
     return pull_inside_one(geometry, x, warm, use_lcb, rho)
 
 
+@njit(inline="always")
+def _stage_safe_set(geometry, theta, gamma, inv, beta, margin, out, work):
+    return safe_set_one(geometry, theta, gamma, inv, beta, margin, out, work)
+
+
 # No pull_in: a point's witness comes from the programs and mixes that produce it.
 register_geometry(ConeGeometry, GeometryKernels(
-    greedy=_stage_greedy, lcb=_stage_lcb, pull_inside=_stage_pull_inside))
+    greedy=_stage_greedy, lcb=_stage_lcb, pull_inside=_stage_pull_inside,
+    safe_set=_stage_safe_set, safe_set_scratch=safe_set_scratch_of))

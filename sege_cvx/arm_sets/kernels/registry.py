@@ -33,11 +33,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
+import numpy as np
+
 from ..._numba import njit
+from .status import NOT_CERTIFIED
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from ..exploration import Exploration
 
 #: The rows of scratch every geometry's arms may use: ``mats`` (5, d, d), ``vecs`` (16, d); a
@@ -106,6 +107,39 @@ def within_scratch(geometry, n_cuts):
     raise NotImplementedError(_UNBOUND)
 
 
+def safe_set_arm(geometry, theta, gamma, inv, beta, margin, out, work) -> int:
+    """The best arm for ``theta`` over the set's part where ``<gamma, x> + beta ||L^{-1} x|| <=
+    margin`` (``inv = L^{-1}``): SafeTS's program over the estimated safe set
+    (:mod:`sege_cvx.policies.safe_ts`), solved compiled into ``out``; returns its status.
+    :data:`~.status.VERIFIED`: the arm lies in the set exactly; its bound is the caller's to
+    check at the point it plays.  ``work``: :func:`safe_set_scratch`."""
+    raise NotImplementedError(_UNBOUND)
+
+
+def safe_set_scratch(geometry):
+    """The scratch of :func:`safe_set_arm` (a tuple of arrays)."""
+    raise NotImplementedError(_UNBOUND)
+
+
+@njit(inline="always")
+def no_pull_in(geometry, x, offset, trial) -> bool:
+    """:func:`pull_in` of a geometry that registers none (a hull's, a cone set's: their
+    membership needs a witness): no point is moved in."""
+    return False
+
+
+@njit(inline="always")
+def no_safe_set_arm(geometry, theta, gamma, inv, beta, margin, out, work) -> int:
+    """:func:`safe_set_arm` of a geometry that registers none: nothing solved."""
+    return NOT_CERTIFIED
+
+
+@njit(inline="always")
+def no_safe_set_scratch(geometry):
+    """:func:`safe_set_scratch` of a geometry that registers none."""
+    return (np.empty((0, 0)),)
+
+
 @njit(inline="always")
 def no_radial_extent(geometry, u, h, caps, grads) -> tuple:
     """:func:`radial_extent` of a geometry that registers none: no extent, no pieces."""
@@ -145,6 +179,10 @@ class GeometryKernels(NamedTuple):
         For :func:`greedy_arm_within` and its scratch, :func:`within_scratch`: the greedy arm
         over the set cut by half-spaces (both or neither; without them Safe-LUCB solves its
         programs on Clarabel).
+    safe_set, safe_set_scratch : callable or None
+        For :func:`safe_set_arm` and its scratch, :func:`safe_set_scratch`: SafeTS's program
+        over the estimated safe set (both or neither; None binds :func:`no_safe_set_arm` and
+        :func:`no_safe_set_scratch`: SafeTS then solves it on Clarabel).
     """
 
     greedy: Callable | None = None
@@ -154,12 +192,15 @@ class GeometryKernels(NamedTuple):
     radial: Callable | None = None
     within: Callable | None = None
     within_scratch: Callable | None = None
+    safe_set: Callable | None = None
+    safe_set_scratch: Callable | None = None
 
 
 #: The placeholder each field of :class:`GeometryKernels` binds.
 _PLACEHOLDERS = {"greedy": greedy_arm, "lcb": lcb_arm, "pull_in": pull_in,
                  "pull_inside": pull_inside, "radial": radial_extent,
-                 "within": greedy_arm_within, "within_scratch": within_scratch}
+                 "within": greedy_arm_within, "within_scratch": within_scratch,
+                 "safe_set": safe_set_arm, "safe_set_scratch": safe_set_scratch}
 _GEOMETRIES: dict[type, GeometryKernels] = {}
 
 
@@ -184,9 +225,10 @@ def register_geometry(record: type, kernels: GeometryKernels) -> None:
     if not isinstance(kernels, GeometryKernels) or all(k is None for k in kernels):
         raise TypeError(f"kernels must be a GeometryKernels with at least one function, got "
                         f"{kernels!r}")
-    if (kernels.within is None) != (kernels.within_scratch is None):
-        raise TypeError(f"kernels.within and kernels.within_scratch come together, got "
-                        f"{kernels.within!r} and {kernels.within_scratch!r}")
+    for a, b in (("within", "within_scratch"), ("safe_set", "safe_set_scratch")):
+        if (getattr(kernels, a) is None) != (getattr(kernels, b) is None):
+            raise TypeError(f"kernels.{a} and kernels.{b} come together, got "
+                            f"{getattr(kernels, a)!r} and {getattr(kernels, b)!r}")
     if _GEOMETRIES.get(record, kernels) != kernels:
         raise TypeError(f"geometry {record.__name__} already has kernels; define another record "
                         "class for other kernels")
@@ -219,10 +261,19 @@ def has_greedy_within(geometry: object) -> bool:
     return row is not None and row.within is not None
 
 
+def has_safe_set_arm(geometry: object) -> bool:
+    """Whether the geometry record ``geometry`` solves SafeTS's program over the estimated safe
+    set (:func:`safe_set_arm`)."""
+    row = _GEOMETRIES.get(type(geometry))
+    return row is not None and row.safe_set is not None
+
+
 def arm_bindings(record: type) -> dict[Callable, Callable]:
     """The functions a compiled stage on geometry records of class ``record`` calls in place of
-    the placeholders (those it has: a hull has no :func:`pull_in`; a geometry without
-    :func:`radial_extent` has :func:`no_radial_extent`).
+    the placeholders: the geometry's, and for those it lacks :func:`no_pull_in`,
+    :func:`no_radial_extent`, :func:`no_safe_set_arm` and :func:`no_safe_set_scratch` (a stage
+    asks :func:`has_pull_in`, :func:`has_radial_extent`, :func:`has_safe_set_arm` first; the
+    others, SEGE's and Safe-LUCB's, are not bound where the geometry lacks them).
 
     Raises
     ------
@@ -234,7 +285,9 @@ def arm_bindings(record: type) -> dict[Callable, Callable]:
         known = ", ".join(cls.__name__ for cls in _GEOMETRIES)
         raise TypeError(f"no compiled arms for geometry records of class "
                         f"{getattr(record, '__name__', record)!r} (registered: {known})")
-    row = row._replace(radial=row.radial or no_radial_extent)
+    row = row._replace(pull_in=row.pull_in or no_pull_in, radial=row.radial or no_radial_extent,
+                       safe_set=row.safe_set or no_safe_set_arm,
+                       safe_set_scratch=row.safe_set_scratch or no_safe_set_scratch)
     return {_PLACEHOLDERS[field]: function for field, function in row._asdict().items()
             if function is not None}
 

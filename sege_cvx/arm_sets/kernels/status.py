@@ -17,3 +17,8 @@ NOT_CERTIFIED = 3
 
 #: Name of each code, as reported in ``BatchArms.status`` and ``SEGE.fallback_reasons``.
 STATUS = ("closed_form", "NotFinite", "NotMember", "NotCertified")
+#: Why a compiled stage of a constraint-model policy played the safe arm: a status above (its
+#: name; column 0 unused) or :data:`UNCERTIFIED`, an arm whose bound on the constraint failed
+#: at the point played (the columns of such a stage record's ``reasons``).
+UNCERTIFIED = len(STATUS)
+FALLBACK_REASONS = (*STATUS, "Uncertified")
