@@ -444,18 +444,21 @@ def choose_arm(policy, run, work, i, s, t, arm) -> int:
     # the point moved; else the safe arm, counted.
     if not (scale > 0.0 and pull_in(policy.geometry, arm, work.offset, work.trial)
             and certified_arm(arm, gamma_hat, chol, beta, policy.margin, policy.S, work.w)):
-        return _fall_back(policy, i, UNCERTIFIED, arm)
+        fall_back(policy, i, UNCERTIFIED, arm)
+        return BASELINE
     return code
 
 
 @njit(inline="always")
-def _fall_back(policy, i, reason, arm) -> int:
-    """The safe arm (the origin) into ``arm``, the fallback counted with its ``reason``."""
+def fall_back(policy, i, reason, arm) -> None:
+    """The safe arm (the origin) into ``arm``, run ``i``'s fallback counted in the stage
+    record's ``fallbacks`` and ``reasons`` (column ``reason``, of
+    :data:`~sege_cvx.arm_sets.kernels.status.FALLBACK_REASONS`); ROFUL's, GNOP's, SafeTS's and
+    Safe-LUCB's stages."""
     policy.fallbacks[i] += 1
     policy.reasons[i, reason] += 1
     for j in range(arm.shape[0]):
         arm[j] = 0.0
-    return BASELINE
 
 
 @njit(inline="always")
@@ -465,7 +468,8 @@ def _solved_arm(policy, i, status, sampled, gamma_hat, chol, beta, arm, w) -> in
     arm, as good) and its bound at most ``c`` at the point played (else the safe arm, counted);
     ``scaled_step`` where the bound is active."""
     if status != VERIFIED:
-        return _fall_back(policy, i, status, arm)
+        fall_back(policy, i, status, arm)
+        return BASELINE
     d = arm.shape[0]
     value, dot = 0.0, 0.0
     for j in range(d):
@@ -476,7 +480,8 @@ def _solved_arm(policy, i, status, sampled, gamma_hat, chol, beta, arm, w) -> in
             arm[j] = 0.0
         return BASELINE  # the safe arm is as good for the sample
     if not certified_arm(arm, gamma_hat, chol, beta, policy.margin, policy.S, w):
-        return _fall_back(policy, i, UNCERTIFIED, arm)
+        fall_back(policy, i, UNCERTIFIED, arm)
+        return BASELINE
     ucb = dot + beta * inverse_norm(chol, arm, w)
     return SCALED_STEP if ucb >= (1.0 - ACTIVE) * policy.margin else FULL_STEP
 

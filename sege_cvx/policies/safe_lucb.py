@@ -72,7 +72,7 @@ from ..conic.errors import SolverFailure
 from ..setting import SafeSetting
 from ..stages.loop import Decisions, StageHooks, choose_loop, register_stage_hooks, stage_loop
 from .base import Policy
-from .directional import SHRINK, require_origin
+from .directional import SHRINK, fall_back, require_origin
 
 #: Decision codes: an exploration arm, an optimistic arm, the safe arm.
 EXPLORE, OPTIMISTIC, BASELINE = 0, 1, 2
@@ -185,16 +185,6 @@ def _largest_cut(cuts, x) -> float:
 
 
 @njit(inline="always")
-def _fall_back(policy, i, reason, arm) -> int:
-    """The safe arm (the origin) into ``arm``, the fallback counted with its ``reason``."""
-    policy.fallbacks[i] += 1
-    policy.reasons[i, reason] += 1
-    for a in range(arm.shape[0]):
-        arm[a] = 0.0
-    return BASELINE
-
-
-@njit(inline="always")
 def choose_arm(policy, run, work, i, s, t, arm) -> int:
     """Run ``i``'s arm at stage ``t`` (the module docstring's rule): an exploration arm
     ``B^{-1} r`` while ``t <= exploration_stages``, else the best of the ``2d`` programs
@@ -218,7 +208,8 @@ def choose_arm(policy, run, work, i, s, t, arm) -> int:
                 v += policy.B_inverse[a, b] * r[b]
             arm[a] = v
         if not pull_in(policy.geometry, arm, work.offset, work.trial):
-            return _fall_back(policy, i, NOT_MEMBER, arm)
+            fall_back(policy, i, NOT_MEMBER, arm)
+            return BASELINE
         square = 0.0
         for a in range(d):
             v = 0.0
@@ -226,7 +217,8 @@ def choose_arm(policy, run, work, i, s, t, arm) -> int:
                 v += policy.B[a, b] * arm[b]
             square += v * v
         if not policy.S * math.sqrt(square) <= margin:
-            return _fall_back(policy, i, UNCERTIFIED, arm)
+            fall_back(policy, i, UNCERTIFIED, arm)
+            return BASELINE
         return EXPLORE
     conf = run.confidence
     beta = radius_one(policy.radius, policy.beta_table[policy.confidence.counts[i]], conf.chol)
@@ -243,7 +235,8 @@ def choose_arm(policy, run, work, i, s, t, arm) -> int:
         status = greedy_arm_within(policy.geometry, corners[k], cuts, margin, work.start, x,
                                    work.within)
         if status != VERIFIED:
-            return _fall_back(policy, i, status, arm)
+            fall_back(policy, i, status, arm)
+            return BASELINE
         v = 0.0
         for a in range(d):
             v += corners[k, a] * x[a]
@@ -259,9 +252,11 @@ def choose_arm(policy, run, work, i, s, t, arm) -> int:
     for a in range(d):
         arm[a] = best[a]
     if not pull_in(policy.geometry, arm, work.offset, work.trial):
-        return _fall_back(policy, i, NOT_MEMBER, arm)
+        fall_back(policy, i, NOT_MEMBER, arm)
+        return BASELINE
     if not _largest_cut(cuts, arm) <= margin:
-        return _fall_back(policy, i, UNCERTIFIED, arm)
+        fall_back(policy, i, UNCERTIFIED, arm)
+        return BASELINE
     return OPTIMISTIC
 
 
