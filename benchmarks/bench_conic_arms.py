@@ -187,8 +187,8 @@ def bench_solves(args) -> tuple[list, dict]:
             n = args.instances
             arms.greedy_all(thetas[:2])  # compile
             arms.lcb_all(thetas[:2], chols[:2], radii[:2])
-            g_time, (g_arms, _, g_codes) = timed(partial(arms.greedy_all, thetas), args.repeats)
-            l_time, (l_arms, _, l_codes) = timed(partial(arms.lcb_all, thetas, chols, radii),
+            g_time, (g_arms, _, g_codes, _) = timed(partial(arms.greedy_all, thetas), args.repeats)
+            l_time, (l_arms, _, l_codes, _) = timed(partial(arms.lcb_all, thetas, chols, radii),
                                                  args.repeats)
             greedy_program, lcb_program = arm_set.greedy_program, arm_set.lcb_program
             k = min(n, args.clarabel)

@@ -57,7 +57,7 @@ def test_compiled_arms_match_clarabel(name):
     rng = np.random.default_rng(7)
     n = 40
     thetas = rng.normal(size=(n, d)) * rng.choice([1e-3, 1.0, 50.0], size=(n, 1))
-    greedy, _, codes = arms.greedy_all(thetas)
+    greedy, _, codes, _ = arms.greedy_all(thetas)
     assert (codes == VERIFIED).all()
     solved = arm_set.greedy_arm_batch(thetas)
     assert solved.ok.all()
@@ -70,7 +70,7 @@ def test_compiled_arms_match_clarabel(name):
         B = rng.normal(size=(d, d))
         chols[i] = np.linalg.cholesky(B @ B.T + 0.5 * np.eye(d))
     radii = rng.choice([0.0, 0.1, 1.0, 5.0], size=n)
-    lcb, pairs, codes = arms.lcb_all(thetas, chols, radii)
+    lcb, pairs, codes, _ = arms.lcb_all(thetas, chols, radii)
     assert (codes == VERIFIED).all()
     ref = arm_set.lcb_arm_batch(thetas, chols, radii, "solver")
     assert ref.ok.all()
@@ -163,7 +163,7 @@ def test_certify_refuses_a_point_outside_by_an_ulp():
     arm_set = _set("ball_cut")
     arms = arm_set.compiled_arms
     theta = np.array([0.3, 0.1, 0.7, -0.2, 0.5])
-    x, pairs, codes = arms.greedy_all(theta[None])
+    x, pairs, codes, _ = arms.greedy_all(theta[None])
     assert codes[0] == VERIFIED
     pair = pairs[0].copy()
     assert arms.certify(pair[None])[0]
@@ -192,6 +192,45 @@ def test_solve_reports_failure_without_a_point():
                         form.h, form.A, form.b, z, work)
     assert status in (socp.NOT_CONVERGED, socp.NUMERICAL)
     assert (z == 7.0).all()
+
+
+def _learner_programs(d, T, seed):
+    """``T`` consecutive (theta_hat, chol(V), r) of a learner playing random arms of norm 0.5."""
+    rng = np.random.default_rng(seed)
+    theta = np.linspace(0.5, 0.3, d)
+    V, b, rows = np.eye(d), np.zeros(d), []
+    for t in range(1, T + 31):
+        a = rng.normal(size=d)
+        a *= 0.5 / np.linalg.norm(a)
+        V += np.outer(a, a)
+        b += (a @ theta + 0.1 * rng.normal()) * a
+        if t > 30:
+            rows.append((np.linalg.solve(V, b), np.linalg.cholesky(V),
+                         0.1 * np.sqrt(2 * np.log(t) + d)))
+    return tuple(np.array(x) for x in zip(*rows, strict=True))
+
+
+@pytest.mark.parametrize("name", ["demand", "pnorm", "epigraph"])
+def test_warm_started_solves_agree_with_cold_ones_in_fewer_iterations(name):
+    arm_set = _set(name)
+    arms = arm_set.compiled_arms
+    thetas, chols, radii = _learner_programs(arm_set.dim, 150, 1)
+    for program in ("greedy", "LCB"):
+        if program == "greedy":
+            cold, warm = (arms.greedy_all(thetas, warm=w) for w in (False, True))
+            gap = np.abs(np.einsum("ij,ij->i", cold.arms - warm.arms, thetas))
+        else:
+            cold, warm = (arms.lcb_all(thetas, chols, radii, warm=w) for w in (False, True))
+            gap = np.abs(cholesky.lcb_values(cold.arms, thetas, chols, radii)
+                         - cholesky.lcb_values(warm.arms, thetas, chols, radii))
+        assert (cold.codes == VERIFIED).all() and (warm.codes == VERIFIED).all()
+        # Both meet the method's stopping test (relative gap 1e-10); measured: at most 5.4e-10.
+        assert gap.max() < 5e-9, (program, gap.max())
+        # Measured: 13.0-17.0 iterations a solve cold, 5.1-9.9 warm.
+        assert warm.iterations.mean() < 0.8 * cold.iterations.mean(), program
+    # Cold solves do not depend on the order of the rows.
+    again = arms.lcb_all(thetas[::-1], chols[::-1], radii[::-1])
+    np.testing.assert_array_equal(again.arms[::-1], cold.arms)
 
 
 def _demand_problem():

@@ -61,8 +61,10 @@ _U = 2.0**-53
 #: An absolute allowance for products in the subnormal range, whose rounding is absolute (up
 #: to 2^-1075 each), far below any term of a well-scaled set.
 _UNDERFLOW = 2.0**-1000
-#: Slots of a run's pairs (``warm[0]``): the greedy arm's, the LCB arm's, SEGE's mix's.
-GREEDY, LCB, MIX = 0, 1, 2
+#: Slots of a run's pairs (``warm[0]``): the greedy arm's, the LCB arm's, SEGE's mix's; then
+#: the greedy and LCB programs' warm starts (:func:`~sege_cvx.conic.socp.solve_into`'s
+#: ``start``: a run's consecutive programs differ by one observation).
+GREEDY, LCB, MIX, GREEDY_START, LCB_START = 0, 1, 2, 3, 4
 
 
 class ConeGeometry(NamedTuple):
@@ -250,7 +252,7 @@ def greedy_one(geometry, theta, warm, out) -> int:
     for k in range(d):
         V[c, k] = -theta[k] * scale
     status = socp.solve_into(geometry.structure, geometry.n_set, n, geometry.h, geometry.A,
-                             geometry.b, pairs[GREEDY], V, M, vals)
+                             geometry.b, pairs[GREEDY], V, M, vals, pairs[GREEDY_START])
     return _finish(geometry, status, pairs, GREEDY, V, M, out)
 
 
@@ -295,7 +297,7 @@ def lcb_one(geometry, theta, chol, r, warm, out) -> int:
         V[c, a] = -theta[a] * scale
     V[c, n] = 1.0
     status = socp.solve_into(st, j + 1, n + 1, geometry.h, geometry.A, geometry.b,
-                             pairs[LCB], V, M, vals)
+                             pairs[LCB], V, M, vals, pairs[LCB_START])
     return _finish(geometry, status, pairs, LCB, V, M, out)
 
 
@@ -350,8 +352,9 @@ def safe_set_one(geometry, theta, gamma, inv, beta, margin, out, work) -> int:
         V[c, a] = 0.0
     for a in range(d):
         V[c, a] = -theta[a] * scale
+    # Cold: the sample moves by its own noise from one stage to the next.
     status = socp.solve_into(st, j + 1, n, geometry.safe_h, geometry.A, geometry.b,
-                             pairs[GREEDY], V, M, vals)
+                             pairs[GREEDY], V, M, vals, np.empty(0))
     return _finish(geometry, status, pairs, GREEDY, V, M, out)
 
 
@@ -367,21 +370,26 @@ def safe_set_scratch_of(geometry):
 # --- Python entry points (tests, cross-checks) ------------------------------------------------
 
 @njit
-def _all(geometry, thetas, chols, radii, warm, lcb) -> tuple:
+def _all(geometry, thetas, chols, radii, warm, lcb, warm_started) -> tuple:
     n_rows, d = thetas.shape
     arms = np.full((n_rows, d), np.nan)
     pairs = np.full((n_rows, geometry.n), np.nan)
     status = np.empty(n_rows, dtype=np.int64)
+    iterations = np.empty(n_rows, dtype=np.int64)
     for i in range(n_rows):
+        if not warm_started:
+            warm[0][GREEDY_START, 0] = 0.0
+            warm[0][LCB_START, 0] = 0.0
         if lcb:
             status[i] = lcb_one(geometry, thetas[i], chols[i], radii[i], warm, arms[i])
         else:
             status[i] = greedy_one(geometry, thetas[i], warm, arms[i])
+        iterations[i] = socp.iterations(warm[1])
         if status[i] == VERIFIED:
             pairs[i] = warm[0][LCB if lcb else GREEDY, :geometry.n]
         else:
             arms[i] = np.nan
-    return arms, pairs, status
+    return arms, pairs, status, iterations
 
 
 @njit
@@ -390,6 +398,18 @@ def _certify_all(geometry, pairs) -> np.ndarray:
     for i in range(pairs.shape[0]):
         out[i] = certify(geometry, pairs[i])
     return out
+
+
+class ConeSolves(NamedTuple):
+    """Compiled solves of a batch of programs (:meth:`ConeArms.greedy_all`,
+    :meth:`ConeArms.lcb_all`): per row the certified arm (NaN where none), its pair ``(x, u)``
+    (NaN where none), the status code (:mod:`~sege_cvx.arm_sets.kernels.status`) and the
+    interior-point iterations the solve took."""
+
+    arms: np.ndarray
+    pairs: np.ndarray
+    codes: np.ndarray
+    iterations: np.ndarray
 
 
 class ConeArms:
@@ -616,31 +636,34 @@ class ConeArms:
         return self._record(self.witness(anchors.safe_arm)[0], table)
 
     def warm_state(self, n: int) -> tuple[np.ndarray, ...]:
-        """Per run: the pairs (slots :data:`GREEDY`, :data:`LCB`, :data:`MIX`) and the solver's
-        scratch and values (:func:`~sege_cvx.conic.socp.scratch_shapes`): part of the run's
-        state only as scratch (a solve reads none of it)."""
-        V, M = socp.scratch_shapes(self.blocks, self.form.n + 1, self.form.A.shape[0])
-        return (np.zeros((n, 3, self.form.n + 1)), np.zeros((n,) + V), np.zeros((n,) + M),
+        """Per run: the pairs (slots :data:`GREEDY`, :data:`LCB`, :data:`MIX`) and the greedy
+        and LCB programs' warm starts (slots :data:`GREEDY_START`, :data:`LCB_START`, empty),
+        the solver's scratch and values (:func:`~sege_cvx.conic.socp.scratch_shapes`)."""
+        p = self.form.A.shape[0]
+        V, M = socp.scratch_shapes(self.blocks, self.form.n + 1, p)
+        width = max(self.form.n + 1, socp.start_size(self.blocks, self.form.n + 1, p))
+        return (np.zeros((n, 5, width)), np.zeros((n,) + V), np.zeros((n,) + M),
                 np.tile(self.blocks.values, (n, 1)))
 
     def checked_lcb_arm(self, theta_hat: object, V: object, radius: object) -> None:
         """No single-call shortcut: the general path validates and solves."""
         return None
 
-    def greedy_all(self, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:func:`greedy_one` per row: arms, pairs and status codes."""
-        warm = tuple(a[0] for a in self.warm_state(1))
+    def greedy_all(self, thetas: np.ndarray, warm: bool = False) -> ConeSolves:
+        """:func:`greedy_one` per row of ``thetas``, each solved cold, or (``warm``) in order, each
+        warm started from the previous row's solution, as a learner's consecutive stages are."""
+        state = tuple(a[0] for a in self.warm_state(1))
         n = thetas.shape[0]
-        return _all(self._plain, np.ascontiguousarray(thetas, dtype=np.float64),
-                    np.zeros((n, 1, 1)), np.zeros(n), warm, False)
+        return ConeSolves(*_all(self._plain, np.ascontiguousarray(thetas, dtype=np.float64),
+                                np.zeros((n, 1, 1)), np.zeros(n), state, False, warm))
 
-    def lcb_all(self, thetas: np.ndarray, chols: np.ndarray,
-                radii: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:func:`lcb_one` per row: arms, pairs and status codes."""
-        warm = tuple(a[0] for a in self.warm_state(1))
-        return _all(self._plain, np.ascontiguousarray(thetas, dtype=np.float64),
-                    np.ascontiguousarray(chols, dtype=np.float64),
-                    np.ascontiguousarray(radii, dtype=np.float64), warm, True)
+    def lcb_all(self, thetas: np.ndarray, chols: np.ndarray, radii: np.ndarray,
+                warm: bool = False) -> ConeSolves:
+        """:func:`lcb_one` per row, cold or (``warm``) as :meth:`greedy_all`."""
+        state = tuple(a[0] for a in self.warm_state(1))
+        return ConeSolves(*_all(self._plain, np.ascontiguousarray(thetas, dtype=np.float64),
+                                np.ascontiguousarray(chols, dtype=np.float64),
+                                np.ascontiguousarray(radii, dtype=np.float64), state, True, warm))
 
     def certify(self, pairs: np.ndarray) -> np.ndarray:
         """:func:`certify` per row of ``pairs`` (length ``n``)."""
