@@ -1,4 +1,5 @@
-"""Second-order-cone sets: compiled cone programs against Clarabel, per solve and SEGE per run-stage.
+"""Second-order-cone sets: compiled cone programs against Clarabel, per solve and per run-stage
+(SEGE, SafeTS, Safe-LUCB).
 
 Sets (``sc.ConvexArmSet``), each at every ``--dims``:
 
@@ -20,17 +21,25 @@ Clarabel and the same cone rows (:class:`QOCOPrograms`), per solve from Python a
 code (its own ``solve_time_sec``), how many it reports solved and how many of its objectives are
 within 1e-7 of Clarabel's; dashes where it is not installed.
 
+Part 2, SEGE per run-stage: ``sc.simulate`` of ``--runs`` runs for ``--stages`` stages (both
+cores) on each set, compiled stages against ``lcb_method="solver"`` (Clarabel from Python per
+run and stage), after an untimed warm-up; the ratio of one bare Clarabel LCB solve (part 1) to
+the compiled stage.  ``theta* = (0.5, 0.4, 0.3, ...)/||.||``, the safe arm a tenth of the
+exploration's first vertex... the problem of ``tests/arm_sets/test_cone_arms.py`` generalized.
+
 Part 3, SafeTS per run-stage under an unknown constraint ``<x, gamma*> <= 0.3`` (the origin
 safe): compiled (its program over the estimated safe set solved in the stages,
 :func:`~sege_cvx.arm_sets.cone.arms.safe_set_one`) against the same set without
 ``compiled=True`` (Clarabel from Python per run and stage), and one bare Clarabel solve of its
 program from Python.
 
-Part 2, SEGE per run-stage: ``sc.simulate`` of ``--runs`` runs for ``--stages`` stages (both
-cores) on each set, compiled stages against ``lcb_method="solver"`` (Clarabel from Python per
-run and stage), after an untimed warm-up; the ratio of one bare Clarabel LCB solve (part 1) to
-the compiled stage.  ``theta* = (0.5, 0.4, 0.3, ...)/||.||``, the safe arm a tenth of the
-exploration's first vertex... the problem of ``tests/arm_sets/test_cone_arms.py`` generalized.
+Part 4, Safe-LUCB per run-stage under its model, the constraint on ``theta*`` itself (``<x,
+theta*> <= 0.1``, ``B = I``), after 20 exploring stages: compiled (``--lucb-runs`` x
+``--lucb-stages``; its ``2 d`` programs a stage over the set cut by the estimated safe set
+solved in the stage, :func:`~sege_cvx.arm_sets.cone.arms.greedy_within_one`, each exploring
+arm's witness solved there too) against the same set without ``compiled=True`` (``2 d``
+Clarabel solves from Python per run and stage), and one bare Clarabel solve of one of its
+programs.
 
 ``--quick``: a smoke test (d = 3, few instances), what CI runs.  Run from the repository root::
 
@@ -310,6 +319,64 @@ def bench_safe_ts(args) -> list:
     return rows
 
 
+def lucb_problem_on(name: str, d: int, compiled: bool) -> sc.BanditProblem:
+    """Safe-LUCB's model on set ``name``: ``theta*`` as :func:`problem_on`'s, the constraint on
+    ``theta*`` itself, ``<x, theta*> <= 0.1`` (``B = I``: active at the optimum; its exploration
+    ball, radius 0.1, inside every set), the origin safe."""
+    arm_set = sc.ConvexArmSet(d, SETS[name], compiled=compiled)
+    theta = np.linspace(0.5, 0.3, d)
+    return sc.BanditProblem.from_truth(arm_set, theta_star=0.9 * theta / np.linalg.norm(theta),
+                                       safe_arm=np.zeros(d), S=1.0, noise_sd=0.1,
+                                       constraint=sc.LinearConstraint(0.1, B=np.eye(d)),
+                                       name=name)
+
+
+def bench_safe_lucb(args) -> list:
+    """Safe-LUCB per run-stage after ``EXPLORATION`` exploring stages (each stage ``2 d``
+    programs over the set cut by the estimated safe set), compiled (``compiled=True``) and on
+    Clarabel, and one bare Clarabel solve of one of its programs (the policy's compiled conic
+    program from Python, at the Clarabel policy's last state)."""
+    rows = []
+    for name in SETS:
+        for d in args.dims:
+            out = {}
+            for compiled, runs, stages in ((True, args.lucb_runs, args.lucb_stages),
+                                           (False, args.solver_runs, args.solver_stages)):
+                problem = lucb_problem_on(name, d, compiled)
+                seeds = sc.run_seeds(args.seed, runs)
+                make = partial(problem.policy, "Safe-LUCB", runs, seeds[0],
+                               exploration_stages=EXPLORATION)
+                sc.simulate(make(), problem.bandit(seeds[1]), EXPLORATION + 10)  # warm-up
+                t0 = time.perf_counter()
+                sc.simulate(make(), problem.bandit(seeds[1]), EXPLORATION)
+                exploring = time.perf_counter() - t0
+                policy = make()
+                t0 = time.perf_counter()
+                result = sc.simulate(policy, problem.bandit(seeds[1]), EXPLORATION + stages)
+                per = (time.perf_counter() - t0 - exploring) / (runs * stages)
+                out[compiled] = (per, policy, result)
+            fast, slow = out[True], out[False]
+            policy = slow[1]
+            program = policy._program
+            corners = policy.vertices()[0]
+            cuts = corners @ policy.B
+            k = args.clarabel
+            rng = np.random.default_rng(args.seed)
+            thetas = corners[rng.integers(0, 2 * d, size=k)]
+            bare, _ = timed(partial(solve_each, program, (thetas, [cuts] * k)), args.repeats)
+            bare /= k
+            rows.append([name, str(d), f"{fast[0] * 1e6:.1f}", f"{slow[0] * 1e6:.0f}",
+                         f"{slow[0] / fast[0]:.1f}x", f"{bare * 1e6:.0f}",
+                         f"{bare / fast[0]:.1f}x", str(fast[1].compiled_stages),
+                         f"{int(fast[1].solver_fallbacks.sum())}/"
+                         f"{int(fast[2].stats.total_violations.sum())}"])
+    return rows
+
+
+#: Safe-LUCB's exploring stages in part 4 (not timed).
+EXPLORATION = 20
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dims", type=int, nargs="+", default=[3, 10])
@@ -317,6 +384,8 @@ def main(argv=None) -> None:
     parser.add_argument("--clarabel", type=int, default=200, help="part 1's Clarabel instances")
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--stages", type=int, default=2000)
+    parser.add_argument("--lucb-runs", type=int, default=8, help="part 4's compiled runs")
+    parser.add_argument("--lucb-stages", type=int, default=300, help="part 4's compiled stages")
     parser.add_argument("--solver-runs", type=int, default=4)
     parser.add_argument("--solver-stages", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
@@ -327,12 +396,14 @@ def main(argv=None) -> None:
     if args.quick:
         args.dims, args.instances, args.clarabel, args.repeats = [3], 50, 20, 1
         args.runs, args.stages, args.solver_runs, args.solver_stages = 4, 100, 2, 30
+        args.lucb_runs, args.lucb_stages = 4, 30
     start = time.perf_counter()
     print("\n".join(machine()))
     print(f"{load()} (at start)")
     solves, clarabel_lcb = bench_solves(args)
     sege = bench_sege(args, clarabel_lcb)
     safe_ts = bench_safe_ts(args)
+    safe_lucb = bench_safe_lucb(args)
     print()
     print(f"1. Per solve, {args.instances} cold instances (Clarabel: {args.clarabel}), "
           f"median of {args.repeats}")
@@ -350,6 +421,14 @@ def main(argv=None) -> None:
           f"Clarabel solve of its program (us, median of {args.repeats} x {args.clarabel})")
     print(render(["set", "d", "compiled", "Clarabel", "speed-up", "bare solve",
                   "bare solve / stage", "compiled", "fallbacks/violations"], safe_ts,
+                 args.markdown, left=1))
+    print()
+    print(f"4. Safe-LUCB per run-stage (us) after {EXPLORATION} exploring stages, compiled: "
+          f"{args.lucb_runs} x {args.lucb_stages}, on Clarabel: {args.solver_runs} x {args.solver_stages}; "
+          f"one bare Clarabel solve of one of its 2d programs (us, median of {args.repeats} x "
+          f"{args.clarabel})")
+    print(render(["set", "d", "compiled", "Clarabel", "speed-up", "bare solve",
+                  "bare solve / stage", "compiled", "fallbacks/violations"], safe_lucb,
                  args.markdown, left=1))
     print(f"\n{load()} (at end); total {time.perf_counter() - start:.0f} s")
 

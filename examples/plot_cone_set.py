@@ -16,9 +16,10 @@ compiled stages and with ``lcb_method="solver"`` (one Clarabel solve from Python
 run and stage); the two curves coincide, their arms agreeing to about 1e-8. Right:
 an unknown linear constraint ``<x, gamma*> <= 0.3`` observed with noise, SafeTS
 (its program over the estimated safe set solved in the compiled stages, as SEGE's)
-and ROFUL (a fan of rays from the safe arm, each arm proven in the set in
-Python). The printed table gives each one's microseconds per run-stage, measured
-here (a first short run of each, which compiles its stages, is left out).
+and ROFUL (a fan of rays from the safe arm, each arm's witness solved in the
+compiled stages and the pair proven in the set). The printed table gives each
+one's microseconds per run-stage, measured here (a first short run of each,
+which compiles its stages, is left out).
 """
 
 import time

@@ -22,8 +22,11 @@ estimated safe set, one per vertex (their code enumerates the safe polytope's ve
 on a box, as there, the two agree).  Ties go to the first vertex.  On a polytope or a box the
 stages are compiled (:class:`SafeLUCBStages`): each program is solved by the simplex method
 over the set cut by the estimated safe set's half-spaces and certified by its duality gap
-(:func:`~sege_cvx.arm_sets.kernels.registry.greedy_arm_within`); on other convex sets (and with
-``method="solver"``) each is a conic program compiled once on Clarabel.
+(:func:`~sege_cvx.arm_sets.kernels.registry.greedy_arm_within`); on a set of second-order cones
+built with ``compiled=True`` each is solved in the stage by the package's interior-point method
+with the cuts 1e-8 inside ``c`` (:func:`~sege_cvx.arm_sets.cone.arms.greedy_within_one`) and
+proven in the set with its witness; on other convex sets (and with ``method="solver"``) each is
+a conic program compiled once on Clarabel.
 
 **Certified before it is played.**  An exploration arm is drawn within ``(1 - e) c / S``, ``e``
 the larger of ``2^-40`` and ``16 d eps cond(B)`` (the rounding of ``B^{-1} r``), and is played
@@ -245,13 +248,15 @@ def choose_arm(policy, run, work, i, s, t, arm) -> int:
             for a in range(d):
                 best[a] = x[a]
     top = _largest_cut(cuts, best)
-    if top > (1.0 - SHRINK) * margin:
+    scaled = top > (1.0 - SHRINK) * margin
+    if scaled:
         scale = (1.0 - SHRINK) * margin / top
         for a in range(d):
             best[a] *= scale
     for a in range(d):
         arm[a] = best[a]
-    if not pull_in(policy.geometry, arm, work.offset, work.trial):
+    # A program's arm is in the set exactly (VERIFIED); a scaled one is moved in.
+    if scaled and not pull_in(policy.geometry, arm, work.offset, work.trial):
         fall_back(policy, i, NOT_MEMBER, arm)
         return BASELINE
     if not _largest_cut(cuts, arm) <= margin:

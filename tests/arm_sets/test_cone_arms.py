@@ -115,6 +115,49 @@ def _in_demand_set(x) -> bool:
             and sum(v * v for v in flow) <= q(0.8) * q(0.8))
 
 
+def test_compiled_pull_in_moves_points_into_a_cone_set_exactly():
+    # The demand set has auxiliary variables (cvxpy's for ||F x||): each point's witness is
+    # solved by the compiled method, the pair certified or contracted toward the interior pair.
+    arm_set = _set("demand")
+    arms = arm_set.compiled_arms
+    assert arms.form.n > arm_set.dim
+    rng = np.random.default_rng(3)
+    boundary = arms.greedy_all(rng.normal(size=(40, 3))).arms
+    inside = 0.3 * boundary
+    points = np.vstack([inside, boundary, boundary * (1 + 1e-9), boundary * (1 + 1e-3)])
+    moved, ok = arms.pull_in_all(points)
+    assert ok[:120].all() and not ok[120:].any()
+    np.testing.assert_array_equal(moved[:40], inside)  # proven where they are
+    np.testing.assert_array_equal(moved[120:], points[120:])  # too far out: left as given
+    assert np.abs(moved[40:120] - points[40:120]).max() < 1e-7
+    assert all(_in_demand_set(x) for x in moved[:120])
+    # As ConeArms.pull_in: contains(tol=0) proves every point moved in.
+    assert arm_set.contains(moved[:120], tol=0).all()
+
+
+def test_compiled_programs_over_a_cut_cone_set_agree_with_clarabel():
+    # Safe-LUCB's programs: max <theta, x> over the set cut by 2d half-spaces <= c.
+    arm_set = _set("demand")
+    arms = arm_set.compiled_arms
+    rng = np.random.default_rng(5)
+    x, theta = cp.Variable(3), cp.Parameter(3)
+    worst = 0.0
+    for _ in range(4):
+        cuts = rng.normal(size=(6, 3))
+        thetas = rng.normal(size=(10, 3))
+        found, codes = arms.greedy_within_all(thetas, cuts, 0.3)
+        assert (codes == VERIFIED).all()
+        problem = cp.Problem(cp.Maximize(theta @ x), [*demand(x), cuts @ x <= 0.3])
+        for row, arm in zip(thetas, found, strict=True):
+            theta.value = row
+            problem.solve(solver=cp.CLARABEL)
+            worst = max(worst, abs(problem.value - row @ arm) / max(1.0, abs(problem.value)))
+        assert all(_in_demand_set(a) for a in found)
+        assert (found @ cuts.T <= 0.3).all()
+    # The cuts 1e-8 inside c, Clarabel's tolerance: measured 1.0e-8.
+    assert worst <= 5e-8, worst
+
+
 def test_clarabel_arms_of_a_cone_set_are_in_it_exactly():
     # Without compiled=True: Clarabel's arms, moved in by the pull-in until contains(tol=0)
     # proves them.  With the float evaluation as the membership test, 2 of these 2,000 greedy

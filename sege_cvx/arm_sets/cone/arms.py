@@ -77,12 +77,16 @@ class ConeGeometry(NamedTuple):
     the right-hand sides (zeros for the confidence cone), ``A`` and ``b`` the equalities (``A``
     with a zero column for ``tau``); the certificate's data: per row the l1 norm of ``G``'s row,
     of its witness columns and its number of terms, per equality the same, ``R`` and ``kappa``;
-    the interior pair ``center``; SEGE's baseline pair and the pairs of the exploration's
+    the interior pair ``center`` and its least margin; SEGE's baseline pair and the pairs of the exploration's
     vertices and centre (``table``, rows as
     :meth:`~sege_cvx.arm_sets.exploration.Exploration.witness_table`); the safe-set program's
     structure (the set's blocks and the bound's cone over ``x``) and right-hand sides
     (:func:`safe_set_one`); the solver's scratch shapes ``(V rows, V columns, M rows, M
-    columns)``, which cover both programs."""
+    columns)``, which cover both programs; the witness program of a point
+    (:func:`pull_in_one`: its structure, values and right-hand sides over ``(u, t)``, the set
+    rows' ``x`` columns ``witness_Gx``, its equalities, its scratch shapes); Safe-LUCB's
+    program over the set cut by ``2 d`` half-spaces (:func:`greedy_within_one`: structure,
+    right-hand sides, scratch shapes)."""
 
     structure: np.ndarray
     values: np.ndarray
@@ -99,17 +103,37 @@ class ConeGeometry(NamedTuple):
     R: np.ndarray
     kappa: float
     center: np.ndarray
+    center_margin: float
     baseline: np.ndarray
     table: np.ndarray
     safe_structure: np.ndarray
     safe_h: np.ndarray
     shapes: np.ndarray
+    witness_structure: np.ndarray
+    witness_values: np.ndarray
+    witness_h: np.ndarray
+    witness_Gx: np.ndarray
+    witness_A: np.ndarray
+    witness_shapes: np.ndarray
+    within_structure: np.ndarray
+    within_h: np.ndarray
+    within_shapes: np.ndarray
 
 
 #: The safe-set program's limit, relative to ``c``: a solve meets its rows to about 1e-9 and
 #: the pull-in moves the arm by a contraction of 1e-15 or so, which together must leave the
 #: arm's bound at most ``c`` when it is checked (:func:`safe_set_one`).
 SAFE_SET_SLACK = 1e-8
+
+#: Safe-LUCB's cuts, relative to their limit: as :data:`SAFE_SET_SLACK`, so that the arm meets
+#: them where it is played without the scaling that would lose its witness
+#: (:func:`greedy_within_one`).
+WITHIN_SLACK = 1e-8
+
+#: The compiled witness program's bound on ``||u||_inf``, relative to ``1 + ||h||_inf`` (it makes
+#: the program bounded; Clarabel's program uses 1e6, which the compiled method, without
+#: Clarabel's equilibration, does not converge with).
+WITNESS_BOUND = 1e3
 
 #: Margin a max-margin witness solve is trusted to reach (Clarabel's accuracy, with room):
 #: where :meth:`ConeArms.pull_in`'s search for a contraction starts.
@@ -187,17 +211,20 @@ def certify(geometry, z) -> bool:
 
 
 @njit
-def _pull_in_pair(geometry, z, V, row, trial) -> bool:
+def _pull_in_pair(geometry, z, V, row, trial, start=0.0) -> bool:
     """Move the pair ``z`` (repaired) into the set by the least contraction toward
-    ``geometry.center`` that :func:`certify` accepts; False, ``z`` unchanged, if none up to
-    :data:`~sege_cvx.arm_sets.kernels.pull_in.MAX_CONTRACTION` does (``trial``: scratch of
-    length n, ``V[row]``: scratch)."""
+    ``geometry.center`` that :func:`certify` accepts, from ``z`` itself (``start = 0``) or from
+    the first contraction of the schedule (1e-15, 1e-14, ...) at or above ``start``; False,
+    ``z`` unchanged, if none up to :data:`~sege_cvx.arm_sets.kernels.pull_in.MAX_CONTRACTION`
+    does (``trial``: scratch of length n, ``V[row]``: scratch)."""
     n = geometry.n
     _repair(geometry, z, V, row)
-    if certify(geometry, z):
+    if start <= 0.0 and certify(geometry, z):
         return True
     center = geometry.center
     eps = FIRST_CONTRACTION
+    while eps < start:
+        eps *= 10.0
     while eps <= MAX_CONTRACTION:
         for k in range(n):
             trial[k] = center[k] + (1.0 - eps) * (z[k] - center[k])
@@ -358,6 +385,111 @@ def safe_set_one(geometry, theta, gamma, inv, beta, margin, out, work) -> int:
     return _finish(geometry, status, pairs, GREEDY, V, M, out)
 
 
+@njit
+def pull_in_one(geometry, x) -> bool:
+    """Move any point ``x`` exactly into the set: its witness ``u`` of largest margin ``t``
+    solved by the interior-point method (the program of
+    :func:`~sege_cvx.conic.programs.cone_witness_program`: ``max t`` over ``(u, t)``, every
+    cone's slack ``t`` inside it at ``(x, u)``, ``t <= 1``, ``||u||_inf`` bounded; none where the
+    set has no auxiliary variables), then the pair certified, else contracted toward the interior
+    pair until it is (:func:`_pull_in_pair`; a contraction keeps a witness).  False, ``x``
+    unchanged, if the solve fails or no contraction up to the limit is proven.  Scratch is
+    allocated per call: it serves points that are not a program's solution (Safe-LUCB's
+    exploration arms, the rays of ROFUL and GNOP)."""
+    d, n = geometry.dim, geometry.n
+    shapes = geometry.witness_shapes
+    V = np.zeros((shapes[0], shapes[1]))
+    start = 0.0
+    z, trial = np.zeros(n + 1), np.zeros(n + 1)
+    for a in range(d):
+        if not math.isfinite(x[a]):
+            return False
+        z[a] = x[a]
+    if n > d:
+        st, A = geometry.witness_structure, geometry.witness_A
+        k, p = n - d, A.shape[0]
+        m = geometry.witness_Gx.shape[0]
+        h = geometry.witness_h.copy()
+        for i in range(m):
+            acc = h[i]
+            for a in range(d):
+                acc -= geometry.witness_Gx[i, a] * x[a]
+            h[i] = acc
+        b = np.empty(p)
+        for i in range(p):
+            acc = geometry.b[i]
+            for a in range(d):
+                acc -= geometry.A[i, a] * x[a]
+            b[i] = acc
+        for a in range(k + 1):
+            V[socp.C_ROW, a] = 0.0
+        V[socp.C_ROW, k] = -1.0
+        u = np.zeros(k + 1)
+        status = socp.solve_into(st, st[0], k + 1, h, A, b, u,
+                                 V, np.zeros((shapes[2], shapes[3])), geometry.witness_values,
+                                 np.empty(0))
+        if status != socp.SOLVED and status != socp.REDUCED:
+            return False
+        for a in range(k):
+            z[d + a] = u[a]
+        # As ConeArms.pull_in: a margin below a witness solve's accuracy is not trusted, and the
+        # contraction starts where the margin, concave along the segment to the interior pair,
+        # reaches it (so that ``contains`` proves the point as well).
+        t = min(u[k], 0.0)
+        if u[k] < WITNESS_ACCURACY:
+            start = (WITNESS_ACCURACY - t) / (geometry.center_margin - t)
+    if not _pull_in_pair(geometry, z, V, socp._T1, trial, start):
+        return False
+    for a in range(d):
+        x[a] = z[a]
+    return True
+
+
+@njit
+def greedy_within_one(geometry, theta, cuts, limit, out, work) -> int:
+    """The certified greedy arm over the set cut by ``cuts x <= (1 - WITHIN_SLACK) limit``
+    (``2 d`` rows: Safe-LUCB's estimated safe set), ``limit > 0``, into ``out``: the cuts are
+    nonnegative rows of their own divided by that limit (right-hand sides 1).  Its pair in slot
+    :data:`GREEDY` of ``work = (pairs, V, M, vals)`` (:func:`within_scratch_of`); the cuts are
+    the caller's to check at the point it plays."""
+    pairs, V, M, vals = work
+    d, n = geometry.dim, geometry.n
+    st = geometry.within_structure
+    j = geometry.n_set
+    n_cuts = cuts.shape[0]
+    if n_cuts != st[0] - j or not limit > 0.0:
+        return NOT_CERTIFIED
+    v0 = socp._vptr(st, j)
+    bound = limit * (1.0 - WITHIN_SLACK)
+    for r in range(n_cuts):
+        for a in range(d):
+            vals[v0 + r * d + a] = cuts[r, a] / bound
+    big = 0.0
+    for a in range(d):
+        big = max(big, abs(theta[a]))
+    scale = _power_of_two_scale(big)
+    c = socp.C_ROW
+    for a in range(n + 1):
+        V[c, a] = 0.0
+    for a in range(d):
+        V[c, a] = -theta[a] * scale
+    status = socp.solve_into(st, st[0], n, geometry.within_h, geometry.A, geometry.b,
+                             pairs[GREEDY], V, M, vals, np.empty(0))
+    return _finish(geometry, status, pairs, GREEDY, V, M, out)
+
+
+@njit(inline="always")
+def within_scratch_of(geometry, n_cuts):
+    """:func:`greedy_within_one`'s scratch (``n_cuts`` must be the ``2 d`` it was built for)."""
+    shapes = geometry.within_shapes
+    st = geometry.within_structure
+    values = np.zeros(socp._vptr(st, st[0]))
+    set_values = socp._vptr(st, geometry.n_set)  # the set's blocks, then the cuts (per solve)
+    values[:set_values] = geometry.values[:set_values]
+    return (np.zeros((3, geometry.n + 1)), np.zeros((shapes[0], shapes[1])),
+            np.zeros((shapes[2], shapes[3])), values)
+
+
 @njit(inline="always")
 def safe_set_scratch_of(geometry):
     """:func:`safe_set_one`'s scratch: the pairs, the solver's ``V`` and ``M``, and a copy of
@@ -390,6 +522,26 @@ def _all(geometry, thetas, chols, radii, warm, lcb, warm_started) -> tuple:
         else:
             arms[i] = np.nan
     return arms, pairs, status, iterations
+
+
+@njit
+def _pull_in_rows(geometry, points) -> np.ndarray:
+    ok = np.empty(points.shape[0], dtype=np.bool_)
+    for i in range(points.shape[0]):
+        ok[i] = pull_in_one(geometry, points[i])
+    return ok
+
+
+@njit
+def _within_rows(geometry, thetas, cuts, limit) -> tuple:
+    arms = np.full(thetas.shape, np.nan)
+    codes = np.empty(thetas.shape[0], dtype=np.int64)
+    work = within_scratch_of(geometry, cuts.shape[0])
+    for i in range(thetas.shape[0]):
+        codes[i] = greedy_within_one(geometry, thetas[i], cuts, limit, arms[i], work)
+        if codes[i] != VERIFIED:
+            arms[i] = np.nan
+    return arms, codes
 
 
 @njit
@@ -447,27 +599,25 @@ class ConeArms:
         lcb_G[:, :d] = 1.0  # a placeholder pattern: the block's columns are x and tau
         lcb_G[:, n] = 1.0
         set_blocks = form.blocks
-        lcb = blocks_from_rows(lcb_G, [d + 1], [1])
-        self.blocks = socp.ConeBlocks(
-            np.r_[set_blocks.kind, lcb.kind], np.r_[set_blocks.rows, m + lcb.rows[1:]],
-            np.r_[set_blocks.col_ptr, set_blocks.cols.size + lcb.col_ptr[1:]],
-            np.r_[set_blocks.cols, lcb.cols],
-            np.r_[set_blocks.val_ptr, set_blocks.values.size + lcb.val_ptr[1:]],
-            np.r_[set_blocks.values, np.zeros(lcb.values.size)])
+        self.blocks = _joined(set_blocks, blocks_from_rows(lcb_G, [d + 1], [1]), m)
         self.structure = socp.pack(self.blocks)
         self.h = np.r_[form.h, np.zeros(d + 1)]
         # SafeTS's program over the estimated safe set: the bound's cone over x, its right-hand
         # side (1, 0, ..., 0) (safe_set_one divides its rows by c).
         safe = blocks_from_rows(np.ones((d + 1, d)), [d + 1], [1])
-        self.safe_structure = socp.pack(socp.ConeBlocks(
-            np.r_[set_blocks.kind, safe.kind], np.r_[set_blocks.rows, m + safe.rows[1:]],
-            np.r_[set_blocks.col_ptr, set_blocks.cols.size + safe.col_ptr[1:]],
-            np.r_[set_blocks.cols, safe.cols],
-            np.r_[set_blocks.val_ptr, set_blocks.values.size + safe.val_ptr[1:]],
-            np.r_[set_blocks.values, np.zeros(safe.values.size)]))
+        self.safe_structure = socp.pack(_joined(set_blocks, safe, m))
         self.safe_h = np.r_[form.h, 1.0, np.zeros(d)]
         shapes = socp.scratch_shapes(self.blocks, n + 1, p)
         self.shapes = np.array([*shapes[0], *shapes[1]], dtype=np.int64)
+        self._witness_record(G)
+        # Safe-LUCB's program: the set's blocks and 2d cuts over x, one nonnegative row each,
+        # their right-hand sides 1 (greedy_within_one divides them by their limit).
+        cuts = blocks_from_rows(np.ones((2 * d, d)), [1] * (2 * d), [0] * (2 * d))
+        within = _joined(set_blocks, cuts, m)
+        self.within_structure = socp.pack(within)
+        self.within_h = np.r_[form.h, np.ones(2 * d)]
+        shapes = socp.scratch_shapes(within, n, p)
+        self.within_shapes = np.array([*shapes[0], *shapes[1]], dtype=np.int64)
         self.A = np.zeros((p, n + 1))
         self.A[:, :n] = form.A
         up = np.inf
@@ -484,6 +634,43 @@ class ConeArms:
         self._plain = self._record(np.zeros(n + 1), np.zeros((2 * d + 1, n + 1)))
         if not _certify_all(self._plain, self.center[None, :n])[0]:
             raise UnsupportedCone("the interior point's witness could not be certified")
+
+    def _witness_record(self, G: np.ndarray) -> None:
+        """The witness program of a point over ``(u, t)`` (:func:`pull_in_one`), as
+        :func:`~sege_cvx.conic.programs.cone_witness_program` states it: each set block's slack
+        ``t`` inside its cone (``t`` in its first row), ``t <= 1``, ``-bound <= u <= bound``."""
+        form = self.form
+        d, n, p = form.dim, form.n, form.A.shape[0]
+        k, m = n - d, G.shape[0]
+        blk = form.blocks
+        self.witness_Gx = np.ascontiguousarray(G[:, :d])
+        if k == 0:  # no witness to solve for: the pull-in certifies x itself
+            self.witness_structure = socp.pack(blk)
+            self.witness_values = blk.values
+            self.witness_h = form.h.copy()
+            self.witness_A = np.zeros((p, 1))
+            shapes = socp.scratch_shapes(blk, 1, p)
+            self.witness_shapes = np.array([*shapes[0], *shapes[1]], dtype=np.int64)
+            return
+        bound = WITNESS_BOUND * (1.0 + float(abs(form.h).max(initial=0.0)))
+        Gw = np.zeros((m + 1 + 2 * k, k + 1))
+        Gw[:m, :k] = G[:, d:]
+        Gw[blk.rows[:-1], k] = 1.0  # s = h - G z - t e: the margin in each block's first row
+        Gw[m, k] = 1.0
+        Gw[m + 1:m + 1 + k, :k] = np.eye(k)
+        Gw[m + 1 + k:, :k] = -np.eye(k)
+        sizes = [int(blk.rows[j + 1] - blk.rows[j]) for j in range(form.n_blocks)]
+        blocks = blocks_from_rows(Gw, sizes + [1] * (1 + 2 * k),
+                                  [int(v) for v in blk.kind] + [0] * (1 + 2 * k))
+        self.witness_structure = socp.pack(blocks)
+        self.witness_values = blocks.values
+        self.witness_h = np.r_[form.h, 1.0, np.full(2 * k, bound)]
+        self.witness_A = np.zeros((p, k + 1))
+        self.witness_A[:, :k] = form.A[:, d:]
+        shapes = socp.scratch_shapes(blocks, k + 1, p)
+        self.witness_shapes = np.array([max(a, b) for a, b in zip(
+            [*shapes[0], *shapes[1]], socp.scratch_shapes(blk, 1, p)[0] + (1, 1), strict=True)],
+            dtype=np.int64)
 
     def witness(self, x: np.ndarray) -> tuple[np.ndarray, float]:
         """``(z, t)``: ``z = (x, u)`` with ``u`` the max-margin witness of ``x`` (length
@@ -619,7 +806,11 @@ class ConeArms:
         return ConeGeometry(self.structure, self.blocks.values, form.n_blocks, form.n, form.dim,
                             self.h, self.A, form.b, self.row_l1, self.row_aux_l1,
                             self.row_terms, self.eq_l1, self.R, self.kappa, self.center,
-                            baseline, table, self.safe_structure, self.safe_h, self.shapes)
+                            self.center_margin, baseline, table, self.safe_structure,
+                            self.safe_h, self.shapes, self.witness_structure,
+                            self.witness_values, self.witness_h, self.witness_Gx,
+                            self.witness_A, self.witness_shapes,
+                            self.within_structure, self.within_h, self.within_shapes)
 
     def geometry(self, lam: float | None = None, anchors=None) -> ConeGeometry | None:
         """The record compiled stages receive (:class:`ConeGeometry`).  With SEGE's ``anchors``
@@ -665,9 +856,31 @@ class ConeArms:
                                 np.ascontiguousarray(chols, dtype=np.float64),
                                 np.ascontiguousarray(radii, dtype=np.float64), state, True, warm))
 
+    def pull_in_all(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`pull_in_one` per row of ``points``: ``(moved, ok)``, the rows moved in (as given
+        where not ok)."""
+        moved = np.array(points, dtype=np.float64, copy=True, order="C")
+        return moved, _pull_in_rows(self._plain, moved)
+
+    def greedy_within_all(self, thetas: np.ndarray, cuts: np.ndarray,
+                          limit: float) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`greedy_within_one` per row of ``thetas`` with the same ``2 d`` ``cuts``:
+        ``(arms, codes)``, NaN rows where not :data:`VERIFIED`."""
+        return _within_rows(self._plain, np.ascontiguousarray(thetas, dtype=np.float64),
+                            np.ascontiguousarray(cuts, dtype=np.float64), float(limit))
+
     def certify(self, pairs: np.ndarray) -> np.ndarray:
         """:func:`certify` per row of ``pairs`` (length ``n``)."""
         return _certify_all(self._plain, np.ascontiguousarray(pairs, dtype=np.float64))
+
+
+def _joined(first: socp.ConeBlocks, extra: socp.ConeBlocks, m: int) -> socp.ConeBlocks:
+    """``first``'s blocks (``m`` rows) followed by ``extra``'s."""
+    return socp.ConeBlocks(
+        np.r_[first.kind, extra.kind], np.r_[first.rows, m + extra.rows[1:]],
+        np.r_[first.col_ptr, first.cols.size + extra.col_ptr[1:]], np.r_[first.cols, extra.cols],
+        np.r_[first.val_ptr, first.values.size + extra.val_ptr[1:]],
+        np.r_[first.values, np.zeros(extra.values.size)])
 
 
 def _interior_pair(form: ConeForm) -> np.ndarray:
@@ -745,7 +958,17 @@ def _stage_safe_set(geometry, theta, gamma, inv, beta, margin, out, work):
     return safe_set_one(geometry, theta, gamma, inv, beta, margin, out, work)
 
 
-# No pull_in: a point's witness comes from the programs and mixes that produce it.
+@njit(inline="always")
+def _stage_pull_in(geometry, x, offset, trial):
+    return pull_in_one(geometry, x)
+
+
+@njit(inline="always")
+def _stage_within(geometry, theta, cuts, limit, start, out, work):
+    return greedy_within_one(geometry, theta, cuts, limit, out, work)
+
+
 register_geometry(ConeGeometry, GeometryKernels(
-    greedy=_stage_greedy, lcb=_stage_lcb, pull_inside=_stage_pull_inside,
-    safe_set=_stage_safe_set, safe_set_scratch=safe_set_scratch_of))
+    greedy=_stage_greedy, lcb=_stage_lcb, pull_in=_stage_pull_in, pull_inside=_stage_pull_inside,
+    within=_stage_within, within_scratch=within_scratch_of, safe_set=_stage_safe_set,
+    safe_set_scratch=safe_set_scratch_of))
