@@ -53,6 +53,7 @@ from .._random import SeedLike
 from .._validation import as_nonnegative_int, as_scalar
 from ..arm_sets.base import ArmSet
 from ..arm_sets.kernels.registry import (
+    geometry_kernels,
     greedy_arm_within,
     has_greedy_within,
     has_pull_in,
@@ -111,6 +112,7 @@ class SafeLUCBStages(NamedTuple):
     exploration_radius: float
     draws: np.ndarray
     geometry: tuple
+    starts: np.ndarray
 
 
 class SafeLUCBRun(NamedTuple):
@@ -123,15 +125,13 @@ class SafeLUCBScratch(NamedTuple):
     """:func:`choose_arm`'s scratch (:func:`scratch`): ``V``'s eigen-decomposition's
     ``root = V^{-1/2}``, the relaxed confidence set's ``corners`` ``(2d, d)`` and the estimated
     safe set's ``cuts`` ``B^T w_k``, the program's arm ``x``, the ``best`` so far, the
-    ``start`` (the origin), the pull-in's ``offset`` and ``trial``, the programs' ``within``
-    scratch; :func:`learn`'s."""
+    pull-in's ``offset`` and ``trial``, the programs' ``within`` scratch; :func:`learn`'s."""
 
     root: np.ndarray
     corners: np.ndarray
     cuts: np.ndarray
     x: np.ndarray
     best: np.ndarray
-    start: np.ndarray
     offset: np.ndarray
     trial: np.ndarray
     within: tuple
@@ -143,7 +143,7 @@ def scratch(policy, d):
     """A :class:`SafeLUCBScratch` for dimension ``d``."""
     return SafeLUCBScratch(root=np.empty((d, d)), corners=np.empty((2 * d, d)),
                            cuts=np.empty((2 * d, d)), x=np.empty(d), best=np.empty(d),
-                           start=np.zeros(d), offset=np.empty(d), trial=np.empty(d),
+                           offset=np.empty(d), trial=np.empty(d),
                            within=within_scratch(policy.geometry, 2 * d), learn=learn_scratch(d))
 
 
@@ -235,8 +235,8 @@ def choose_arm(policy, run, work, i, s, t, arm) -> int:
             cuts[k, a] = v
     value = -np.inf
     for k in range(2 * d):
-        status = greedy_arm_within(policy.geometry, corners[k], cuts, margin, work.start, x,
-                                   work.within)
+        status = greedy_arm_within(policy.geometry, corners[k], cuts, margin,
+                                   policy.starts[i, k], x, work.within)
         if status != VERIFIED:
             fall_back(policy, i, status, arm)
             return BASELINE
@@ -386,6 +386,11 @@ class SafeLUCB(Policy):
         geometry = None if compiled is None else compiled.geometry()
         self._compiled = has_greedy_within(geometry) and has_pull_in(geometry)
         self._geometry = geometry if self._compiled else None
+        # Each run's start of each of its 2d programs (the geometry's: kept between stages).
+        self._starts = np.zeros((self.n_runs, 2 * d, 0))
+        if self._compiled:
+            start = geometry_kernels(type(geometry)).within_start(geometry, 2 * d)
+            self._starts = np.tile(start, (self.n_runs, 2 * d, 1))
         self._stage_reasons = np.zeros((self.n_runs, len(FALLBACK_REASONS)), dtype=np.int64)
         self._program = self._optimistic_program()
 
@@ -422,7 +427,7 @@ class SafeLUCB(Policy):
             beta_table=table, B=self.B, B_inverse=self.B_inverse, margin=self.margin,
             S=self.setting.S, exploration_stages=self.exploration_stages,
             exploration_radius=self._exploration_radius, draws=self._draws(t0, n_stages),
-            geometry=self._geometry)
+            geometry=self._geometry, starts=self._starts)
 
     def __getstate__(self) -> dict:
         # Clarabel's solvers do not pickle; the program is compiled again on loading and, as

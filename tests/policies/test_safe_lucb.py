@@ -12,6 +12,7 @@ import cvxpy as cp
 import numpy as np
 import pytest
 from _exact import polytope_excess
+from _same_runs import assert_same_simulations, simulate_on_threads
 from problems import b_problem
 from scipy.optimize import linprog
 
@@ -124,7 +125,7 @@ def test_compiled_stages_on_a_cone_set_agree_with_clarabel_and_lie_in_it_exactly
     compiled = problem.policy("Safe-LUCB", 3, seed=0, exploration_stages=30)
     solver = problem.policy("Safe-LUCB", 3, seed=0, exploration_stages=30, method="solver")
     assert compiled.compiled_stages and not solver.compiled_stages
-    # The cuts 1e-8 inside c and Clarabel's tolerance: measured 2.2e-6 and 2.7e-6.
+    # The cuts 1e-8 inside c and Clarabel's tolerance: measured 2.6e-6 and 1.7e-6.
     assert _stepped(compiled, solver, problem, 100) <= 1e-5
     assert compiled.decision_counts[:, 1].tolist() == [70, 70, 70]
     assert compiled.solver_fallbacks.sum() == 0 and solver.solver_fallbacks.sum() == 0
@@ -139,6 +140,21 @@ def test_compiled_stages_on_a_cone_set_agree_with_clarabel_and_lie_in_it_exactly
             assert (np.einsum("ikj,ij->ik", bounds, x).max(axis=1) <= policy.margin).all()
         policy.observe(x, x @ problem.theta_star)
     assert policy.decision_counts.tolist() == [[10, 30, 0]] * 2
+    # Each run's programs warm started from its own previous solutions: the same on one thread
+    # and two, and stage by stage through the step API.
+    seeds = sc.run_seeds(6, 3)
+    runs = [simulate_on_threads(problem.policy("Safe-LUCB", 3, seed=seeds[0],
+                                               exploration_stages=10),
+                                problem.bandit(seeds[1]), 60, threads, traces=True)
+            for threads in (1, 2)]
+    assert_same_simulations(*runs)
+    stepped, bandit = problem.policy("Safe-LUCB", 3, seed=seeds[0], exploration_stages=10), \
+        problem.bandit(seeds[1])
+    for t in range(60):
+        x = stepped.select()
+        feedback = bandit.feedback(x)
+        np.testing.assert_array_equal(feedback.mean, runs[0].expected_reward[t])
+        stepped.observe(x, feedback.observed)
 
 
 def test_an_uncertified_program_plays_the_safe_arm_and_is_counted():

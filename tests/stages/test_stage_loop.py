@@ -283,10 +283,12 @@ def test_the_arms_of_a_stage_are_bound_by_the_geometry_record_class():
     assert bindings[registry.radial_extent] is arms.radial_one
     assert bindings[registry.greedy_arm_within] is arms.greedy_within_one
     assert bindings[registry.within_scratch] is arms.within_scratch_of
+    assert bindings[registry.within_start] is arms.within_start_of
     assert set(bindings) == {registry.greedy_arm, registry.lcb_arm, registry.pull_inside,
                              registry.pull_in, registry.radial_extent,
                              registry.greedy_arm_within, registry.within_scratch,
-                             registry.safe_set_arm, registry.safe_set_scratch}
+                             registry.within_start, registry.safe_set_arm,
+                             registry.safe_set_scratch}
     assert bindings[registry.safe_set_arm] is registry.no_safe_set_arm
     # A geometry without a pull-in or an extent along a ray binds the ones that do nothing.
     from sege_cvx.arm_sets.hull.arms import HullGeometry
@@ -305,6 +307,10 @@ def test_the_arms_of_a_stage_are_bound_by_the_geometry_record_class():
                                         "together"):
         registry.register_geometry(RoundRobinStages, registry.GeometryKernels(
             within=arms.greedy_within_one))
+    with pytest.raises(TypeError, match="kernels.within and kernels.within_start come "
+                                        "together"):
+        registry.register_geometry(RoundRobinStages, registry.GeometryKernels(
+            within=arms.greedy_within_one, within_scratch=arms.within_scratch_of))
     with pytest.raises(TypeError, match="kernels.safe_set and kernels.safe_set_scratch come "
                                         "together"):
         registry.register_geometry(RoundRobinStages, registry.GeometryKernels(

@@ -446,12 +446,14 @@ def pull_in_one(geometry, x) -> bool:
 
 
 @njit
-def greedy_within_one(geometry, theta, cuts, limit, out, work) -> int:
+def greedy_within_one(geometry, theta, cuts, limit, start, out, work) -> int:
     """The certified greedy arm over the set cut by ``cuts x <= (1 - WITHIN_SLACK) limit``
     (``2 d`` rows: Safe-LUCB's estimated safe set), ``limit > 0``, into ``out``: the cuts are
-    nonnegative rows of their own divided by that limit (right-hand sides 1).  Its pair in slot
-    :data:`GREEDY` of ``work = (pairs, V, M, vals)`` (:func:`within_scratch_of`); the cuts are
-    the caller's to check at the point it plays."""
+    nonnegative rows of their own divided by that limit (right-hand sides 1).  Warm started from
+    ``start`` (:func:`within_start_of`, the program's previous solution: Safe-LUCB's vertices
+    move by one observation a stage).  Its pair in slot :data:`GREEDY` of ``work = (pairs, V,
+    M, vals)`` (:func:`within_scratch_of`); the cuts are the caller's to check at the point it
+    plays."""
     pairs, V, M, vals = work
     d, n = geometry.dim, geometry.n
     st = geometry.within_structure
@@ -474,8 +476,16 @@ def greedy_within_one(geometry, theta, cuts, limit, out, work) -> int:
     for a in range(d):
         V[c, a] = -theta[a] * scale
     status = socp.solve_into(st, st[0], n, geometry.within_h, geometry.A, geometry.b,
-                             pairs[GREEDY], V, M, vals, np.empty(0))
+                             pairs[GREEDY], V, M, vals, start)
     return _finish(geometry, status, pairs, GREEDY, V, M, out)
+
+
+@njit(inline="always")
+def within_start_of(geometry, n_cuts):
+    """A program's empty warm-start record (:func:`~sege_cvx.conic.socp.solve_into`'s
+    ``start``; :func:`greedy_within_one`)."""
+    st = geometry.within_structure
+    return np.zeros(1 + geometry.n + 2 * socp._row(st, st[0]) + geometry.A.shape[0])
 
 
 @njit(inline="always")
@@ -538,7 +548,8 @@ def _within_rows(geometry, thetas, cuts, limit) -> tuple:
     codes = np.empty(thetas.shape[0], dtype=np.int64)
     work = within_scratch_of(geometry, cuts.shape[0])
     for i in range(thetas.shape[0]):
-        codes[i] = greedy_within_one(geometry, thetas[i], cuts, limit, arms[i], work)
+        start = within_start_of(geometry, cuts.shape[0])  # each cold
+        codes[i] = greedy_within_one(geometry, thetas[i], cuts, limit, start, arms[i], work)
         if codes[i] != VERIFIED:
             arms[i] = np.nan
     return arms, codes
@@ -965,10 +976,10 @@ def _stage_pull_in(geometry, x, offset, trial):
 
 @njit(inline="always")
 def _stage_within(geometry, theta, cuts, limit, start, out, work):
-    return greedy_within_one(geometry, theta, cuts, limit, out, work)
+    return greedy_within_one(geometry, theta, cuts, limit, start, out, work)
 
 
 register_geometry(ConeGeometry, GeometryKernels(
     greedy=_stage_greedy, lcb=_stage_lcb, pull_in=_stage_pull_in, pull_inside=_stage_pull_inside,
-    within=_stage_within, within_scratch=within_scratch_of, safe_set=_stage_safe_set,
-    safe_set_scratch=safe_set_scratch_of))
+    within=_stage_within, within_scratch=within_scratch_of, within_start=within_start_of,
+    safe_set=_stage_safe_set, safe_set_scratch=safe_set_scratch_of))

@@ -93,17 +93,26 @@ def radial_extent(geometry, u, h, caps, grads) -> tuple:
 
 def greedy_arm_within(geometry, theta, cuts, limit, start, out, work) -> int:
     """The greedy arm over the set cut by the half-spaces ``cuts x <= limit`` (``cuts``: rows),
-    ``max theta^T x``, computed from ``start`` (a point of the set satisfying every cut) into
-    ``out``; returns its status.  :data:`~.status.VERIFIED`: the arm lies in the set exactly and
-    is certified optimal over the set and the cuts as computed; the cuts themselves are the
-    caller's to check at the point it plays.  ``work``: :func:`within_scratch` of the same
-    number of cuts.  Safe-LUCB's optimistic programs
-    (:mod:`sege_cvx.policies.safe_lucb`)."""
+    ``max theta^T x``, computed from ``start`` (the program's :func:`within_start`, kept by the
+    caller from one solve of the program to the next) into ``out``; returns its status.
+    :data:`~.status.VERIFIED`: the arm lies in the set exactly and is certified optimal over the
+    set and the cuts as computed; the cuts themselves are the caller's to check at the point it
+    plays.  ``work``: :func:`within_scratch` of the same number of cuts.  Safe-LUCB's optimistic
+    programs (:mod:`sege_cvx.policies.safe_lucb`)."""
     raise NotImplementedError(_UNBOUND)
 
 
 def within_scratch(geometry, n_cuts):
     """The scratch of :func:`greedy_arm_within` for ``n_cuts`` cuts (a tuple of arrays)."""
+    raise NotImplementedError(_UNBOUND)
+
+
+def within_start(geometry, n_cuts):
+    """A fresh ``start`` of one of :func:`greedy_arm_within`'s programs with ``n_cuts`` cuts, a
+    1-D array the caller keeps per run and program: a polytope's is the origin (its simplex
+    method starts there: a point of the set meeting every cut, the safe arm), a cone set's an
+    empty warm-start record that each solve then updates
+    (:func:`~sege_cvx.conic.socp.solve_into`)."""
     raise NotImplementedError(_UNBOUND)
 
 
@@ -175,10 +184,10 @@ class GeometryKernels(NamedTuple):
     radial : callable or None
         For :func:`radial_extent`: the extent along a ray and its pieces (None binds
         :func:`no_radial_extent`: ROFUL and GNOP then play their fan's best ray as scanned).
-    within, within_scratch : callable or None
-        For :func:`greedy_arm_within` and its scratch, :func:`within_scratch`: the greedy arm
-        over the set cut by half-spaces (both or neither; without them Safe-LUCB solves its
-        programs on Clarabel).
+    within, within_scratch, within_start : callable or None
+        For :func:`greedy_arm_within`, its scratch, :func:`within_scratch`, and its programs'
+        starts, :func:`within_start`: the greedy arm over the set cut by half-spaces (all or
+        none; without them Safe-LUCB solves its programs on Clarabel).
     safe_set, safe_set_scratch : callable or None
         For :func:`safe_set_arm` and its scratch, :func:`safe_set_scratch`: SafeTS's program
         over the estimated safe set (both or neither; None binds :func:`no_safe_set_arm` and
@@ -192,6 +201,7 @@ class GeometryKernels(NamedTuple):
     radial: Callable | None = None
     within: Callable | None = None
     within_scratch: Callable | None = None
+    within_start: Callable | None = None
     safe_set: Callable | None = None
     safe_set_scratch: Callable | None = None
 
@@ -200,6 +210,7 @@ class GeometryKernels(NamedTuple):
 _PLACEHOLDERS = {"greedy": greedy_arm, "lcb": lcb_arm, "pull_in": pull_in,
                  "pull_inside": pull_inside, "radial": radial_extent,
                  "within": greedy_arm_within, "within_scratch": within_scratch,
+                 "within_start": within_start,
                  "safe_set": safe_set_arm, "safe_set_scratch": safe_set_scratch}
 _GEOMETRIES: dict[type, GeometryKernels] = {}
 
@@ -225,7 +236,8 @@ def register_geometry(record: type, kernels: GeometryKernels) -> None:
     if not isinstance(kernels, GeometryKernels) or all(k is None for k in kernels):
         raise TypeError(f"kernels must be a GeometryKernels with at least one function, got "
                         f"{kernels!r}")
-    for a, b in (("within", "within_scratch"), ("safe_set", "safe_set_scratch")):
+    for a, b in (("within", "within_scratch"), ("within", "within_start"),
+                 ("safe_set", "safe_set_scratch")):
         if (getattr(kernels, a) is None) != (getattr(kernels, b) is None):
             raise TypeError(f"kernels.{a} and kernels.{b} come together, got "
                             f"{getattr(kernels, a)!r} and {getattr(kernels, b)!r}")

@@ -829,6 +829,13 @@ def greedy_within_one(geometry, theta, cuts, limit, start, out, work) -> int:
 
 
 @njit(inline="always")
+def within_start_of(geometry, n_cuts):
+    """A program's start (:func:`~sege_cvx.arm_sets.kernels.registry.within_start`): the origin,
+    the safe arm, which meets every cut."""
+    return np.zeros(geometry.A.shape[1])
+
+
+@njit(inline="always")
 def within_scratch_of(geometry, n_cuts):
     """:func:`greedy_within_one`'s scratch for ``n_cuts`` cuts: the stacked rows and right-hand
     sides, the working set, and the solve's ``mats`` and ``vecs``."""
@@ -885,4 +892,5 @@ def radial_one(geometry, u, h, caps, grads):
 
 register_geometry(PolytopeGeometry, GeometryKernels(
     greedy=greedy_one, lcb=lcb_one, pull_in=pull_inside_one, pull_inside=_stage_pull_inside,
-    radial=radial_one, within=greedy_within_one, within_scratch=within_scratch_of))
+    radial=radial_one, within=greedy_within_one, within_scratch=within_scratch_of,
+    within_start=within_start_of))
