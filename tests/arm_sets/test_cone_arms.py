@@ -115,7 +115,7 @@ def _in_demand_set(x) -> bool:
             and sum(v * v for v in flow) <= q(0.8) * q(0.8))
 
 
-def test_compiled_pull_in_moves_points_into_a_cone_set_exactly():
+def test_compiled_pull_in_and_cut_programs_of_a_cone_set_are_exact():
     # The demand set has auxiliary variables (cvxpy's for ||F x||): each point's witness is
     # solved by the compiled method, the pair certified or contracted toward the interior pair.
     arm_set = _set("demand")
@@ -133,13 +133,7 @@ def test_compiled_pull_in_moves_points_into_a_cone_set_exactly():
     assert all(_in_demand_set(x) for x in moved[:120])
     # As ConeArms.pull_in: contains(tol=0) proves every point moved in.
     assert arm_set.contains(moved[:120], tol=0).all()
-
-
-def test_compiled_programs_over_a_cut_cone_set_agree_with_clarabel():
     # Safe-LUCB's programs: max <theta, x> over the set cut by 2d half-spaces <= c.
-    arm_set = _set("demand")
-    arms = arm_set.compiled_arms
-    rng = np.random.default_rng(5)
     x, theta = cp.Variable(3), cp.Parameter(3)
     worst = 0.0
     for _ in range(4):

@@ -98,59 +98,50 @@ def test_compiled_arms_are_safe_and_exactly_in_the_box():
                    for lo, v, hi in zip(box.lower, x, box.upper, strict=True))
 
 
-def _in_ball_cut(x) -> bool:
-    """``||x|| <= 1`` and ``x_1 + x_2 <= 0.9``, in rationals."""
-    a, b = Fraction(float(x[0])), Fraction(float(x[1]))
-    return a * a + b * b <= 1 and a + b <= Fraction(9, 10)
-
-
 def _in_epigraph(x) -> bool:
     """``exists t: ||x||_1 <= t <= 1.5, ||x|| <= 1.2``, in rationals."""
     a, b = Fraction(float(x[0])), Fraction(float(x[1]))
     return abs(a) + abs(b) <= Fraction(3, 2) and a * a + b * b <= Fraction(36, 25)
 
 
-CONE_SETS = {
-    "ball-cut": (lambda x: [cp.norm(x) <= 1, x[0] + x[1] <= 0.9], _in_ball_cut),
-    # An auxiliary variable of the user's: each point's witness solved in the stage.
-    "epigraph": (lambda x: [cp.norm1(x) <= (t := cp.Variable()), t <= 1.5, cp.norm(x) <= 1.2],
-                 _in_epigraph),
-}
+def _epigraph(x):
+    """An auxiliary variable of the user's: each exploring arm's witness solved in the stage."""
+    t = cp.Variable()
+    return [cp.norm1(x) <= t, t <= 1.5, cp.norm(x) <= 1.2]
 
 
-@pytest.mark.parametrize("name", list(CONE_SETS))
-def test_compiled_stages_on_a_cone_set_agree_with_clarabel_and_lie_in_it_exactly(name):
-    constraints, inside = CONE_SETS[name]
-    problem = b_problem(sc.ConvexArmSet(2, constraints, compiled=True))
-    compiled = problem.policy("Safe-LUCB", 3, seed=0, exploration_stages=30)
-    solver = problem.policy("Safe-LUCB", 3, seed=0, exploration_stages=30, method="solver")
+def test_compiled_stages_on_a_cone_set_agree_with_clarabel_and_lie_in_it_exactly():
+    problem = b_problem(sc.ConvexArmSet(2, _epigraph, compiled=True))
+    compiled = problem.policy("Safe-LUCB", 3, seed=0, exploration_stages=20)
+    solver = problem.policy("Safe-LUCB", 3, seed=0, exploration_stages=20, method="solver")
     assert compiled.compiled_stages and not solver.compiled_stages
-    # The cuts 1e-8 inside c and Clarabel's tolerance: measured 2.6e-6 and 1.7e-6.
-    assert _stepped(compiled, solver, problem, 100) <= 1e-5
-    assert compiled.decision_counts[:, 1].tolist() == [70, 70, 70]
+    # The cuts 1e-8 inside c and Clarabel's tolerance: measured 1.7e-6 (2.6e-6 on a ball cut
+    # by a half-space).
+    assert _stepped(compiled, solver, problem, 60) <= 1e-5
+    assert compiled.decision_counts[:, 1].tolist() == [40, 40, 40]
     assert compiled.solver_fallbacks.sum() == 0 and solver.solver_fallbacks.sum() == 0
     # Every arm, exploring and optimistic: in the set in rationals (the user's own data), and
     # an optimistic one under each vertex's bound as played.
     policy = problem.policy("Safe-LUCB", 2, seed=1, exploration_stages=10)
-    for _ in range(40):
+    for _ in range(30):
         bounds = policy.vertices() @ policy.B if policy.t >= 10 else None
         x = policy.select()
-        assert all(inside(row) for row in x)
+        assert all(_in_epigraph(row) for row in x)
         if bounds is not None:
             assert (np.einsum("ikj,ij->ik", bounds, x).max(axis=1) <= policy.margin).all()
         policy.observe(x, x @ problem.theta_star)
-    assert policy.decision_counts.tolist() == [[10, 30, 0]] * 2
+    assert policy.decision_counts.tolist() == [[10, 20, 0]] * 2
     # Each run's programs warm started from its own previous solutions: the same on one thread
     # and two, and stage by stage through the step API.
     seeds = sc.run_seeds(6, 3)
     runs = [simulate_on_threads(problem.policy("Safe-LUCB", 3, seed=seeds[0],
                                                exploration_stages=10),
-                                problem.bandit(seeds[1]), 60, threads, traces=True)
+                                problem.bandit(seeds[1]), 40, threads, traces=True)
             for threads in (1, 2)]
     assert_same_simulations(*runs)
     stepped, bandit = problem.policy("Safe-LUCB", 3, seed=seeds[0], exploration_stages=10), \
         problem.bandit(seeds[1])
-    for t in range(60):
+    for t in range(40):
         x = stepped.select()
         feedback = bandit.feedback(x)
         np.testing.assert_array_equal(feedback.mean, runs[0].expected_reward[t])
