@@ -265,6 +265,23 @@ def _finish(geometry, status, pairs, slot, V, M, out) -> int:
 
 
 @njit
+def _greedy_objective(V, theta, n) -> None:
+    """``c = -theta * 2^-e`` over ``z``'s first ``d`` entries (zeros after, up to ``n``) into the
+    solver's row :data:`~sege_cvx.conic.socp.C_ROW`: ``max theta^T x``, scaled by a power of two
+    (exact: the maximizer is unchanged)."""
+    d = theta.shape[0]
+    big = 0.0
+    for a in range(d):
+        big = max(big, abs(theta[a]))
+    scale = _power_of_two_scale(big)
+    c = socp.C_ROW
+    for a in range(n + 1):
+        V[c, a] = 0.0
+    for a in range(d):
+        V[c, a] = -theta[a] * scale
+
+
+@njit
 def greedy_one(geometry, theta, warm, out) -> int:
     """The certified greedy arm into ``out`` (its pair in ``warm``'s slot :data:`GREEDY`)."""
     pairs, V, M, vals = warm
@@ -370,15 +387,7 @@ def safe_set_one(geometry, theta, gamma, inv, beta, margin, out, work) -> int:
     for i in range(d):
         for a in range(d):
             vals[v0 + (1 + i) * d + a] = -(beta * inv[i, a]) / limit
-    big = 0.0
-    for a in range(d):
-        big = max(big, abs(theta[a]))
-    scale = _power_of_two_scale(big)
-    c = socp.C_ROW
-    for a in range(n + 1):
-        V[c, a] = 0.0
-    for a in range(d):
-        V[c, a] = -theta[a] * scale
+    _greedy_objective(V, theta, n)
     # Cold: the sample moves by its own noise from one stage to the next.
     status = socp.solve_into(st, j + 1, n, geometry.safe_h, geometry.A, geometry.b,
                              pairs[GREEDY], V, M, vals, np.empty(0))
@@ -466,15 +475,7 @@ def greedy_within_one(geometry, theta, cuts, limit, start, out, work) -> int:
     for r in range(n_cuts):
         for a in range(d):
             vals[v0 + r * d + a] = cuts[r, a] / bound
-    big = 0.0
-    for a in range(d):
-        big = max(big, abs(theta[a]))
-    scale = _power_of_two_scale(big)
-    c = socp.C_ROW
-    for a in range(n + 1):
-        V[c, a] = 0.0
-    for a in range(d):
-        V[c, a] = -theta[a] * scale
+    _greedy_objective(V, theta, n)
     status = socp.solve_into(st, st[0], n, geometry.within_h, geometry.A, geometry.b,
                              pairs[GREEDY], V, M, vals, start)
     return _finish(geometry, status, pairs, GREEDY, V, M, out)
