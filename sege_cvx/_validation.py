@@ -29,6 +29,18 @@ def format_value(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def import_failure(exc: ImportError | AttributeError) -> str:
+    """An import's failure in one line; where the module is not on the import path, what to put
+    there (a spec's or script's folder is not on it when Python runs from elsewhere)."""
+    missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+    if not missing:
+        return str(exc)
+    top = missing.split(".")[0]
+    return (f"no module named {missing!r} on the import path: run from the folder that holds "
+            f"{top}.py (or the package {top}/), or add that folder to PYTHONPATH (sys.path in "
+            "Python)")
+
+
 def _first_not_finite(name: str, arr: np.ndarray) -> str:
     """``"<name> must be finite (no NaN or inf): <name>[i, j] is nan"``, the first such entry."""
     index = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])

@@ -161,8 +161,18 @@ class StudySpec:
         return cls.from_dict(data)
 
     @classmethod
-    def from_dict(cls, data: dict) -> StudySpec:
-        """Check a spec given as a dict (the TOML's tables and arrays)."""
+    def from_dict(cls, data: dict, *, import_policies: bool = True) -> StudySpec:
+        """Check a spec given as a dict (the TOML's tables and arrays).
+
+        Parameters
+        ----------
+        data : dict
+            The spec's keys.
+        import_policies : bool, default True
+            Load each algorithm's class to check its grid against the constructor.  False reads
+            a spec a sweep recorded (its manifest's ``spec``, checked when the sweep ran), so
+            that its results read anywhere, without the policies' modules on the import path.
+        """
         if not isinstance(data, dict):
             raise SpecError(f"a spec is a table of keys, got {type(data).__name__}")
         _no_unknown("the spec", data, _TOP_KEYS)
@@ -186,7 +196,7 @@ class StudySpec:
                                 f"{checkpoints[-1]}")
         problems = tuple(_problem(i, p) for i, p in
                          enumerate(_nonempty_list("problems", data["problems"])))
-        algorithms = tuple(_algorithm(i, a) for i, a in
+        algorithms = tuple(_algorithm(i, a, import_policies) for i, a in
                            enumerate(_nonempty_list("algorithms", data["algorithms"])))
         labels = [p.label for p in problems]
         first: dict[str, int] = {}
@@ -202,7 +212,8 @@ class StudySpec:
                     raise SpecError(f"algorithms[{i}].problems: {format_value(label)} is not a "
                                     f"problem of the spec (its problems: {', '.join(labels)})")
         _distinct_cells(algorithms, labels)
-        _distinct_columns(algorithms)
+        if import_policies:
+            _distinct_columns(algorithms)
         return cls(seed, runs, horizon, problems, algorithms, checkpoints)
 
     def to_dict(self) -> dict:
@@ -305,7 +316,7 @@ def _problem(i: int, table) -> ProblemSpec:
                        parameters=tuple(parameters.items()))
 
 
-def _algorithm(i: int, table) -> AlgorithmSpec:
+def _algorithm(i: int, table, import_policies: bool = True) -> AlgorithmSpec:
     where = f"algorithms[{i}]"
     if not isinstance(table, dict):
         raise SpecError(f"{where} must be a table, got {format_value(table)}")
@@ -317,13 +328,15 @@ def _algorithm(i: int, table) -> AlgorithmSpec:
     if not isinstance(name, str):
         raise SpecError(f"{where}: name must be a string, a registered policy ("
                         f"{', '.join(registered_policies())}) or 'module:Class'; got {format_value(name)}")
-    try:
-        parameters = grid_parameters(policy_entry(name))
-    except (ValueError, TypeError, ImportError) as exc:
-        raise SpecError(f"{where}: {exc}") from None
     grid = table.get("grid", {})
     if not isinstance(grid, dict):
         raise SpecError(f"{where}.grid must be a table of lists, got {format_value(grid)}")
+    parameters = tuple(grid)
+    if import_policies:
+        try:
+            parameters = grid_parameters(policy_entry(name))
+        except (ValueError, TypeError, ImportError) as exc:
+            raise SpecError(f"{where}: {exc}") from None
     for key, values in grid.items():
         if key not in parameters:
             raise SpecError(f"{where}.grid: {name} has no parameter '{key}' to vary (it can vary: "

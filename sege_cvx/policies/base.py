@@ -267,10 +267,33 @@ class Policy:
         if "observe" in cls.__dict__:
             _check_observe_signature(cls, cls.__dict__["observe"])
         # The methods the class resolves to, its own or a mixin's, each wrapped once.
-        for name, wrap in (("select", _protocol_select), ("observe", _protocol_observe)):
+        for name, wrap in (("__init__", _protocol_init), ("select", _protocol_select),
+                           ("observe", _protocol_observe)):
             method = getattr(cls, name)
             if not getattr(method, "_protocol", False):
                 setattr(cls, name, wrap(method))
+
+    def parameters(self) -> dict[str, Any]:
+        """The constructor's keyword parameters as they are in effect, given or chosen by
+        default (SEGE's ``c``, ROFUL's ``n_directions``): each one the policy keeps as an
+        attribute of the same name holding a plain number, string, bool or None (the setting,
+        the runs and the seed aside).  A sweep records them per cell in its manifest.
+
+        Examples
+        --------
+        >>> import sege_cvx as sc
+        >>> sc.paper_problem().policy("CLUCB", 2).parameters()
+        {'lam': 0.1, 'delta': 0.1, 'n_arms': 41, 'radius': 'theorem1'}
+        """
+        found = {}
+        for name in inspect.signature(type(self)).parameters:
+            if name in ("setting", "n_runs", "seed") or name not in vars(self):
+                continue
+            value = vars(self)[name]
+            value = value.item() if isinstance(value, np.generic) else value
+            if value is None or isinstance(value, bool | int | float | str):
+                found[name] = value
+        return found
 
     def select(self) -> np.ndarray:
         """The stage's arms: shape ``(d,)`` for one run, else ``(n_runs, d)``."""
@@ -405,6 +428,42 @@ def _check_observe_signature(cls: type, observe) -> None:
                         "feedback of its own)") from None
     except ValueError:  # no signature to read (a builtin): left to the call
         pass
+
+
+#: Keywords a user may pass a policy that belong to its setting, not to its constructor.
+_SETTING_KEYWORDS = ("constraint", "safety", "threshold", "theta_star", "safe_arm", "arm_set",
+                     "noise_sd", "S", "b0", "baseline_reward")
+
+
+def _protocol_init(init):
+    """``__init__`` wrapped so that a call its signature refuses is one line naming the class,
+    the argument and the parameters it has (Python's own message names neither the class's
+    parameters nor where a setting's value goes)."""
+    try:
+        signature = inspect.signature(init)
+    except (TypeError, ValueError):  # no signature to read: left to the call
+        return init
+
+    @functools.wraps(init)
+    def checked(self, *args, **kwargs):
+        try:
+            signature.bind(self, *args, **kwargs)
+        except TypeError as exc:
+            name = type(self).__name__
+            keywords = [p for p in list(signature.parameters)[1:]
+                        if signature.parameters[p].kind not in (inspect.Parameter.VAR_POSITIONAL,
+                                                                inspect.Parameter.VAR_KEYWORD)]
+            given = [k for k in kwargs if k not in signature.parameters]
+            hint = ""
+            if any(k in _SETTING_KEYWORDS for k in given):
+                hint = ("; the problem's arms, truth and safety model (a constraint included) "
+                        "reach a policy through its setting, sc.SafeSetting(..., safety=...), "
+                        "as problem.policy(...) builds it")
+            raise TypeError(f"{name}: {str(exc).split('() ', 1)[-1]} (its parameters: "
+                            f"{', '.join(keywords)}){hint}") from None
+        return init(self, *args, **kwargs)
+    checked._protocol = True
+    return checked
 
 
 def _protocol_select(select):

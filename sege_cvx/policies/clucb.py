@@ -258,6 +258,7 @@ class CLUCB(Policy):
             self.arms, self.arm_witnesses = discretize_with_witnesses(arm_set, K)
             self.discretization_error = discretization_error(arm_set, self.arms, setting.S,
                                                              tests=tests)
+        self.n_arms = int(self.arms.shape[0])  # the count in effect (the default's, if None)
         self._arms_t = np.ascontiguousarray(self.arms.T)  # arms as columns: vectorized scans
         self.L = arm_set.norm_bound()
         self._check_lam(self.L)

@@ -632,6 +632,9 @@ class DirectionalPolicy(Policy):
                 raise ValueError(f"no direction leaves the origin into {arm_set!r}")
             directions, caps = directions[keep], caps[keep]
         self.directions = np.ascontiguousarray(directions)
+        #: The rays scanned (0 where SafeTS solves its program on a convex set): the default
+        #: count a convex set was given, or the star set's.
+        self.n_directions = int(self.directions.shape[0])
         self.caps = np.ascontiguousarray(caps, dtype=np.float64)
         self._unorm = np.ascontiguousarray(scaled_norm(self.directions, axis=1))
         self._dirs_t = np.ascontiguousarray(self.directions.T)

@@ -18,6 +18,7 @@ signature (scikit-learn's ``get_params`` is the model), except those the sweep s
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib
 import inspect
@@ -26,12 +27,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._validation import import_failure
 from ..safety import SAFETY_MODELS
 from .base import Policy, model_problem
 
-__all__ = ["PROBLEM_PARAMETERS", "PolicyEntry", "grid_parameters", "policy_class",
-           "policy_code_fingerprint", "policy_color", "policy_entry", "policy_stem",
-           "register_policy", "registered_policies", "safety_model_problem"]
+__all__ = ["PROBLEM_PARAMETERS", "PolicyEntry", "class_path", "code_of", "display_name",
+           "grid_parameters", "policy_class", "policy_code_fingerprint", "policy_color",
+           "policy_entry", "policy_stem", "register_policy", "registered_name",
+           "registered_policies", "renamed", "safety_model_problem"]
 
 #: Constructor parameters the problem (its setting) and the sweep (runs and seeds) supply: never
 #: grid parameters.
@@ -140,7 +143,7 @@ def register_policy(name: str, cls: type[Policy] | None = None, *, color: str | 
         return cls
     overlap = [k for k in known.classes if set(k.safety_models) & set(cls.safety_models)]
     if overlap and not replace:
-        raise ValueError(f"policy name {name!r} is registered to {_path_of(overlap[0])} on the "
+        raise ValueError(f"policy name {name!r} is registered to {class_path(overlap[0])} on the "
                          f"same safety model; pass replace=True to register another class "
                          "under it")
     classes = tuple(k for k in known.classes if k not in overlap) + (cls,)
@@ -174,7 +177,7 @@ def policy_entry(name: str) -> PolicyEntry:
         for part in qualname.split("."):
             target = getattr(target, part)
     except (ImportError, AttributeError) as exc:
-        raise ImportError(f"policy {name!r} cannot be loaded: {exc}") from None
+        raise ImportError(f"policy {name!r} cannot be loaded: {import_failure(exc)}") from None
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # the module's own code failed on import (or called sys.exit)
@@ -207,6 +210,23 @@ def policy_color(name: str) -> str | None:
     """The report colour registered for ``name`` (None: not registered, or no colour)."""
     entry = _REGISTRY.get(name)
     return None if entry is None else entry.color
+
+
+def registered_name(cls: type) -> str | None:
+    """The name ``cls`` is registered under (its first), or None."""
+    return next((name for name, entry in _REGISTRY.items() if cls in entry.classes), None)
+
+
+def display_name(name: str) -> str:
+    """How figures name the policy ``name``: a registered name as it is, an import path by the
+    name its class is registered under (``"my_policies:StagewiseTS"`` is ``"StagewiseTS"`` once
+    the module registers it), else the path itself."""
+    if name in _REGISTRY or ":" not in name:
+        return name
+    try:
+        return registered_name(policy_entry(name).cls) or name
+    except (ImportError, TypeError, ValueError):
+        return name
 
 
 def policy_stem(name: str) -> str:
@@ -253,9 +273,28 @@ def grid_parameters(cls: type[Policy] | PolicyEntry) -> tuple[str, ...]:
     return tuple(names)
 
 
+def code_of(source: bytes) -> bytes:
+    """What a module's ``source`` does: its syntax tree (:func:`ast.dump`, no line numbers)
+    without the module's, classes' and functions' docstrings; comments are not in the tree.
+    Editing either leaves it the same; any change to the code changes it.  Source that does
+    not parse is taken whole."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return source
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
+                node.body = node.body[1:] or [ast.Pass()]
+    return ast.dump(tree).encode()
+
+
 def policy_code_fingerprint(cls: type[Policy] | PolicyEntry) -> str | None:
-    """SHA-256 of the source files of ``cls`` and of its bases outside sege_cvx (None for
-    sege_cvx's own policies, which the package's version identifies); of a
+    """SHA-256 of what the source files of ``cls`` and of its bases outside sege_cvx do
+    (:func:`code_of`: comments and docstrings out; None for sege_cvx's own policies, which the
+    package's version identifies); of a
     :class:`PolicyEntry`, of all its classes (its one class's, if it has one).  A sweep records
     it, so that a policy whose code changed is never pooled with the shards of its old code.
 
@@ -279,7 +318,7 @@ def policy_code_fingerprint(cls: type[Policy] | PolicyEntry) -> str | None:
         source = getattr(module, "__file__", None)
         digest.update(_main_alias(module_name).encode() + b"\0")
         if source is not None and Path(source).is_file():
-            digest.update(Path(source).read_bytes())
+            digest.update(code_of(Path(source).read_bytes()))
     digest.update(f"{_main_alias(cls.__module__)}:{cls.__qualname__}".encode())
     return digest.hexdigest()
 
@@ -310,5 +349,19 @@ def _main_alias(module_name: str) -> str:
     return "__main__" if module_name == "__mp_main__" else module_name
 
 
-def _path_of(cls: type) -> str:
+def class_path(cls: type) -> str:
+    """``"module:Qualname"`` of ``cls``: the import path :func:`policy_entry` reads."""
     return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def renamed(name: str, was: str) -> str | None:
+    """Why ``name`` no longer names the class a sweep resolved it to (``was``, its
+    ``"module:Class"``), in one sentence naming the module whose class took the name; None if
+    it still names it (a sweep resolves each name once and holds it to that class)."""
+    now = policy_entry(name).cls
+    module, _, qualname = was.partition(":")
+    if (_main_alias(now.__module__), now.__qualname__) == (_main_alias(module), qualname):
+        return None  # a script's class, as a spawned worker names it
+    return (f"policy {name!r} was resolved to {was}, and then {class_path(now)} was registered "
+            f"under that name (by module {now.__module__!r}, imported by the sweep): a name "
+            "keeps its class for a whole sweep; register your class under a name of its own")

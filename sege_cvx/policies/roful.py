@@ -316,6 +316,7 @@ class StagewiseROFUL(Policy):
             raise ValueError("every boundary point coincides with the baseline arm: no direction "
                              "to explore")
         self.points = np.ascontiguousarray(points[keep])
+        self.n_directions = int(self.points.shape[0])  # the count in effect (after the default)
         self._point_witnesses = witnesses[keep]  # a lifted set's (shape (K, 0) otherwise)
         self._offsets = np.ascontiguousarray(offsets[keep])
         self.steps = np.ascontiguousarray(steps[keep])

@@ -91,6 +91,9 @@ class SafeTS(DirectionalPolicy):
     """
 
     rule = TS_RULE
+    #: Codes 0-2 of the shared ray step, named for a sample: its best arm played with the
+    #: estimated safe set's bound slack, or on that bound; or the safe arm.
+    decision_names: tuple[str | None, ...] = ("sampled", "sampled_on_bound", "baseline")
 
     def __init__(
         self,

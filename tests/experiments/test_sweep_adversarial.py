@@ -302,6 +302,28 @@ def test_overwrite_resumes_a_sweep_of_the_same_spec(tmp_path, monkeypatch):
     assert replaced.manifest["spec"]["seed"] == 4
 
 
+def test_overwrite_deletes_only_a_sweep_s_own_files(tmp_path):
+    """A report (sege-cvx report writes DIR/report by default) and the user's notes in a sweep's
+    directory stop a restart by overwrite, named; nothing is deleted (issue 39, item 4)."""
+    import shutil
+
+    out = tmp_path / "out"
+    run_sweep(SMALL, out, workers=1, progress=False)
+    assert main(["report", str(out)]) == 0
+    (out / "notes.txt").write_text("mine")
+    (out / "shards" / "keep.txt").write_text("mine too")
+    with pytest.raises(OutputPathError, match=r"holds notes.txt, report/, shards/keep.txt, which "
+                                              "no sweep wrote; overwrite deletes only a sweep's "
+                                              "own files: move them elsewhere"):
+        run_sweep({**SMALL, "seed": 4}, out, workers=1, overwrite=True, progress=False)
+    assert (out / "report" / "table.md").is_file() and (out / "notes.txt").read_text() == "mine"
+    assert (out / "manifest.json").is_file() and len(list((out / "shards").iterdir())) == 3
+    for name in ("report", "notes.txt", "shards/keep.txt"):
+        shutil.move(out / name, tmp_path / name.replace("/", "_"))
+    replaced = run_sweep({**SMALL, "seed": 4}, out, workers=1, overwrite=True, progress=False)
+    assert replaced.manifest["spec"]["seed"] == 4
+
+
 @pytest.mark.parametrize("damage", [
     lambda record: [1, 2],
     lambda record: {"spec": record["spec"]},

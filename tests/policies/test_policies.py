@@ -294,3 +294,35 @@ def test_each_policy_names_its_own_decision_codes():
         assert cls.decision_names[roful.FULL_STEP] == "full_step"
         assert cls.decision_names[roful.SCALED_STEP] == "scaled_step"
         assert cls.decision_names[roful.BASELINE] == "baseline"
+    # SafeTS shares the ray step's codes, under names that say what a sample's arm did.
+    from sege_cvx.policies import directional, safe_ts
+
+    names = safe_ts.SafeTS.decision_names
+    assert names[directional.FULL_STEP] == "sampled"
+    assert names[directional.SCALED_STEP] == "sampled_on_bound"
+    assert names[directional.BASELINE] == "baseline"
+
+
+def test_the_defaults_a_policy_chose_are_attributes_and_in_a_sweep_s_manifest(tmp_path):
+    """ROFUL's and GNOP's ray count on a convex set, CLUCB's arm count and SEGE's c are the
+    values in effect, read back as attributes and per cell in the manifest (issue 39, item 7)."""
+    from problems import constrained_problem
+
+    from sege_cvx.experiments import run_sweep
+
+    problem = constrained_problem()
+    for name in ("ROFUL", "GNOP"):
+        policy = problem.policy(name, 1)
+        assert policy.n_directions == policy.directions.shape[0] > 0
+        assert policy.parameters()["n_directions"] == policy.n_directions
+        assert problem.policy(name, 1, n_directions=24).n_directions <= 24
+    clucb = sc.paper_problem().policy("CLUCB", 1)
+    assert clucb.n_arms == clucb.arms.shape[0] == 41
+    spec = {"seed": 0, "runs": 1, "horizon": 5, "problems": [{"name": "paper"}],
+            "algorithms": [{"name": "SEGE"}, {"name": "CLUCB", "grid": {"n_arms": [20]}}]}
+    cells = run_sweep(spec, tmp_path / "out", workers=1, progress=False).manifest["cells"]
+    assert [(c["algorithm"], c["settings"]) for c in cells] == [("SEGE", {}),
+                                                                ("CLUCB", {"n_arms": 20})]
+    assert cells[0]["parameters"]["c"] == 0.5 and cells[0]["parameters"]["lam"] == 0.1
+    assert cells[1]["parameters"] == {"lam": 0.1, "delta": 0.1, "n_arms": 20,
+                                      "radius": "theorem1"}

@@ -19,6 +19,7 @@ from problems import constrained_problem, paper_problem, theta_constraint_proble
 import sege_cvx as sc
 from sege_cvx.experiments import OutputPathError, SpecError, load_results, run_sweep
 from sege_cvx.experiments.spec import StudySpec
+from sege_cvx.experiments.sweeps.errors import SweepWarning
 from sege_cvx.policies import registry
 from sege_cvx.policies.registry import grid_parameters, policy_code_fingerprint, policy_entry
 
@@ -104,7 +105,9 @@ def test_register_policy_refuses_what_it_cannot_name(monkeypatch):
     with pytest.raises(ValueError, match=r"^unknown policy 'SGE' \(registered: SEGE, CLUCB, "
                                          r"ROFUL, .*Mine; or an import path 'module:Class'\)$"):
         sc.policy_class("SGE")
-    with pytest.raises(ImportError, match="policy 'no_such_module:X' cannot be loaded: No module"):
+    with pytest.raises(ImportError, match=r"policy 'no_such_module:X' cannot be loaded: no module "
+                                          r"named 'no_such_module' on the import path: run from "
+                                          r"the folder that holds no_such_module.py \(or the "):
         sc.policy_class("no_such_module:X")
     with pytest.raises(TypeError, match="'numpy:ndarray' is not a subclass of sege_cvx.Policy"):
         sc.policy_class("numpy:ndarray")
@@ -276,21 +279,86 @@ def test_a_user_policy_beside_its_spec_runs_in_a_two_worker_sweep_with_its_own_c
 
 
 def test_a_policy_whose_code_changed_is_not_mixed_with_its_old_shards(user_policy, tmp_path):
+    """Only what the code does counts (comments and docstrings do not); a change refuses the
+    rerun, and overwrite computes again the changed policy's cells alone (issue 39, item 4)."""
     spec = StudySpec.from_toml(user_policy)
     out = tmp_path / "out"
-    run_sweep(spec, out, workers=1, shard_runs=2, progress=False)
-    (out / "manifest.json").unlink()
+    first = run_sweep(spec, out, workers=1, shard_runs=2, progress=False)
     module = Path(user_policy).with_name("wanderer_policy.py")
+    # A comment and a docstring edited: the same code, the sweep resumes (nothing to compute).
+    module.write_text(POLICY_MODULE.replace('"""Baseline, or', '"""Stays at the baseline, or')
+                      .replace("    def observe(", "    # Nothing to learn.\n    def observe("))
+    sys.modules.pop("wanderer_policy")
+    same = run_sweep(StudySpec.from_toml(user_policy), out, workers=1, progress=False)
+    pd.testing.assert_frame_equal(same.runs.drop(columns="wall_seconds"),
+                                  first.runs.drop(columns="wall_seconds"))
+    kept = {p.name: p.stat().st_mtime_ns for p in (out / "shards").glob("*.parquet")}
+    (out / "manifest.json").unlink()
     module.write_text(POLICY_MODULE.replace("rng.random() < self.share",
                                             "rng.random() < self.share / 2"))
     sys.modules.pop("wanderer_policy")
     spec = StudySpec.from_toml(user_policy)
     with pytest.raises(OutputPathError, match="the code of policy 'wanderer_policy:Wanderer' "
-                                              "changed since it started .*pass overwrite"):
+                                              "changed since it started .*pass overwrite "
+                                              r"\(--overwrite\) to compute again the cells of "
+                                              "that policy only"):
         run_sweep(spec, out, workers=1, progress=False)
-    restarted = run_sweep(spec, out, workers=1, overwrite=True, progress=False)
-    wander = restarted.runs.loc[restarted.runs["share"] == 0.5, "wander"]
+    with pytest.warns(SweepWarning, match=r"the code of 'wanderer_policy:Wanderer' changed since "
+                                          r"the sweep started: its 2 cells \(wanderer_policy:"
+                                          r"Wanderer share=0.0 on paper, .*\) are "
+                                          "computed again; the other 1 are kept"):
+        again = run_sweep(spec, out, workers=1, overwrite=True, progress=False)
+    wander = again.runs.loc[again.runs["share"] == 0.5, "wander"]
     assert wander.between(0, 30).all()
+    now = {p.name: p.stat().st_mtime_ns for p in (out / "shards").glob("*.parquet")}
+    assert sorted(now) == sorted(kept)
+    clucb = [name for name in kept if name.startswith("cell0002")]  # CLUCB, the third cell
+    assert clucb and all(now[name] == kept[name] for name in clucb)  # its shards untouched
+    assert all(now[name] != kept[name] for name in kept if name not in clucb)
+    clucb_runs = again.runs[again.runs["algorithm"] == "CLUCB"].drop(columns="wall_seconds")
+    pd.testing.assert_frame_equal(
+        clucb_runs, first.runs[first.runs["algorithm"] == "CLUCB"].drop(columns="wall_seconds"))
+    # The record holds the new code: the next rerun resumes with nothing to do.
+    assert run_sweep(spec, out, workers=1, progress=False).runs.shape == again.runs.shape
+
+
+REPLACING_FACTORY = '''
+import sege_cvx as sc
+from sege_cvx.problems.problem import paper_problem
+
+
+@sc.register_policy("SEGE", replace=True)
+class NotSEGE(sc.SEGE):
+    """Takes the built-in's name when this module is imported."""
+
+
+def make():
+    return paper_problem()
+'''
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_name_a_module_of_the_sweep_takes_over_is_an_error_naming_it(tmp_path, monkeypatch,
+                                                                        workers):
+    """A sweep resolves each name once: a factory module that registers another class under
+    "SEGE" when the sweep imports it stops the sweep, naming the module (issue 39, item 5)."""
+    from sege_cvx.experiments.sweeps.shards import build_problem
+
+    build_problem.cache_clear()  # the factory is imported afresh
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    (tmp_path / "replacing_factory.py").write_text(REPLACING_FACTORY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "replacing_factory", raising=False)
+    spec = {"seed": 1, "runs": 2, "horizon": 20, "problems": [{"factory": "replacing_factory:make"}],
+            "algorithms": [{"name": "SEGE"}]}
+    with pytest.raises(SpecError, match=r"^policy 'SEGE' was resolved to "
+                                        r"sege_cvx.policies.sege:SEGE, and then "
+                                        r"replacing_factory:NotSEGE was registered under that name "
+                                        r"\(by module 'replacing_factory', imported by the sweep\)"):
+        run_sweep(spec, tmp_path / "out", workers=workers, progress=False)
+    assert not (tmp_path / "out").exists()
+    sys.modules.pop("replacing_factory", None)
+    build_problem.cache_clear()
 
 
 def test_reports_of_a_sweep_without_recorded_algorithms_read_the_registry(tmp_path):

@@ -1,5 +1,7 @@
 """Every public entry point rejects bad input with an error that names what is wrong."""
 
+import re
+
 import cvxpy as cp
 import numpy as np
 import pytest
@@ -163,6 +165,32 @@ def test_polytope_checks_do_not_depend_on_row_scaling(scale):
     np.testing.assert_allclose(P.greedy_arm([1.0, 2.0]), [1.0, 1.0], atol=1e-7)
     assert P.certify_exploration(P.exploration())
     assert np.sqrt(2) <= P.diameter_bound() <= np.sqrt(2) * (1 + 3e-5)
+
+
+@pytest.mark.parametrize("reach", [1e13, 1e16, 1e150])
+def test_a_polytope_beyond_what_its_programs_resolve_is_refused_by_its_data(reach):
+    """Named where the value enters (issue 39, item 6): Clarabel once called a square of
+    half-width 1e16 unbounded, and one of 1e150 ended its Chebyshev program unbounded."""
+    with pytest.raises(ValueError, match="^" + re.escape(
+            f"inequality 0 of A x <= b lies {reach:.3g} from the origin (|b[0]| / ||A[0]||), "
+            "beyond 1e+12, the farthest the programs that certify a polytope (Clarabel's) "
+            "resolve: rescale the problem")):
+        sc.Polytope(SQUARE_A, reach * np.ones(4))
+    box = sc.Polytope(SQUARE_A, 1e12 * np.ones(4))  # the farthest accepted: bounded right
+    np.testing.assert_allclose(box.bounding_box()[1], [1e12, 1e12], rtol=1e-4)
+
+
+def test_a_policy_given_a_keyword_it_lacks_names_its_parameters_and_the_setting():
+    setting = sc.paper_problem().setting
+    with pytest.raises(TypeError, match=r"^SEGE: got an unexpected keyword argument 'constraint' "
+                                        r"\(its parameters: setting, lam, c, rho, .*\); the "
+                                        r"problem's arms, truth and safety model \(a constraint "
+                                        r"included\) reach a policy through its setting"):
+        sc.SEGE(setting, constraint=None)
+    with pytest.raises(TypeError, match=r"^CLUCB: got an unexpected keyword argument 'c' \(its "
+                                        r"parameters: setting, lam, delta, n_arms, radius, "
+                                        r"n_runs, seed\)$"):
+        sc.CLUCB(setting, c=0.5)
 
 
 @pytest.mark.parametrize("size", [1e-5, 1e-3, 1e3, 1e12])

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 #: Chebyshev radius, relative to the polytope's size (its bounding-box diagonal), below which
 #: a polytope is said to have an empty interior.
 MIN_INTERIOR_RADIUS = 1e-9
+#: Farthest a face may lie from the origin (``|b_i| / ||a_i||``): the programs that certify a
+#: polytope (Clarabel, tolerances near 1e-8) bound a box of half-width 1e14 right and one of
+#: 1e16 wrong (reported unbounded), measured on the square ``|x_i| <= r``.
+MAX_FACE_DISTANCE = 1e12
 #: Most vertices the upper bound theorem allows (:func:`max_vertex_count`) for which the
 #: vertices are enumerated: qhull's work and the checks grow with the count.
 VERTEX_BUDGET = 100_000
@@ -344,6 +348,13 @@ class Polytope(_CertifiedPolyhedron):
             raise ValueError(f"inequality {i} of A x <= b, divided by ||A[{i}]|| = "
                              f"{row_norms[i]:.3g}, has b[{i}] / ||A[{i}]|| beyond the float range "
                              f"(b[{i}] = {b[i]:.3g}): rescale A and b")
+        far = np.abs(b_unit)
+        if far.max() > MAX_FACE_DISTANCE:
+            i = int(np.argmax(far))
+            raise ValueError(f"inequality {i} of A x <= b lies {far[i]:.3g} from the origin "
+                             f"(|b[{i}]| / ||A[{i}]||), beyond {MAX_FACE_DISTANCE:g}, the farthest "
+                             "the programs that certify a polytope (Clarabel's) resolve: rescale "
+                             "the problem (other units for the arms)")
         self.A, self.b = A / row_norms[:, None], b_unit
         # Copies: the caller's arrays may change after the set is built.
         self.A_given, self.b_given = np.array(A, order="C"), np.array(b)

@@ -21,6 +21,43 @@ from .shard_files import CHECKSUM_SUFFIX
 SWEEP_RECORD = "sweep.json"
 #: Largest record the sweep reads back.
 MAX_RECORD_BYTES = 64 << 20
+#: The files a sweep writes at the top of its directory (and ``shards/``, its shards' files).
+SWEEP_FILES = (SWEEP_RECORD, MANIFEST, "runs.parquet", "curves.parquet")
+
+
+def _sweep_wrote(name: str) -> bool:
+    """Whether a sweep writes ``name`` (in its directory or in ``shards/``): its files, its
+    shards and their checksums, and the hidden partial files of its writes and claims."""
+    return (name in SWEEP_FILES or name.endswith((".parquet", CHECKSUM_SUFFIX))
+            or (name.startswith(".") and (".partial-" in name or ".claim-" in name)))
+
+
+def foreign_entries(target: Path) -> list[str]:
+    """What ``target`` holds that no sweep wrote (paths relative to it, sorted): what
+    ``overwrite`` refuses to delete."""
+    if not target.is_dir() or target.is_symlink():
+        return []
+    found = []
+    for entry in sorted(target.iterdir()):
+        if entry.name == "shards" and entry.is_dir() and not entry.is_symlink():
+            found += [f"shards/{e.name}" for e in sorted(entry.iterdir())
+                      if not (_sweep_wrote(e.name) and e.is_file() and not e.is_symlink())]
+        elif not (_sweep_wrote(entry.name) and entry.is_file() and not entry.is_symlink()):
+            found.append(entry.name + ("/" if entry.is_dir() else ""))
+    return found
+
+
+def check_deletable(target: Path, given: str, overwrite_hint: str = "overwrite") -> None:
+    """Refuse to restart a sweep over ``target`` if it holds anything no sweep wrote (a
+    report, notes, data): ``overwrite`` deletes a sweep's own files only (OutputPathError
+    naming what it found)."""
+    if found := foreign_entries(target):
+        listed = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise OutputPathError(f"{given} holds {listed}, which no sweep wrote; {overwrite_hint} "
+                              "deletes only a sweep's own files: move "
+                              f"{'it' if len(found) == 1 else 'them'} elsewhere (or delete "
+                              f"{'it' if len(found) == 1 else 'them'}), or choose a new "
+                              "directory")
 
 
 def check_sweep_dir(out: str | os.PathLike, spec: StudySpec, overwrite: bool,
@@ -30,7 +67,8 @@ def check_sweep_dir(out: str | os.PathLike, spec: StudySpec, overwrite: bool,
     spec's sweep found there (to resume) or None.
 
     ``out`` may be new or empty, hold this spec's sweep (its ``sweep.json``), or, with
-    ``overwrite``, anything (deleted when the sweep starts).  A symbolic link at ``out``, or
+    ``overwrite``, another sweep's files (deleted when the sweep starts); anything no sweep
+    wrote is never deleted (:func:`check_deletable`).  A symbolic link at ``out``, or
     anything :func:`_check_sweep_files` refuses in a sweep to resume, is refused.  ``name``
     and ``overwrite_hint`` are how messages name ``out`` and the way to allow deleting it (the
     command line's ``--out`` and ``--overwrite``).
@@ -62,6 +100,8 @@ def check_sweep_dir(out: str | os.PathLike, spec: StudySpec, overwrite: bool,
         if same_spec and same_shards:
             _check_sweep_files(target, given)  # resumed: written into as it is
             return target, previous
+        if overwrite:
+            check_deletable(target, given, overwrite_hint)
         if not overwrite and not same_spec:
             raise OutputPathError(f"{given} holds a sweep of another spec; choose a new "
                                   f"directory, or pass {overwrite_hint} to delete it")
@@ -69,9 +109,12 @@ def check_sweep_dir(out: str | os.PathLike, spec: StudySpec, overwrite: bool,
             raise OutputPathError(f"{given} holds this sweep in shards of "
                                   f"{previous.get('shard_runs')} runs, not {shard_runs}: resume it "
                                   "with that shard size (results do not depend on it)")
-    if target.exists() and any(target.iterdir()) and not overwrite:
-        raise OutputPathError(f"{given} already exists and holds no sweep of this spec; choose "
-                              f"a new directory, or pass {overwrite_hint} to delete it")
+    if target.exists() and any(target.iterdir()):
+        if not overwrite:
+            raise OutputPathError(f"{given} already exists and holds no sweep of this spec; "
+                                  f"choose a new directory, or pass {overwrite_hint} to delete "
+                                  "the sweep in it")
+        check_deletable(target, given, overwrite_hint)
     return target, None
 
 
@@ -114,33 +157,68 @@ def _read_record(path: Path) -> dict:
     return record
 
 
-def is_same_sweep(previous: dict, record: dict, out: Path, overwrite: bool) -> bool:
-    """Whether the sweep recorded in ``out`` (``previous``, of the same spec) is resumed: it is
-    if its problems have the fingerprints they have now and the versions are the same.  If
-    not, it is restarted with ``overwrite`` (False) and refused without (OutputPathError)."""
+def is_same_sweep(previous: dict, record: dict, out: Path,
+                  overwrite: bool) -> tuple[bool, list[str]]:
+    """Whether the sweep recorded in ``out`` (``previous``, of the same spec) is resumed, and
+    the policies whose cells are computed again: ``(True, [])`` if its problems have the
+    fingerprints they have now and the versions and every policy's code
+    (:func:`~sege_cvx.policies.registry.policy_code_fingerprint`) are the same.  Where only
+    policies' code changed, with ``overwrite`` it is resumed with their cells computed again
+    (``(True, names)``; the other cells' shards are kept); where a problem or the versions
+    changed, it is restarted (``(False, [])``).  Without ``overwrite``, a change is an
+    OutputPathError naming it."""
     then, now = previous.get("problems"), record["problems"]
+    hint = ("pass overwrite (--overwrite) to restart it, or choose a new directory")
     if not isinstance(then, dict):
         change = "it was started by a sege_cvx that recorded no problem fingerprints"
     elif changed := [label for label in now if then.get(label) != now[label]]:
         change = (f"problem {changed[0]!r} is not the one it was started with (fingerprint "
                   f"{str(then.get(changed[0]))[:12]} then, {now[changed[0]][:12]} now: its "
                   "factory's code, data or environment changed)")
-    elif changed := [name for name, code in record["policies"].items()
-                     if previous.get("policies", {}).get(name) != code]:
-        change = (f"the code of policy {changed[0]!r} changed since it started (fingerprint "
-                  f"{str(previous.get('policies', {}).get(changed[0]))[:12]} then, "
-                  f"{str(record['policies'][changed[0]])[:12]} now)")
     elif differ := [f"{k} {previous.get('versions', {}).get(k)} then, {v} now"
                     for k, v in record["versions"].items()
                     if previous.get("versions", {}).get(k) != v]:
         change = f"it was started under other versions ({'; '.join(differ)})"
+    elif changed := [name for name, code in record["policies"].items()
+                     if previous.get("policies", {}).get(name) != code]:
+        if overwrite:
+            return True, changed
+        was = previous.get("policies", {})
+        change = "; ".join(f"the code of policy {name!r} changed since it started (fingerprint "
+                           f"{str(was.get(name))[:12]} then, {str(record['policies'][name])[:12]}"
+                           " now)" for name in changed)
+        hint = ("pass overwrite (--overwrite) to compute again the cells of "
+                f"{'that policy' if len(changed) == 1 else 'those policies'} only (the other "
+                "cells are kept), or choose a new directory")
     else:
-        return True
+        return True, []
     if overwrite:
-        return False
+        return False, []
     raise OutputPathError(f"out {str(out)!r} holds this spec's sweep, but {change}: its runs "
-                          "would mix with new ones; pass overwrite (--overwrite) to restart it, "
-                          "or choose a new directory")
+                          f"would mix with new ones; {hint}")
+
+
+def update_record(directory: Directory, record: dict) -> None:
+    """Write ``record`` over the resumed sweep's ``sweep.json`` in place (its inode keeps the
+    lock :func:`open_sweep_dir` holds; a rename would hand a new file to the next sweep): the
+    policies' code fingerprints after their cells were reset to be computed again."""
+    fd = directory.open(SWEEP_RECORD, os.O_WRONLY | os.O_TRUNC)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write((json.dumps(record, indent=2) + "\n").encode())
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def delete_shards(shards: Directory, tasks) -> int:
+    """Delete ``tasks``' shards (their data and checksum files) from the open ``shards``
+    directory; how many there were."""
+    deleted = 0
+    for task in tasks:
+        for name in (f"{task.name}.parquet", f"{task.name}{CHECKSUM_SUFFIX}"):
+            if shards.lstat(name) is not None:
+                shards.unlink(name)
+                deleted += name.endswith(".parquet")
+    return deleted
 
 
 def open_sweep_dir(target: Path, record: dict, resume: bool, overwrite: bool):
@@ -161,11 +239,16 @@ def open_sweep_dir(target: Path, record: dict, resume: bool, overwrite: bool):
     if resume:
         _check_sweep_files(target, label)  # again: links may have appeared meanwhile
     if not resume and overwrite and target.exists() and any(target.iterdir()):
+        check_deletable(target, label, "--overwrite")  # again: files may have appeared
         if (target / SWEEP_RECORD).exists():
             with Directory(target, label) as old:
                 if (running := _lock(old, target)) is not None:
                     running.close()  # not running: _lock refuses to let a running sweep go
-        shutil.rmtree(target)  # not through links: target is none, and rmtree follows none
+        # A sweep's own files only (check_deletable found nothing else); not through links.
+        shutil.rmtree(target / "shards", ignore_errors=True)
+        for entry in target.iterdir():
+            if _sweep_wrote(entry.name) and entry.is_file() and not entry.is_symlink():
+                entry.unlink()
     target.mkdir(parents=True, exist_ok=True)
     directory = Directory(target, label)
     try:

@@ -12,7 +12,7 @@ from .shards import ShardTask, build_problem
 DEFAULT_SHARD_RUNS = 50
 
 
-def check_cells(spec: StudySpec) -> dict[str, dict]:
+def check_cells(spec: StudySpec) -> tuple[dict[str, dict], list[dict]]:
     """Build every problem and every cell's policy, and play two stages of one run of each.
 
     This catches a bad factory or parameter value before any work (as a :class:`SpecError`
@@ -20,16 +20,20 @@ def check_cells(spec: StudySpec) -> dict[str, dict]:
 
     Returns
     -------
-    dict
+    problems : dict
         Per problem label: what figures and tables need (dimension, ``b0``, ``b``, the optimal
         reward, description; under a linear constraint no ``b0`` or ``b`` but the
         ``safety_model`` and the ``constraint_limit``), its ``fingerprint``, whether it is
         ``misspecified`` and the assumptions it breaks.
+    cells : list of dict
+        Per cell, in the spec's order: its ``problem``, ``algorithm`` and grid ``settings``, and
+        the ``parameters`` its policy runs with, defaults included
+        (:meth:`~sege_cvx.Policy.parameters`).
     """
     from ...policies.registry import safety_model_problem
     from ...simulation import run_seeds, simulate
 
-    problems = {}
+    problems, cells = {}, []
     for index, (problem_spec, algorithm, settings) in enumerate(spec.cells()):
         where = f"cell {index} ({problem_spec.label}, {algorithm.name}, {settings or 'defaults'})"
         try:
@@ -42,6 +46,8 @@ def check_cells(spec: StudySpec) -> dict[str, dict]:
             policy = problem.policy(algorithm.name, 1, policy_seeds, **settings)
             simulate(policy, problem.bandit(noise_seeds), min(2, spec.horizon),
                      misspecified=problem.misspecified)
+            cells.append({"problem": problem_spec.label, "algorithm": algorithm.name,
+                          "settings": dict(settings), "parameters": policy.parameters()})
             # Plain Python values: a factory's numpy scalars would make the manifest, written
             # after every simulation, fail to serialize.  A problem with a linear constraint
             # has no reward floor: no b0 or b lines (null).
@@ -64,7 +70,7 @@ def check_cells(spec: StudySpec) -> dict[str, dict]:
         except Exception as exc:  # e.g. a user's arm set whose own code fails: named, with its
             # traceback kept as the cause for Python users
             raise SpecError(f"{where}: {type(exc).__name__}: {exc}") from exc
-    return problems
+    return problems, cells
 
 
 def plan_shards(spec: StudySpec, shard_runs: int, threads: int | None = None,
@@ -87,23 +93,32 @@ def plan_shards(spec: StudySpec, shard_runs: int, threads: int | None = None,
 
 def describe_algorithms(spec: StudySpec) -> dict[str, dict]:
     """Per algorithm of ``spec`` (by its name in the spec): what results need of its policy
-    class without importing it: ``class`` (its import path), ``grid_parameters``,
-    ``decision_names``, ``color`` (registered, or None) and ``code``
+    class without importing it: ``class`` (its import path), ``label`` (figures' name for it:
+    an import path's registered name, :func:`~sege_cvx.policies.registry.registered_name`),
+    ``grid_parameters``, ``decision_names``, ``color`` (registered, or None) and ``code``
     (:func:`~sege_cvx.policies.registry.policy_code_fingerprint`)."""
     from ...policies.registry import (
+        class_path,
         grid_parameters,
         policy_code_fingerprint,
         policy_color,
         policy_entry,
+        registered_name,
     )
 
+    names = {algorithm.name for algorithm in spec.algorithms}
     described = {}
     for algorithm in spec.algorithms:
         entry = policy_entry(algorithm.name)
         cls = entry.cls
+        # An import path is labelled by its class's registered name, unless another algorithm
+        # of the sweep goes by that name.
+        registered = registered_name(cls) if ":" in algorithm.name else None
+        label = registered if registered and registered not in names else algorithm.name
         described.setdefault(algorithm.name, {
-            "class": f"{cls.__module__}:{cls.__qualname__}",
+            "class": class_path(cls), "label": label,
             "grid_parameters": list(grid_parameters(entry)),
-            "decision_names": list(cls.decision_names), "color": policy_color(algorithm.name),
+            "decision_names": list(cls.decision_names),
+            "color": policy_color(algorithm.name) or (policy_color(registered) if registered else None),
             "code": policy_code_fingerprint(entry)})
     return described

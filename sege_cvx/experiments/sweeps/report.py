@@ -238,7 +238,7 @@ def check_report_dir(out: Path) -> Path:
 
 def write_report(results: SweepResults, out_dir: str | os.PathLike,
                  by: str | Sequence[str] | None = "problem",
-                 band: str | None = "quantile", stages: Sequence[int] | None = None) -> list[Path]:
+                 band: str | None = "auto", stages: Sequence[int] | None = None) -> list[Path]:
     """Write a sweep's table and figures into ``out_dir`` (made if missing; these files replaced).
 
     Parameters

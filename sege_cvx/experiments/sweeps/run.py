@@ -10,16 +10,24 @@ A failure after the start is one line (:class:`~.errors.SweepError`) saying how 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
+from ...policies.registry import class_path, policy_entry, renamed
 from ..files import FileKindError
 from ..outputs import provenance, runtime_versions, write_manifest
-from ..spec import StudySpec
-from .directory import check_sweep_dir, is_same_sweep, open_sweep_dir
-from .errors import SavedShards, SweepError
+from ..spec import SpecError, StudySpec
+from .directory import (
+    check_sweep_dir,
+    delete_shards,
+    is_same_sweep,
+    open_sweep_dir,
+    update_record,
+)
+from .errors import SavedShards, SweepError, SweepWarning
 from .merge import merge_shards
 from .plan import DEFAULT_SHARD_RUNS, check_cells, describe_algorithms, plan_shards
 from .shard_files import ShardError, unfinished_tasks, write_shard
@@ -108,15 +116,21 @@ def run_sweep(
     spec = _as_spec(spec)
     workers = worker_count(workers)
     out, previous = check_sweep_dir(out, spec, overwrite, shard_runs)
-    problems = check_cells(spec)
+    # Each name resolved once: a module the cells import may not register another class under it.
+    resolved = {a.name: class_path(policy_entry(a.name).cls) for a in spec.algorithms}
+    problems, cells = check_cells(spec)
     algorithms = describe_algorithms(spec)
+    for name, was in resolved.items():
+        if (why := renamed(name, was)) is not None:
+            raise SpecError(why)
     record = {"spec": spec.to_dict(),
               "shard_runs": int(shard_runs or (previous or {}).get("shard_runs")
                                 or DEFAULT_SHARD_RUNS),
               "problems": {label: p["fingerprint"] for label, p in problems.items()},
               "policies": {name: a["code"] for name, a in algorithms.items()},
               "versions": runtime_versions()}
-    resume = previous is not None and is_same_sweep(previous, record, out, overwrite)
+    resume, recompute = (False, []) if previous is None else is_same_sweep(previous, record, out,
+                                                                          overwrite)
     # The lock on sweep.json, the open results directory and its shards/, held from the start
     # of the sweep in out to its manifest: every file is written relative to them.
     lock = out_dir = shards = None
@@ -131,6 +145,8 @@ def run_sweep(
             shards = out_dir.subdir("shards")
             tasks = plan_shards(spec, record["shard_runs"], threads, record["problems"],
                                 record["versions"], algorithms)
+            if recompute:  # only these policies' code changed: their cells again, no others
+                _compute_again(out_dir, shards, record, spec, tasks, recompute)
             todo = unfinished_tasks(shards, tasks)
             saved.total, saved.done = len(tasks), len(tasks) - len(todo)
             with tqdm(total=len(tasks), initial=saved.done, unit="shard", desc="sweep",
@@ -147,7 +163,8 @@ def run_sweep(
         status = merge_shards(spec, tasks, out_dir, shards)
         write_manifest(out_dir, provenance(command_line, spec.seed),
                        extra={"sweep": status, "spec": spec.to_dict(), "problems": problems,
-                              "algorithms": algorithms, "shard_runs": record["shard_runs"],
+                              "algorithms": algorithms, "cells": cells,
+                              "shard_runs": record["shard_runs"],
                               "versions": record["versions"]})
     except OSError as exc:
         if isinstance(exc, SchedulerError):
@@ -164,6 +181,24 @@ def run_sweep(
             if held is not None:
                 held.close()
     return load_results(out)
+
+
+def _compute_again(out_dir, shards, record: dict, spec: StudySpec, tasks: list,
+                   names: list[str]) -> None:
+    """Delete the shards of the cells of policies ``names`` (their code changed), record their
+    new code in ``sweep.json``, and say so (a :class:`SweepWarning` naming the cells computed
+    again and those kept)."""
+    cells = spec.cells()
+    again = sorted({task.cell for task in tasks if cells[task.cell][1].name in names})
+    delete_shards(shards, [task for task in tasks if task.cell in again])
+    update_record(out_dir, record)
+    listed = ", ".join(" ".join([a.name, *(f"{k}={v}" for k, v in settings.items()), "on",
+                                 p.label]) for p, a, settings in (cells[k] for k in again[:4]))
+    more = f" and {len(again) - 4} more" if len(again) > 4 else ""
+    warnings.warn(f"the code of {', '.join(repr(n) for n in names)} changed since the sweep "
+                  f"started: its {len(again)} cell{'s' if len(again) > 1 else ''} "
+                  f"({listed}{more}) {'are' if len(again) > 1 else 'is'} computed again; the "
+                  f"other {len(cells) - len(again)} are kept", SweepWarning, stacklevel=3)
 
 
 def _as_spec(spec) -> StudySpec:

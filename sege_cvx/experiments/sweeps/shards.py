@@ -31,11 +31,13 @@ import numpy as np
 import pyarrow as pa
 
 from ..._random import run_seeds
+from ..._validation import import_failure
 from ...policies.registry import (
     policy_class,
     policy_code_fingerprint,
     policy_entry,
     registered_policies,
+    renamed,
 )
 from ...simulation import simulate
 from ...stages.statistics import RunStatistics, checkpoint_grid
@@ -166,7 +168,8 @@ def _from_factory(factory_path: str, parameters: dict):
     try:
         factory = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as exc:
-        raise SpecError(f"problem factory {factory_path!r} cannot be loaded: {exc}") from None
+        raise SpecError(f"problem factory {factory_path!r} cannot be loaded: "
+                        f"{import_failure(exc)}") from None
     except KeyboardInterrupt:
         raise
     except SystemExit as exc:
@@ -219,6 +222,8 @@ def run_shard(task: ShardTask) -> pa.Table:
     known = (":" in algorithm.name or algorithm.name in registered_policies()
              or task.policy is None)
     entry = policy_entry(algorithm.name if known else task.policy)
+    if known and task.policy is not None and (why := renamed(algorithm.name, task.policy)):
+        raise SpecError(why)  # a module this process imported took the name
     cls = policy_class(entry.name, problem.safety_model)
     if (code := policy_code_fingerprint(entry)) != task.policy_code:
         raise SpecError(f"policy {algorithm.name!r} loaded here is not the code the sweep "

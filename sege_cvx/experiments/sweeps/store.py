@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..bands import BAND_NAMES, check_band
+from ..bands import BAND_NAMES, check_band, resolve_band
 from ..files import ChecksumError, check_sha256, read_regular
 from ..outputs import MANIFEST
 
@@ -163,7 +163,7 @@ class SweepResults:
         """
         from ..spec import StudySpec
 
-        cells = StudySpec.from_dict(self.manifest["spec"]).cells()
+        cells = StudySpec.from_dict(self.manifest["spec"], import_policies=False).cells()
         found = [k for k, (p, a, setting) in enumerate(cells)
                  if problem in (None, p.label) and algorithm in (None, a.name)
                  and all(k in setting and setting[k] == v for k, v in grid.items())]
@@ -217,7 +217,7 @@ class SweepResults:
             raise ResultsError(f"{str(self.path)!r} holds no shards/ directory: run_statistics "
                                "reads a sweep's shards (sege-cvx sweep --out DIR keeps them)")
         tasks = [task for task in plan_shards(
-            StudySpec.from_dict(m["spec"]), m["shard_runs"], None,
+            StudySpec.from_dict(m["spec"], import_policies=False), m["shard_runs"], None,
             {label: p["fingerprint"] for label, p in m["problems"].items()}, m["versions"],
             m["algorithms"]) if task.cell == cell]
         with Directory(self.path / "shards", "the sweep's shards") as shards:
@@ -296,7 +296,7 @@ class SweepResults:
             raise ValueError(f"by names a column twice: {keys}")
         return keys
 
-    def plot_regret(self, by: str | Sequence[str] | None = "problem", band: str | None = "quantile",
+    def plot_regret(self, by: str | Sequence[str] | None = "problem", band: str | None = "auto",
                     ax=None):
         """Cumulative regret against the stage: mean over runs and a band, one line per cell.
 
@@ -304,10 +304,11 @@ class SweepResults:
         ----------
         by : str, sequence of str or None
             Cell columns: one panel per value (``"problem"``: one per problem; ``None``: one panel).
-        band : {"quantile", "minmax", "ci", None}
+        band : {"auto", "quantile", "minmax", "ci", None}
             :mod:`~sege_cvx.experiments.bands`: ``"quantile"``, 5 % to 95 % quantiles over runs;
             ``"minmax"``, the range over runs; ``"ci"``, mean +- 1.96 standard errors (a 95 %
-            confidence interval of the mean); ``None``, the mean alone.
+            confidence interval of the mean, within the range over runs); ``None``, the mean
+            alone; ``"auto"``, quantiles where a panel draws at most two cells, else ``"ci"``.
         ax : matplotlib Axes or sequence of Axes, optional
             Where to draw, one per panel (default: a new figure, panels side by side, each with
             its legend below it).
@@ -320,7 +321,7 @@ class SweepResults:
         """
         return self._plot("regret", by, band, ax)
 
-    def plot_reward(self, by: str | Sequence[str] | None = "problem", band: str | None = "quantile",
+    def plot_reward(self, by: str | Sequence[str] | None = "problem", band: str | None = "auto",
                     ax=None):
         """Expected reward ``<X_t, theta*>`` at the checkpoints, with the threshold ``b``, the
         baseline reward ``b0`` and the optimal reward of each panel's problem.
@@ -348,13 +349,14 @@ class SweepResults:
                 for values, frame in self.curves.groupby(keys, sort=False, dropna=False)]
 
     def _cells(self, frame: pd.DataFrame, keys: list[str]) -> list[tuple[str, str, pd.DataFrame]]:
-        """A panel's cells in order of appearance: (label, algorithm, rows sorted by ``t``)."""
-        cells = self.cell_columns
+        """A panel's cells in order of appearance: (label, algorithm, rows sorted by ``t``); an
+        algorithm by its recorded label (an import path by its registered name)."""
+        cells, labels = self.cell_columns, self.algorithms
         out = []
         for values, rows in frame.groupby(cells, sort=False, dropna=False):
             cell = dict(zip(cells, values, strict=True))
             parts = [] if "problem" in keys else [str(cell["problem"])]
-            parts.append(str(cell["algorithm"]))
+            parts.append(str(labels.get(cell["algorithm"], {}).get("label", cell["algorithm"])))
             parts += [f"{k}={cell_label(v)}" for k, v in cell.items()
                       if k not in (*CELL_COLUMNS, *keys) and not is_missing(v)]
             out.append((" ".join(parts), cell["algorithm"], rows.sort_values("t")))
@@ -374,10 +376,12 @@ class SweepResults:
 
     def _plot(self, kind: str, by, band, ax):
         from .._plotting import (
+            PANEL,
             PANEL_LEGEND_OFFSET,
             LineStyles,
             figure_legend,
             legend_below,
+            legend_columns,
             panel_axes,
         )
         from ..figures import draw_cell
@@ -388,13 +392,21 @@ class SweepResults:
         contents = [(values, self._cells(frame, keys),
                      self._references(frame) if kind == "reward" else ([], []))
                     for values, frame in panels]
+        band = resolve_band(band, max(len(cells) for _, cells, _ in contents))
         # One legend for the figure when every panel's would be the same (the same cells and
         # kinds of reference line: their values, which differ by problem, are then written on
         # each panel), else one under each panel.
         entries = [([c[0] for c in cells], [r[1] for r in refs]) for _, cells, (refs, _) in contents]
         shared = ax is None and len(panels) > 1 and all(e == entries[0] for e in entries)
+        # Entries a legend row: two where the longest label fits twice in a panel's width (or
+        # the figure's, for the one shared legend), else one.
+        texts = [label for names, _ in entries for label in names] + [
+            name if shared else f"{name} = {value:.4g}"
+            for _, _, (refs, _) in contents for value, name, _ in refs]
+        ncol = legend_columns(texts, PANEL[0] * (min(len(panels), 3) if shared else 1))
         if ax is None:
-            legend_rows = max(math.ceil((len(cells) + len(refs)) / 2) for _, cells, (refs, _) in contents)
+            legend_rows = max(math.ceil((len(cells) + len(refs)) / ncol)
+                              for _, cells, (refs, _) in contents)
             notes = any(differ for _, _, (_, differ) in contents)
             fig, axes = panel_axes(len(panels), 0 if shared else legend_rows,
                                    title_lines=2 if notes else 1,
@@ -451,9 +463,9 @@ class SweepResults:
                 ax_.set_ylabel(ylabel)
             ax_.grid(alpha=0.25, linewidth=0.5)
             if not shared:
-                legend_below(ax_, handles, labels, offset=offset)
+                legend_below(ax_, handles, labels, offset=offset, ncol=ncol)
         if shared:
-            figure_legend(fig, handles, labels)
+            figure_legend(fig, handles, labels, ncol=ncol)
         if ax is None:
             what = "cumulative regret" if kind == "regret" else "expected reward"
             # Two lines: one panel is narrower than the whole title on one line.
