@@ -12,6 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "docs"))  # gallery_layout, the gallery's checked scraper
 os.environ.setdefault("MPLBACKEND", "Agg")  # the gallery draws without a display
 
 import sege_cvx  # noqa: E402
@@ -50,7 +51,8 @@ sphinx_gallery_conf = {
     "within_subsection_order": "FileNameSortKey",
     "abort_on_example_error": True,
     "show_memory": False,
-    "image_scrapers": ("matplotlib",),
+    # Each figure checked for cut text and covered labels before it is kept.
+    "image_scrapers": ("gallery_layout.checked_matplotlib_scraper",),
 }
 
 html_theme = "pydata_sphinx_theme"

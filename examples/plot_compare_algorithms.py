@@ -23,9 +23,10 @@ for colour, algorithm in enumerate(("SEGE", "CLUCB", "ROFUL")):
         policy = problem.policy(algorithm, runs, policy_seeds, radius=radius)
         bandit = problem.bandit(noise_seeds)
         stats = sc.simulate(policy, bandit, horizon).stats
-        ax.plot(stats.checkpoints, stats.regret.mean(axis=1), style, color=f"C{colour}",
-                label=f"{algorithm}, {radius}")
-        print(f"{algorithm:5} {radius:15} regret {stats.regret[-1].mean():7.1f}  "
+        ax.plot(stats.checkpoints, stats.regret.mean(axis=1), style,
+                color=f"C{colour}", label=f"{algorithm}, {radius}")
+        print(f"{algorithm:5} {radius:15} "
+              f"regret {stats.regret[-1].mean():7.1f}  "
               f"violating stages {int(stats.total_violations.sum())}")
 ax.set_xlabel("stage t")
 ax.set_ylabel("mean cumulative regret")

@@ -26,20 +26,24 @@ tmp = Path(tempfile.mkdtemp())
 
 with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                   dashboard_address=None) as cluster, Client(cluster) as client:
-    sc.run_sweep(spec, tmp / "dask", client=client, shard_runs=4, progress=False)
+    sc.run_sweep(spec, tmp / "dask", client=client, shard_runs=4,
+                 progress=False)
 sc.run_sweep(spec, tmp / "local", workers=1, progress=False)
 
 on_dask, local = sc.load_results(tmp / "dask"), sc.load_results(tmp / "local")
 pd.testing.assert_frame_equal(on_dask.runs.drop(columns="wall_seconds"),
-                              local.runs.drop(columns="wall_seconds"), check_exact=True)
-print("per-run results identical on the cluster and locally:", len(local.runs), "runs")
+                              local.runs.drop(columns="wall_seconds"),
+                              check_exact=True)
+print("per-run results identical on the cluster and locally:",
+      len(local.runs), "runs")
 
 # %%
 # Per-run final regret, by algorithm (one point per run).
 
 fig, ax = plt.subplots(figsize=(5, 3.5))
 names = []
-for k, (name, regret) in enumerate(on_dask.runs.groupby("algorithm", sort=False)["regret"]):
+by_algorithm = on_dask.runs.groupby("algorithm", sort=False)["regret"]
+for k, (name, regret) in enumerate(by_algorithm):
     ax.plot([k] * len(regret), regret, "o", alpha=0.6)
     names.append(name)
 ax.set_xticks(range(len(names)), names)

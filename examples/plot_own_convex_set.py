@@ -22,12 +22,14 @@ import numpy as np
 
 import sege_cvx as sc
 
-square_cut = sc.Polytope([[1, 0], [0, 1], [-1, 0], [0, -1], [1, 1]], [2, 2, 0, 0, 3])
+square_cut = sc.Polytope([[1, 0], [0, 1], [-1, 0], [0, -1], [1, 1]],
+                         [2, 2, 0, 0, 3])
 points = np.array([[0.2, 0.1], [1.8, 0.3], [2.0, 1.6], [0.9, 2.0], [0.1, 1.2]])
 
 
 def hull_by_weights(x):
-    w = cp.Variable(len(points), nonneg=True)   # created per call: each program its own
+    # created per call: each program its own
+    w = cp.Variable(len(points), nonneg=True)
     return [x == points.T @ w, cp.sum(w) == 1]
 
 
@@ -52,15 +54,20 @@ radius = 2.0
 
 angles = np.linspace(0.0, 2 * np.pi, 181)
 directions = np.column_stack([np.cos(angles), np.sin(angles)])
-fig, axes = plt.subplots(1, 3, figsize=(11, 3.8), sharex=True, sharey=True)
+fig, axes = plt.subplots(1, 3, figsize=(11, 4.2), sharex=True, sharey=True,
+                         layout="constrained")
 for ax, (name, arm_set) in zip(axes, sets.items(), strict=True):
-    boundary = arm_set.greedy_arm(directions)         # support points trace the boundary
+    # support points trace the boundary
+    boundary = arm_set.greedy_arm(directions)
     greedy = arm_set.greedy_arm(theta_hat)
-    lcb = arm_set.lcb_arm(theta_hat, V, radius, cross_check=arm_set.has_closed_form_lcb)
-    # Both arms were certified at tolerance 0 when computed (a lifted set's with the weights
-    # they came with); contains() on a lifted set first finds weights by a small solve, so it
-    # is asked within its default tolerance, 1e-9.
-    print(f"{name}: witness_dim {arm_set.witness_dim}, greedy arm {np.round(greedy, 4)}, "
+    lcb = arm_set.lcb_arm(theta_hat, V, radius,
+                          cross_check=arm_set.has_closed_form_lcb)
+    # Both arms were certified at tolerance 0 when computed (a lifted set's
+    # with the weights they came with); contains() on a lifted set first finds
+    # weights by a small solve, so it is asked within its default tolerance,
+    # 1e-9.
+    print(f"{name}: witness_dim {arm_set.witness_dim}, "
+          f"greedy arm {np.round(greedy, 4)}, "
           f"LCB arm {np.round(lcb, 4)}, in the set: "
           f"{bool(arm_set.contains(np.vstack([greedy, lcb])).all())}")
     ax.fill(*boundary.T, alpha=0.15)
@@ -69,8 +76,10 @@ for ax, (name, arm_set) in zip(axes, sets.items(), strict=True):
     ax.plot(*lcb, "s", label="LCB arm")
     ax.set_title(name)
     ax.set_aspect("equal")
-fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=2)
-fig.tight_layout(rect=(0, 0.08, 1, 1))  # room for the one legend below the panels
+# One legend below the panels; the constrained layout keeps room for it and
+# the titles.
+fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center",
+           ncol=2)
 
 # %%
 # SEGE on each set
@@ -87,8 +96,10 @@ for name, arm_set in sets.items():
     setting = sc.SafeSetting(arm_set, x0, S=1.0, noise_sd=0.3, safety=floor)
     policy = sc.SEGE(setting, c=0.05, n_runs=2, seed=sc.run_seeds(1, 2)[0])
     noise_seeds = sc.run_seeds(1, 2)[1]
-    bandit = sc.LinearBandit(theta_star, 0.3, noise_seeds, threshold=floor.threshold)
+    bandit = sc.LinearBandit(theta_star, 0.3, noise_seeds,
+                             threshold=floor.threshold)
     result = sc.simulate(policy, bandit, 300)
-    print(f"{name}: regret after 300 stages {result.stats.regret[-1].mean():.1f}, "
+    print(f"{name}: regret after 300 stages "
+          f"{result.stats.regret[-1].mean():.1f}, "
           f"violations {int(result.stats.total_violations.sum())}, "
           f"solver fallbacks {int(policy.solver_fallbacks.sum())}")

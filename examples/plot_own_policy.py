@@ -27,29 +27,37 @@ import sege_cvx as sc
 
 @sc.register_policy("StagewiseTS", color="tab:olive")
 class StagewiseTS(sc.Policy):
-    """Safe Thompson sampling over the certified safe set (one SOCP a stage and run)."""
+    """Safe Thompson sampling over the certified safe set.
+
+    One SOCP a stage and run.
+    """
 
     decision_names = ("sampled", "explore_baseline")
 
-    def __init__(self, setting, *, lam=0.1, delta_bar: float = 0.1, n_runs=1, seed=None):
+    def __init__(self, setting, *, lam=0.1, delta_bar: float = 0.1, n_runs=1,
+                 seed=None):
         super().__init__(setting, lam=lam, n_runs=n_runs, seed=seed)
         self.delta_bar = delta_bar
         self.confidence = sc.ConfidenceEllipsoid(self.d, self.lam, self.n_runs)
         floor, arm_set = setting.safety, setting.arm_set
-        self.rho = sc.policies.rho_bar(floor.baseline_reward, floor.threshold, setting.S,
-                                       arm_set.diameter_bound())
+        self.rho = sc.policies.rho_bar(floor.baseline_reward, floor.threshold,
+                                       setting.S, arm_set.diameter_bound())
         self.exploration = arm_set.exploration()
         self._build()
 
-    def _build(self):  # the SOCP, its parameters set each stage (cvxpy compiles it once)
+    def _build(self):
+        # the SOCP, its parameters set each stage (cvxpy compiles it once)
         x, self._theta = cp.Variable(self.d), cp.Parameter(self.d)
-        self._hat, self._M = cp.Parameter(self.d), cp.Parameter((self.d, self.d))
+        self._hat = cp.Parameter(self.d)
+        self._M = cp.Parameter((self.d, self.d))
         b = self.setting.safety.threshold
         safe = self._hat @ x - cp.norm(self._M @ x) >= b  # LCB_t(x) >= b
-        self._x, self._program = x, cp.Problem(cp.Maximize(self._theta @ x),
-                                               [*self.setting.arm_set.constraints(x), safe])
+        objective = cp.Maximize(self._theta @ x)
+        constraints = [*self.setting.arm_set.constraints(x), safe]
+        self._x, self._program = x, cp.Problem(objective, constraints)
 
-    def __getstate__(self):  # a solved program holds Clarabel's solver: rebuilt, not pickled
+    def __getstate__(self):
+        # a solved program holds Clarabel's solver: rebuilt, not pickled
         return {k: v for k, v in vars(self).items()
                 if k not in ("_x", "_theta", "_hat", "_M", "_program")}
 
@@ -59,28 +67,35 @@ class StagewiseTS(sc.Policy):
 
     def select(self):
         t, conf, s = self.t + 1, self.confidence, self.setting
-        r = sc.confidence_radius(t - 1, sc.policies.paper_risk(t, self.delta_bar), dim=self.d,
-                                 noise_sd=s.noise_sd, lam=self.lam, S=s.S,
-                                 L=s.arm_set.norm_bound())
+        b = s.safety.threshold
+        risk = sc.policies.paper_risk(t, self.delta_bar)
+        r = sc.confidence_radius(t - 1, risk, dim=self.d, noise_sd=s.noise_sd,
+                                 lam=self.lam, S=s.S, L=s.arm_set.norm_bound())
         arms = np.empty((self.n_runs, self.d))
         for i, rng in enumerate(self.rngs):
-            g = rng.standard_normal(self.d + 1)  # a direction and a radius, uniform in the ball
+            # a direction and a radius, uniform in the ball
+            g = rng.standard_normal(self.d + 1)
             u = g[:-1] / np.linalg.norm(g[:-1]) * rng.random() ** (1 / self.d)
-            C = conf.chol[i]  # V = C C^T: ||theta - theta_hat||_V = ||C^T (theta - theta_hat)||
+            # V = C C^T: ||theta - theta_hat||_V = ||C^T (theta - theta_hat)||
+            C = conf.chol[i]
             self._theta.value = conf.theta_hat[i] + r * np.linalg.solve(C.T, u)
-            self._hat.value, self._M.value = conf.theta_hat[i], r * np.linalg.inv(C)
+            self._hat.value = conf.theta_hat[i]
+            self._M.value = r * np.linalg.inv(C)
             try:
                 self._program.solve(solver=cp.CLARABEL)
-                x = self._x.value if self._program.status == cp.OPTIMAL else None
+                x = (self._x.value if self._program.status == cp.OPTIMAL
+                     else None)
             except cp.SolverError:
                 x = None
-            if x is not None:  # played only if inside exactly and certified safe
+            # played only if inside exactly and certified safe
+            if x is not None:
                 x, ok = s.arm_set.pull_inside(x[None])
-                if ok[0] and conf.lcb(x, r, rows=np.array([i]))[0] >= s.safety.threshold:
+                if ok[0] and conf.lcb(x, r, rows=np.array([i]))[0] >= b:
                     arms[i], self.last_decision[i] = x[0], 0
                     continue
             U = self.exploration.points(rng.standard_normal((1, self.d)))
-            x, ok = s.arm_set.pull_inside((1 - self.rho) * s.safe_arm + self.rho * U)
+            around_baseline = (1 - self.rho) * s.safe_arm + self.rho * U
+            x, ok = s.arm_set.pull_inside(around_baseline)
             arms[i], self.last_decision[i] = (x[0] if ok[0] else s.safe_arm), 1
         return arms
 
@@ -91,18 +106,22 @@ class StagewiseTS(sc.Policy):
 # %%
 # Every policy through the same sweep: the paper's problem, 8 seeded runs of 1,500 stages.
 
+algorithms = ("SEGE", "CLUCB", "ROFUL", "StagewiseTS")
 spec = {"seed": 0, "runs": 8, "horizon": 1500, "problems": [{"name": "paper"}],
-        "algorithms": [{"name": name} for name in ("SEGE", "CLUCB", "ROFUL", "StagewiseTS")]}
+        "algorithms": [{"name": name} for name in algorithms]}
 out = Path(tempfile.mkdtemp()) / "sweep"
 results = sc.run_sweep(spec, out, workers=1, progress=False)
-print(results.table()[["runs", "regret_mean", "regret_se", "violating_runs"]].to_string())
+columns = ["runs", "regret_mean", "regret_se", "violating_runs"]
+print(results.table()[columns].to_string())
 
 # %%
 # Each policy's decisions, summed over its runs, in the columns its ``decision_names`` name:
 
 for name, described in results.algorithms.items():
-    own = [column for column in described["decision_names"] if column is not None]
-    print(name, results.runs.loc[results.runs["algorithm"] == name, own].sum().astype(int).to_dict())
+    own = [column for column in described["decision_names"]
+           if column is not None]
+    rows = results.runs["algorithm"] == name
+    print(name, results.runs.loc[rows, own].sum().astype(int).to_dict())
 
 # %%
 # The report's figure: mean regret with a band over the runs.

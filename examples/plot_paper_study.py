@@ -37,9 +37,10 @@ for name, result in results.items():
     stats = result.stats
     mean = stats.regret.mean(axis=1)
     ax.plot(stats.checkpoints, mean, label=name)
-    ax.fill_between(stats.checkpoints, *np.quantile(stats.regret, [0.05, 0.95], axis=1), alpha=0.2)
-    print(f"{name}: regret at t={horizon} {mean[-1]:.1f}, stage-wise violations "
-          f"{int(stats.total_violations.sum())}")
+    low, high = np.quantile(stats.regret, [0.05, 0.95], axis=1)
+    ax.fill_between(stats.checkpoints, low, high, alpha=0.2)
+    print(f"{name}: regret at t={horizon} {mean[-1]:.1f}, "
+          f"stage-wise violations {int(stats.total_violations.sum())}")
 ax.set_xlabel("stage t")
 ax.set_ylabel("cumulative regret (mean, 5-95 % of runs)")
 ax.set_title(f"The paper's problem, {runs} runs")

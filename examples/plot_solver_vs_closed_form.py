@@ -31,8 +31,9 @@ def objective(x, theta, V, r):
     return x @ theta - r * np.sqrt(x @ np.linalg.solve(V, x))
 
 
-# Both methods on the whole batch (the public call validates and factors the data once); one
-# untimed call first builds the compiled program, then the median of five timed calls.
+# Both methods on the whole batch (the public call validates and factors the
+# data once); one untimed call first builds the compiled program, then the
+# median of five timed calls.
 seconds, arms = {}, {}
 for method in ("closed_form", "solver"):
     ellipsoid.lcb_arm(thetas[:2], Vs[:2], radii[:2], method=method)
@@ -42,9 +43,11 @@ for method in ("closed_form", "solver"):
         arms[method] = ellipsoid.lcb_arm(thetas, Vs, radii, method=method)
         times.append(time.perf_counter() - start)
     seconds[method] = float(np.median(times))
-gaps = np.array([objective(a, t, V, r) - objective(b, t, V, r) for a, b, t, V, r in zip(
-    arms["closed_form"], arms["solver"], thetas, Vs, radii, strict=True)])
-print(f"closed form minus Clarabel, objective: min {gaps.min():.2e}, max {gaps.max():.2e}")
+gaps = np.array([objective(a, t, V, r) - objective(b, t, V, r)
+                 for a, b, t, V, r in zip(arms["closed_form"], arms["solver"],
+                                          thetas, Vs, radii, strict=True)])
+print(f"closed form minus Clarabel, objective: min {gaps.min():.2e}, "
+      f"max {gaps.max():.2e}")
 print({m: f"{1e6 * s / n:.1f} us per arm" for m, s in seconds.items()})
 
 # %%

@@ -20,7 +20,8 @@ import sege_cvx as sc
 spec = {
     "seed": 0, "runs": 12, "horizon": 1500,
     "problems": [{"name": "paper"}, {"name": "ellipsoid"}],
-    "algorithms": [{"name": "SEGE", "grid": {"c": [0.25, 1.0]}}, {"name": "CLUCB"}],
+    "algorithms": [{"name": "SEGE", "grid": {"c": [0.25, 1.0]}},
+                   {"name": "CLUCB"}],
 }
 out = Path(tempfile.mkdtemp()) / "sweep"
 sc.run_sweep(spec, out, workers=1, progress=False)

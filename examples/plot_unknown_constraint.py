@@ -21,27 +21,32 @@ import numpy as np
 import sege_cvx as sc
 
 box = sc.Box([-1.0, -1.0], [1.0, 1.0])
-rays = np.array([[np.cos(a), np.sin(a)] for a in np.linspace(0.0, 2 * np.pi, 12, endpoint=False)])
+angles = np.linspace(0.0, 2 * np.pi, 12, endpoint=False)
+rays = np.array([[np.cos(a), np.sin(a)] for a in angles])
 own_feedback = sc.LinearConstraint(0.3, gamma_star=[0.7, 0.5], noise_sd=0.1)
 on_theta = sc.LinearConstraint(0.3, B=[[0.6, 1.8], [1.8, 0.4]])
-panels = [("box [-1, 1]^2, gamma* learned", box, own_feedback, ("ROFUL", "GNOP", "SafeTS"), {}),
-          ("star of 12 rays, gamma* learned", sc.StarSet(rays, 1.0), own_feedback,
+panels = [("box [-1, 1]^2, gamma* learned", box, own_feedback,
            ("ROFUL", "GNOP", "SafeTS"), {}),
-          ("box [-1, 1]^2, B known", box, on_theta, ("Safe-LUCB",), {"exploration_stages": 200})]
+          ("star of 12 rays, gamma* learned", sc.StarSet(rays, 1.0),
+           own_feedback, ("ROFUL", "GNOP", "SafeTS"), {}),
+          ("box [-1, 1]^2, B known", box, on_theta,
+           ("Safe-LUCB",), {"exploration_stages": 200})]
 runs, horizon = 4, 1500
 _, noise_seeds = sc.run_seeds(0, runs)
 
 fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), sharey=True)
-for ax, (label, arm_set, constraint, algorithms, settings) in zip(axes, panels, strict=True):
+for ax, panel in zip(axes, panels, strict=True):
+    label, arm_set, constraint, algorithms, settings = panel
     problem = sc.BanditProblem.from_truth(arm_set, theta_star=[0.6, 0.3],
-                                          safe_arm=[0.0, 0.0], S=1.0, noise_sd=0.1,
-                                          constraint=constraint)
+                                          safe_arm=[0.0, 0.0], S=1.0,
+                                          noise_sd=0.1, constraint=constraint)
     for algorithm in algorithms:
         policy = problem.policy(algorithm, runs, seed=1, **settings)
         stats = sc.simulate(policy, problem.bandit(noise_seeds), horizon).stats
         ax.plot(stats.checkpoints, stats.regret.mean(axis=1), label=algorithm,
                 color=sc.policies.registry.policy_color(algorithm))
-        print(f"{label:32} {algorithm:9} regret {stats.regret[-1].mean():6.1f}  "
+        print(f"{label:32} {algorithm:9} "
+              f"regret {stats.regret[-1].mean():6.1f}  "
               f"violating stages {int(stats.total_violations.sum())}  "
               f"best reward within the constraint {problem.optimal_reward:.3f}")
     ax.set_title(label, fontsize=9)

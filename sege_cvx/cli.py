@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -315,26 +316,36 @@ def _add_algorithms_option(parser: argparse.ArgumentParser, default=("SEGE", "CL
                              "CLUCB; roful-2024: ROFUL GNOP)")
 
 
+def _plain(doc: str) -> str:
+    """A docstring as ``--help`` prints it: reStructuredText's markup (double back-quotes,
+    roles such as ``:func:`x```) taken out, the words kept."""
+    doc = re.sub(r":[a-z]+:`~?([^`<]*?)(?: <[^`]*>)?`", r"\1", doc)
+    return doc.replace("``", "")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``sege-cvx`` argument parser (every option documented, defaults shown by ``--help``)."""
     from . import __version__
 
     fmt = _HelpFormatter
     parser = _Parser(prog="sege-cvx", formatter_class=fmt, description=(
-        "Safe linear stochastic bandits (Khezeli & Bitar, AAAI 2020): SEGE against CLUCB."),
+        "Safe linear stochastic bandits, every arm chosen by a certified convex program. "
+        "Two safety models: a stagewise reward floor (SEGE of Khezeli & Bitar, AAAI 2020; "
+        "CLUCB; ROFUL adapted) and an unknown linear constraint (ROFUL, GNOP, SafeTS, "
+        "Safe-LUCB); your own policy by its import path."),
         epilog=("exit status: 0 done; 2 a user's error, found before any simulation; 1 stopped "
                 "after it started (a sweep's finished shards are kept: the same command "
                 "resumes it); 130 interrupted"))
     parser.add_argument("--version", action="version", version=f"sege-cvx {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,reproduce,run,sweep,report}")
     demo = sub.add_parser("demo", help="LCB arms by closed form and by Clarabel, side by side",
-                          description=_demo.__doc__, formatter_class=fmt)
+                          description=_plain(_demo.__doc__), formatter_class=fmt)
     demo.add_argument("--cases", type=positive_int, default=5, help="random instances to compare")
     demo.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the random instances")
     demo.set_defaults(func=_demo)
 
     rep = sub.add_parser("reproduce", help="the paper's Section 6 study with its figures",
-                         description=_reproduce.__doc__, formatter_class=fmt)
+                         description=_plain(_reproduce.__doc__), formatter_class=fmt)
     rep.add_argument("--study", choices=STUDIES, default=STUDIES[0],
                      help="the study: khezeli-bitar-2020, this paper's Section 6 (the default), "
                           "or roful-2024, Figures 2a and 2b of the ROFUL paper (an unknown "
@@ -359,7 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.set_defaults(func=_reproduce)
 
     run = sub.add_parser("run", help="SEGE and CLUCB (or --algorithms) on an example arm set",
-                         description=_run.__doc__, formatter_class=fmt)
+                         description=_plain(_run.__doc__), formatter_class=fmt)
     run.add_argument("--arm-set", choices=EXAMPLE_NAMES, required=True, help="the example problem")
     run.add_argument("--runs", type=run_count, default=20, help="independent runs")
     run.add_argument("--horizon", type=positive_int, default=3000, help="stages per run")
@@ -374,7 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_run)
 
     sweep = sub.add_parser("sweep", help="a study spec's problems x algorithms x grids x seeds",
-                           description=_sweep.__doc__, formatter_class=fmt)
+                           description=_plain(_sweep.__doc__), formatter_class=fmt)
     sweep.add_argument("spec", help="the study spec, a TOML file")
     sweep.add_argument("--out", required=True,
                        help="results directory: new, empty, or this spec's sweep to resume")
@@ -393,7 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.set_defaults(func=_sweep)
 
     report = sub.add_parser("report", help="a finished sweep's table and figures",
-                            description=_report.__doc__, formatter_class=fmt)
+                            description=_plain(_report.__doc__), formatter_class=fmt)
     report.add_argument("dir", metavar="DIR", help="the sweep's results directory (run_sweep's out)")
     # SUPPRESS: no "(default: None)" in --help; _validate sets DIR/report.
     report.add_argument("--out", default=argparse.SUPPRESS,
@@ -402,9 +413,11 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--by", nargs="+", metavar="COL", default="problem",
                         help="the figures' panels: one per value of these cell columns (problem, "
                              "algorithm, grid parameters); the table has one row per cell")
-    report.add_argument("--band", choices=("quantile", "minmax", "ci", "none"), default="quantile",
+    report.add_argument("--band", choices=("auto", "quantile", "minmax", "ci", "none"),
+                        default="auto",
                         help="the figures' bands: 5-95 %% quantiles over runs, the range over "
-                             "runs, 95 %% confidence interval of the mean, or none")
+                             "runs, 95 %% confidence interval of the mean, or none; auto (the "
+                             "default): quantiles for up to two cells a panel, else the interval")
     report.add_argument("--at", nargs="+", type=_int_at_least(1), metavar="T", default=None,
                         help="also report the regret at these checkpoint stages")
     report.set_defaults(func=_report)

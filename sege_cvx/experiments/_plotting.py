@@ -88,21 +88,100 @@ def panel_axes(n: int, legend_rows: int, title_lines: int = 1, suptitle: bool = 
     return fig, axes[:n]
 
 
-def figure_legend(fig, handles, labels) -> None:
+def figure_legend(fig, handles, labels, ncol: int = LEGEND_COLUMNS) -> None:
     """One legend for the whole figure, at its bottom (the room :func:`panel_axes` keeps with
     ``figure_legend_rows``), laid out as :func:`legend_below` lays out a panel's."""
     fig.legend(handles, labels, fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 0.0),
-               ncol=LEGEND_COLUMNS, frameon=False)
+               ncol=ncol, frameon=False)
 
 
-def legend_below(ax, handles=None, labels=None, offset=-0.17) -> None:
+def legend_below(ax, handles=None, labels=None, offset=-0.17, ncol: int = LEGEND_COLUMNS) -> None:
     """The legend under the axes, where it hides no data (the band's edge near b included).
 
-    ``offset`` is the legend's top in axes fractions below the axes (room for the x label).
+    ``offset`` is the legend's top in axes fractions below the axes (room for the x label);
+    ``ncol`` entries a row (:func:`legend_columns`).
     """
     args = () if handles is None else (handles, labels)
     ax.legend(*args, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, offset),
-              ncol=LEGEND_COLUMNS, frameon=False)
+              ncol=ncol, frameon=False)
+
+
+def legend_columns(labels, width: float, fontsize: float = 7.0) -> int:
+    """Entries per row for a legend of ``labels`` in ``width`` inches: :data:`LEGEND_COLUMNS`
+    if they fit side by side, else one (a long label, an import path with two grid values, is
+    cut at the canvas's edge otherwise).  Text widths from the font's glyph outlines
+    (:class:`matplotlib.textpath.TextPath`), with the legend's handle and spacing (about 3.5 em
+    an entry)."""
+    from matplotlib.textpath import TextPath
+
+    widest = max((TextPath((0, 0), str(label), size=fontsize).get_extents().width
+                  for label in labels), default=0.0)
+    entry = (widest + 3.5 * fontsize) / 72.0
+    return LEGEND_COLUMNS if LEGEND_COLUMNS * entry <= width else 1
+
+
+def layout_problems(fig) -> list[str]:
+    """What a reader of ``fig`` would find cut or covered, one line each (empty: none).
+
+    The figure is drawn (on an Agg canvas), then the drawn text is gathered: each axes' title,
+    axis labels and the tick labels within its limits, the figure's title and texts, and every
+    legend as one box.  Reported: any of them reaching outside the canvas; a legend overlapping
+    another text or another legend, or lying over an axes that is not its own."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes: list[tuple[str, object, object]] = []  # (what, owner, bbox in pixels)
+
+    def add(what, owner, artist):
+        if artist is not None and artist.get_visible() and (
+                not hasattr(artist, "get_text") or artist.get_text().strip()):
+            boxes.append((what, owner, artist.get_window_extent(renderer)))
+
+    for k, ax in enumerate(fig.axes):
+        if not ax.get_visible():
+            continue
+        name = f"axes {k}" + (f" ({ax.get_title()!r})" if ax.get_title() else "")
+        for title in (ax.title, ax._left_title, ax._right_title):
+            add(f"{name} title {title.get_text()!r}", ax, title)
+        add(f"{name} x label", ax, ax.xaxis.label)
+        add(f"{name} y label", ax, ax.yaxis.label)
+        for axis, limits in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            low, high = min(limits), max(limits)
+            span = (high - low) * 1e-9
+            for tick in [*axis.get_major_ticks(), *axis.get_minor_ticks()]:
+                if low - span <= tick.get_loc() <= high + span and tick.label1.get_visible():
+                    add(f"{name} tick label {tick.label1.get_text()!r}", ax, tick.label1)
+        for text in ax.texts:
+            add(f"{name} text {text.get_text()!r}", ax, text)
+        add(f"{name} legend", ax, ax.get_legend())
+    add(f"the figure's title {fig._suptitle.get_text()!r}" if fig._suptitle else "", fig,
+        fig._suptitle)
+    for text in fig.texts:
+        add(f"figure text {text.get_text()!r}", fig, text)
+    for legend in fig.legends:
+        add("the figure's legend", fig, legend)
+
+    problems = []
+    canvas = fig.bbox
+    for what, _, box in boxes:
+        if (box.x0 < canvas.x0 - 1 or box.y0 < canvas.y0 - 1 or box.x1 > canvas.x1 + 1
+                or box.y1 > canvas.y1 + 1):
+            problems.append(f"{what} reaches outside the canvas")
+    legends = [(what, owner, box) for what, owner, box in boxes if what.endswith("legend")]
+    for what, owner, box in legends:
+        for other, _, other_box in boxes:
+            if other == what or not box.overlaps(other_box):
+                continue
+            if other.endswith("legend") and other < what:
+                continue  # each pair once
+            problems.append(f"{what} overlaps {other}")
+        for k, ax in enumerate(fig.axes):
+            if ax is not owner and ax.get_visible() and box.overlaps(ax.bbox):
+                problems.append(f"{what} lies over axes {k}")
+    return problems
 
 
 class LineStyles:

@@ -26,12 +26,16 @@ import numpy as np
 
 from ..arm_sets import Ball
 from ..confidence import lcb
-from ..policies.registry import policy_color, policy_stem
-from ._plotting import LEGEND_COLUMNS, LineStyles
+from ..policies.registry import display_name, policy_color, policy_stem
+from ._plotting import LineStyles, legend_columns
 from ._plotting import legend_below as _legend_below
 from ._plotting import save_figure as _save
 from ._plotting import single_axes as _axes
-from .bands import BAND_NAMES, band_limits, check_band
+from .bands import BAND_NAMES, band_limits, resolve_band
+
+#: The widest legend :func:`~._plotting.single_axes`'s figures hold (inches): centred under the
+#: axes, 0.44 of the 5.2-inch figure on its right.
+_LEGEND_WIDTH = 4.5
 
 
 def curve_rows(source):
@@ -81,16 +85,18 @@ def reward_figure(result, threshold: float, optimal: float, color: str | None, l
     every stage since the previous checkpoint, so that a dip below ``b`` between checkpoints
     shows; ``"ci"`` and ``None`` as for a sweep's figures.
     """
-    check_band(band)
+    band = resolve_band(band, 1)
     rows = curve_rows(result)
     n_runs = int(np.asarray(rows["runs"])[0])
-    fig, ax = _axes()
+    entries = [f"{label} mean", *([f"{label} {BAND_NAMES[band]}"] if band else []),
+               "safety threshold b", r"optimal $\langle X^*, \theta^*\rangle$"]
+    ncol = legend_columns(entries, _LEGEND_WIDTH)
+    fig, ax = _axes(legend_rows=math.ceil(len(entries) / ncol))
     color = color or LineStyles.PALETTE[0]
-    draw_cell(ax, rows, "reward", band, color, label=f"{label} mean",
+    draw_cell(ax, rows, "reward", band, color, label=entries[0],
               band_label=f"{label} {BAND_NAMES[band]}")
-    ax.axhline(threshold, color="red", linestyle="--", linewidth=1, label="safety threshold b")
-    ax.axhline(optimal, color="black", linestyle=":", linewidth=1,
-               label=r"optimal $\langle X^*, \theta^*\rangle$")
+    ax.axhline(threshold, color="red", linestyle="--", linewidth=1, label=entries[-2])
+    ax.axhline(optimal, color="black", linestyle=":", linewidth=1, label=entries[-1])
     ax.set_xscale("log")
     ax.set_xlabel("stage t")
     ax.set_ylabel(r"expected reward $\langle X_t, \theta^*\rangle$")
@@ -99,7 +105,7 @@ def reward_figure(result, threshold: float, optimal: float, color: str | None, l
         ax.set_title(title)
     else:  # a long name (an import path): on its own line, smaller, not clipped
         ax.set_title(f"{label}:\nstagewise expected reward ({n_runs} runs)", fontsize=9)
-    _legend_below(ax)
+    _legend_below(ax, ncol=ncol)
     return fig
 
 
@@ -115,9 +121,12 @@ def regret_figure(results: dict, band: str = "quantile", colors: dict | None = N
     """Cumulative regret of each algorithm of ``results`` (name -> a simulation or its curve
     rows, :func:`curve_rows`): mean over runs and a band (:mod:`.bands`): 5-95 % quantiles by
     default; ``colors`` by name (default :func:`algorithm_colors`)."""
-    check_band(band)
+    band = resolve_band(band, len(results))
     colors = algorithm_colors(list(results)) if colors is None else colors
-    fig, ax = _axes(legend_rows=math.ceil(2 * len(results) / LEGEND_COLUMNS))
+    entries = [text for label in results
+               for text in (f"{label} mean", *([f"{label} {BAND_NAMES[band]}"] if band else []))]
+    ncol = legend_columns(entries, _LEGEND_WIDTH)
+    fig, ax = _axes(legend_rows=math.ceil(len(entries) / ncol))
     counts = set()
     for label, result in results.items():
         rows = curve_rows(result)
@@ -129,7 +138,7 @@ def regret_figure(results: dict, band: str = "quantile", colors: dict | None = N
     counts = sorted(counts)
     runs = " and ".join(str(n) for n in counts) + " runs"
     ax.set_title(f"Cumulative regret ({runs})")
-    _legend_below(ax)
+    _legend_below(ax, ncol=ncol)
     return fig
 
 
@@ -208,7 +217,9 @@ def across_problems_figure(curves, algorithms, *, value=None, ylabel: str = "cum
     least value the statistic can take (the band is cut there: ``R_t >= 0``)."""
     value = value or (lambda rows: rows["regret_mean"].to_numpy())
     colors = algorithm_colors(list(algorithms))
-    fig, ax = _axes(legend_rows=math.ceil(2 * len(algorithms) / LEGEND_COLUMNS))
+    entries = [text for name in algorithms for text in (f"{name} mean", f"{name} \u00b1 1 sd")]
+    ncol = legend_columns(entries, _LEGEND_WIDTH)
+    fig, ax = _axes(legend_rows=math.ceil(len(entries) / ncol))
     for name in algorithms:
         mine = curves[curves["algorithm"] == name]
         per_problem = [rows.sort_values("t") for _, rows in mine.groupby("problem", sort=False)]
@@ -222,7 +233,7 @@ def across_problems_figure(curves, algorithms, *, value=None, ylabel: str = "cum
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    _legend_below(ax)
+    _legend_below(ax, ncol=ncol)
     return fig
 
 
@@ -250,12 +261,17 @@ def write_figures(study, out: Path) -> list[Path]:
     paths = []
     colors = algorithm_colors(list(study.results))
     curves = {label: _study_curves(study, label) for label in study.results}
+    shown = {label: display_name(label) for label in study.results}  # import paths by name
+    if len(set(shown.values())) < len(shown):
+        shown = {label: label for label in study.results}
     for label, result in study.results.items():
         paths += _save(titled(reward_figure(curves[label], s.setting.safety.threshold,
                                             result.optimal_reward,
-                                            colors[label], label)),
+                                            colors[label], shown[label])),
                        out, name(f"{policy_stem(label)}_reward"))
-    paths += _save(titled(regret_figure(curves, colors=colors)), out, name("regret"))
+    paths += _save(titled(regret_figure({shown[k]: v for k, v in curves.items()},
+                                        colors={shown[k]: v for k, v in colors.items()})),
+                   out, name("regret"))
     if isinstance(s.arm_set, Ball) and s.arm_set.dim == 2 and study.sege and study.sege.snapshots:
         paths += _save(titled(safe_set_figure(study)), out, name("safe_sets"))
     return paths

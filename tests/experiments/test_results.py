@@ -98,7 +98,8 @@ def test_by_is_checked_with_the_allowed_columns_named(results):
         results.plot_reward(by=["problem", "nope"])
     with pytest.raises(ValueError, match="twice"):
         results.panel_keys(["problem", "problem"])
-    with pytest.raises(ValueError, match=r"band must be one of 'quantile', 'minmax', 'ci', None; got 'iqr'"):
+    with pytest.raises(ValueError, match=r"band must be one of 'auto', 'quantile', 'minmax', "
+                                         r"'ci', None; got 'iqr'"):
         results.plot_regret(band="iqr")
     assert plt.get_fignums() == []  # nothing was drawn
 
@@ -119,7 +120,9 @@ def _data_lines(ax):
 
 
 def test_plot_regret_one_panel_per_problem_one_line_per_cell(results):
-    fig = results.plot_regret()
+    # Three cells a panel: the default band is the mean's confidence interval.
+    assert "confidence interval" in results.plot_regret()._suptitle.get_text()
+    fig = results.plot_regret(band="quantile")
     assert [ax.get_title() for ax in fig.axes] == ["paper", "box"]
     for ax in fig.axes:
         assert [line.get_label() for line in ax.lines] == LABELS
@@ -234,7 +237,7 @@ def test_write_report_files_and_the_csv_round_trips(results, tmp_path):
     manifest = (results.path / "manifest.json").read_bytes()
     assert record["results"] == {"path": str(results.path),
                                  "manifest_sha256": hashlib.sha256(manifest).hexdigest()}
-    assert record["options"] == {"by": "problem", "band": "quantile", "at": []}
+    assert record["options"] == {"by": "problem", "band": "auto", "at": []}
     assert (out / "regret.png").stat().st_size > 20_000
     back = pd.read_csv(out / "table.csv")
     want = results.table().reset_index()
@@ -350,7 +353,7 @@ def test_one_band_vocabulary_in_both_figure_pipelines(results):
     edge = fig.axes[0].collections[0].get_paths()[0].vertices[:, 1].max()
     assert np.isclose(edge, (agg["regret_mean"] + 1.96 * agg["regret_sd"] / math.sqrt(5)).max(),
                       rtol=1e-12)
-    with pytest.raises(ValueError, match="band must be one of 'quantile', 'minmax', 'ci', None"):
+    with pytest.raises(ValueError, match="band must be one of 'auto', 'quantile', 'minmax', 'ci', None"):
         regret_figure({"CLUCB": result}, band="iqr")
 
 
@@ -398,3 +401,57 @@ def test_run_statistics_need_the_sweep_directory_and_say_so(results, tmp_path):
     moved.manifest = manifest
     with pytest.raises(ResultsError, match="fallback_reasons needs a sweep's directory; .* no sweep"):
         moved.fallback_reasons(problem="box", algorithm="CLUCB")
+
+
+OWN_POLICY = '''
+import numpy as np
+import sege_cvx as sc
+
+
+class Baseline(sc.Policy):
+    """Plays the baseline arm scaled by ``1 - shrink``."""
+
+    decision_names = ("baseline",)
+
+    def __init__(self, setting, *, lam=0.1, shrink: float = 0.0, n_runs=1, seed=None):
+        super().__init__(setting, lam=lam, n_runs=n_runs, seed=seed)
+        self.shrink = shrink
+
+    def select(self):
+        self.last_decision[:] = 0
+        return np.tile((1 - self.shrink) * self.setting.safe_arm, (self.n_runs, 1))
+
+    def observe(self, arms, rewards, constraint_values):
+        pass
+'''
+
+
+def test_results_of_a_policy_by_import_path_read_from_any_folder(tmp_path, monkeypatch):
+    """Reading a sweep imports none of its policies: the manifest records what results need of
+    them, so a sweep run beside its own module reads from anywhere (issue 39, item 1)."""
+    module = "results_own_policy"
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / f"{module}.py").write_text(OWN_POLICY)
+    spec = {"seed": 1, "runs": 3, "horizon": 40, "problems": [{"name": "paper"}],
+            "algorithms": [{"name": f"{module}:Baseline", "grid": {"shrink": [0.0, 0.5]}}]}
+    with monkeypatch.context() as patch:
+        patch.syspath_prepend(str(project))
+        ran = run_sweep(spec, project / "out", workers=1, progress=False)
+    sys.modules.pop(module)
+    monkeypatch.chdir(tmp_path)
+    results = load_results(project / "out")
+    stats = results.run_statistics(algorithm=f"{module}:Baseline", shrink=0.5)
+    rows = ran.runs[ran.runs["shrink"] == 0.5].sort_values("run")
+    np.testing.assert_array_equal(stats.cum_regret, rows["regret"].to_numpy())
+    # Half the baseline's reward lost at every stage: regret 40 (r* - b0 / 2) on each run.
+    problem = paper_problem()
+    gap = problem.optimal_reward - 0.5 * problem.setting.safety.baseline_reward
+    np.testing.assert_allclose(stats.cum_regret, 40 * gap, rtol=1e-12)
+    assert results.fallback_reasons(algorithm=f"{module}:Baseline", shrink=0.0) == {}
+    assert main(["report", str(project / "out")]) == 0
+    assert module not in sys.modules
+    # Where code must be imported (a new sweep of it), the message says what to put on the path.
+    with pytest.raises(Exception, match=rf"no module named '{module}' on the import path: run "
+                                        rf"from the folder that holds {module}.py"):
+        run_sweep(spec, tmp_path / "again", workers=1, progress=False)
