@@ -1,5 +1,6 @@
-"""Code on the documentation's pages fits its column: every line of a literal block of the user
-guide and of the gallery's code, at most :data:`WIDTH` characters.
+"""The documentation's pages fit and agree: every line of a literal block of the user guide and
+of the gallery's code at most :data:`WIDTH` characters; the landing pages and the command
+line's help name both safety models and all six algorithms, in plain text.
 
 The PyData theme's content column holds 82 characters of code at its full width (measured on a
 screenshot of the built ``own_policy`` page in a 1,440-pixel window: a code box 720 pixels wide,
@@ -81,3 +82,26 @@ def test_code_lines_fit_the_content_column(path):
     lines = gallery_code(text) if path.suffix == ".py" else literal_blocks(text)
     long = [f"{path.name}:{n}: {len(line)} characters" for n, line in lines if len(line) > WIDTH]
     assert not long, "\n".join(long)
+
+
+ALGORITHMS = ("SEGE", "CLUCB", "ROFUL", "GNOP", "SafeTS", "Safe-LUCB")
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/index.rst", "docs/user_guide/index.rst"])
+def test_the_landing_pages_name_both_models_and_every_algorithm(page):
+    text = " ".join((ROOT / page).read_text().split())
+    assert "stagewise reward floor" in text and "unknown linear constraint" in text
+    assert [name for name in ALGORITHMS if name not in text] == []
+
+
+def test_the_command_line_s_help_names_them_in_plain_text(capsys):
+    from sege_cvx.cli import main
+
+    for command in ([], ["demo"], ["reproduce"], ["run"], ["sweep"], ["report"]):
+        with pytest.raises(SystemExit):
+            main([*command, "--help"])
+        text = capsys.readouterr().out
+        assert "``" not in text and not re.search(r":[a-z]+:`", text), command
+        if not command:
+            assert [name for name in ALGORITHMS if name not in text] == []
+            assert "stagewise reward floor" in " ".join(text.split())
