@@ -104,6 +104,105 @@ def run_authors(directory: Path, octave: str, horizon: int, exploration: int) ->
         return float(match.group(1)) / (horizon - exploration)
 
 
+#: Their exploration draws, replaced in the replay by the library's exploration arms.
+_EXPLORATION_DRAWS = re.compile(r"^X = randn\(Npoints,d\);.*?^X = \(\(C/S\)\*X\)\*inv\(B'\);",
+                                re.M | re.S)
+#: In the replay, ``normrnd`` returns the library's noise, one value a call, in order.
+REPLAYED_NORMRND = (
+    "function r = normrnd(mu, sigma)\n"
+    "  % The replay's noise: the library's, read once, one value a call.\n"
+    "  persistent e k\n"
+    "  if isempty(e)\n"
+    "    e = dlmread('noise.txt'); k = 0;\n"
+    "  end\n"
+    "  k = k + 1; r = e(k);\n"
+    "end\n")
+
+
+def replay(directory: Path, octave: str, horizon: int, exploration: int,
+           seed: int = 0) -> dict:
+    """Their code and the library's compiled stages on the same draws: one run of the library
+    (its own exploration arms; noise ``0.01 N(0, 1)`` from ``seed``) recorded, then their
+    ``CLBwithD_0.m`` with its exploration arms replaced by the library's and its ``normrnd``
+    returning the library's noise (their loss ``<x, mu*>`` is minus this package's reward, so
+    their noise is minus the library's).  Returns both runs' arms and cumulative regrets (their
+    loss above the optimum's is the library's regret) and the largest coordinate difference
+    between the arms after the exploration."""
+    problem = safe_lucb2019.problem()
+    theta = np.asarray(problem.theta_star)
+    # R = 1 in beta_t, as their code has it (the library's default is the noise's sd, 0.01).
+    policy = problem.policy("Safe-LUCB", 1, seed=seed, exploration_stages=exploration, R=1.0)
+    noise = 0.01 * np.random.default_rng(seed + 1).standard_normal(horizon)
+    ours = np.empty((horizon, 2))
+    for t in range(horizon):
+        ours[t] = policy.select()
+        policy.observe(ours[t], ours[t] @ theta + noise[t])
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        con2vert = (directory / "Codes" / "con2vert.m").read_text()
+        (work / "con2vert.m").write_text(con2vert.replace(*FMINSEARCH))
+        (work / "linprog.m").write_text(OCTAVE_SHIMS["linprog.m"])
+        (work / "normrnd.m").write_text(REPLAYED_NORMRND)
+        np.savetxt(work / "explore.txt", ours[:exploration], fmt="%.17g")
+        np.savetxt(work / "noise.txt", -noise, fmt="%.17g")
+        script = authors_script(directory, horizon, exploration)
+        script, found = _EXPLORATION_DRAWS.subn("X = dlmread('explore.txt');", script, count=1)
+        if found != 1:
+            raise SystemExit(f"{directory}/Codes/CLBwithD_0.m draws its exploration otherwise "
+                             "than this replay expects: another version of their code?")
+        script += "dlmwrite('arms.txt', reshape(x, d, T)', 'precision', '%.17g');\n"
+        (work / "replay.m").write_text(script)
+        out = subprocess.run([octave, "--no-gui", "--quiet", "--no-window-system", "replay.m"],
+                             cwd=work, capture_output=True, text=True, check=False)
+        if out.returncode != 0 or not (work / "arms.txt").exists():
+            raise SystemExit(f"their code failed under {octave}:\n{out.stdout[-2000:]}\n"
+                             f"{out.stderr[-2000:]}")
+        theirs = np.loadtxt(work / "arms.txt", delimiter=",")
+    best = problem.optimal_reward
+    regret = {name: np.cumsum(best - arms @ theta) for name, arms in
+              (("sege_cvx", ours), ("authors", theirs))}
+    return {"ours": ours, "theirs": theirs, "regret": regret,
+            "largest": float(np.abs(ours[exploration:] - theirs[exploration:]).max())}
+
+
+def draw_replay(replayed: dict, exploration: int, path: Path) -> None:
+    """Both runs' cumulative regret, and the largest coordinate difference of their arms so far
+    over the optimistic stages (during the exploration their code plays the library's arms)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sege_cvx.experiments._plotting import layout_problems
+
+    t = np.arange(1, replayed["ours"].shape[0] + 1)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(6.0, 5.6), sharex=True,
+                                      layout="constrained")
+    top.plot(t, replayed["regret"]["sege_cvx"], color="tab:blue", linewidth=2.5,
+             label="sege_cvx, compiled")
+    top.plot(t, replayed["regret"]["authors"], color="tab:orange", linestyle="--",
+             label="their MATLAB code under GNU Octave")
+    top.axvline(exploration, color="gray", linewidth=0.8, linestyle=":")
+    top.set_ylabel("cumulative regret")
+    top.set_title("Safe-LUCB on its authors' experiment, the same draws")
+    top.legend(fontsize=8, loc="lower right")
+    gap = np.abs(replayed["ours"] - replayed["theirs"]).max(axis=1)[exploration:]
+    equal = float(np.mean(gap == 0.0))
+    bottom.semilogy(t[exploration:], np.maximum.accumulate(np.maximum(gap, 1e-17)),
+                    color="tab:green", label="largest so far")
+    bottom.axhline(1e-6, color="red", linestyle="--", linewidth=0.8, label="1e-6")
+    bottom.set_ylim(1e-17, 1e-3)
+    bottom.set_xlabel("stage t")
+    bottom.set_ylabel("arm difference")
+    bottom.set_title(f"the arms' largest difference ({100 * equal:.0f} % of the optimistic "
+                     "stages equal)", fontsize=9)
+    bottom.legend(fontsize=8, loc="upper right")
+    if problems := layout_problems(fig):
+        raise RuntimeError("; ".join(problems))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def run_ours(method: str, horizon: int, exploration: int) -> float:
     """Seconds per optimistic stage of one run of the library (the simulation of ``horizon``
     stages less that of the exploration alone)."""
@@ -148,6 +247,10 @@ def main() -> None:
     parser.add_argument("--slow-stages", type=int, default=1000,
                         help="optimistic stages timed on Clarabel and of the authors' code")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--replay-stages", type=int, default=5000,
+                        help="optimistic stages of the replay (their code on the library's draws)")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="with --authors: write the replay's regret figure here (PNG)")
     parser.add_argument("--quick", action="store_true", help="a smoke test (CI)")
     args = parser.parse_args()
     if args.quick:
@@ -181,6 +284,17 @@ def main() -> None:
     if args.authors is None:
         print("(the authors' code not given: --authors DIR, a clone of "
               "sanaeamani/SafeLinearBandits, run under GNU Octave)")
+    if args.authors is not None:
+        horizon = args.exploration + args.replay_stages
+        replayed = replay(args.authors, args.octave, horizon, args.exploration)
+        print(f"\nTheir code on the library's draws (one run, seed 0: {args.exploration} "
+              f"exploring stages, then {args.replay_stages} optimistic): largest coordinate "
+              f"difference between the arms {replayed['largest']:.1e}; regret at t = {horizon}: "
+              f"{replayed['regret']['sege_cvx'][-1]:.6f} (sege_cvx), "
+              f"{replayed['regret']['authors'][-1]:.6f} (theirs)")
+        if args.figure is not None:
+            draw_replay(replayed, args.exploration, args.figure)
+            print(f"wrote {args.figure}")
     worst = largest_difference(60 if args.quick else 300, 30)
     print(f"\ncompiled vs Clarabel arms, 3 runs on the same observations: largest coordinate "
           f"difference {worst:.1e}")
