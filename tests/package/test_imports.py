@@ -41,3 +41,17 @@ def test_closed_form_path_loads_no_solver_and_a_polytope_loads_cvxpy():
     out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True,
                          cwd=ROOT, env=env)
     assert out.stdout.split("\n")[:3] == ["[]", "True", "True True False"]
+
+
+def test_every_public_submodule_is_reachable_first_thing():
+    """``sc.policies.rho_bar`` (as the guide and the gallery write it) in a fresh interpreter,
+    before any other public name was touched; likewise each exported submodule."""
+    script = ("import sege_cvx as sc\n"
+              "print(sc.policies.rho_bar(2.24, 1.792, 1.0, 2.0) > 0, sc.confidence.__name__,\n"
+              "      sc.experiments.__name__, sc.testing.__name__, sc.stages.__name__)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "sege_cvx.confidence", "sege_cvx.experiments",
+                                  "sege_cvx.testing", "sege_cvx.stages"]

@@ -351,12 +351,12 @@ class SweepResults:
     def _cells(self, frame: pd.DataFrame, keys: list[str]) -> list[tuple[str, str, pd.DataFrame]]:
         """A panel's cells in order of appearance: (label, algorithm, rows sorted by ``t``); an
         algorithm by its recorded label (an import path by its registered name)."""
-        cells, labels = self.cell_columns, self.algorithms
+        cells, recorded = self.cell_columns, self.algorithms
         out = []
         for values, rows in frame.groupby(cells, sort=False, dropna=False):
             cell = dict(zip(cells, values, strict=True))
             parts = [] if "problem" in keys else [str(cell["problem"])]
-            parts.append(str(labels.get(cell["algorithm"], {}).get("label", cell["algorithm"])))
+            parts.append(str(recorded.get(cell["algorithm"], {}).get("label", cell["algorithm"])))
             parts += [f"{k}={cell_label(v)}" for k, v in cell.items()
                       if k not in (*CELL_COLUMNS, *keys) and not is_missing(v)]
             out.append((" ".join(parts), cell["algorithm"], rows.sort_values("t")))
