@@ -196,8 +196,18 @@ class StudySpec:
                                 f"{checkpoints[-1]}")
         problems = tuple(_problem(i, p) for i, p in
                          enumerate(_nonempty_list("problems", data["problems"])))
-        algorithms = tuple(_algorithm(i, a, import_policies) for i, a in
-                           enumerate(_nonempty_list("algorithms", data["algorithms"])))
+        tables = _nonempty_list("algorithms", data["algorithms"])
+        if import_policies:  # each registered name as it is before any module of the spec loads
+            from ..policies.registry import renamed, resolution
+
+            names = [t.get("name") for t in tables if isinstance(t, dict)]
+            before = resolution([n for n in names if isinstance(n, str)])
+        algorithms = tuple(_algorithm(i, a, import_policies) for i, a in enumerate(tables))
+        if import_policies:
+            for i, algorithm in enumerate(algorithms):
+                if algorithm.name in before and (why := renamed(algorithm.name,
+                                                                before[algorithm.name])):
+                    raise SpecError(f"algorithms[{i}]: {why}")
         labels = [p.label for p in problems]
         first: dict[str, int] = {}
         for i, label in enumerate(labels):

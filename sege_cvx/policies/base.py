@@ -450,9 +450,17 @@ def _protocol_init(init):
             signature.bind(self, *args, **kwargs)
         except TypeError as exc:
             name = type(self).__name__
-            keywords = [p for p in list(signature.parameters)[1:]
-                        if signature.parameters[p].kind not in (inspect.Parameter.VAR_POSITIONAL,
-                                                                inspect.Parameter.VAR_KEYWORD)]
+            # The class's own parameters first: a subclass that forwards **kwargs to this
+            # (its parent's) constructor has its own keywords too.
+            keywords = []
+            for fn in dict.fromkeys((type(self).__init__, init)):
+                try:
+                    params = inspect.signature(fn).parameters
+                except (TypeError, ValueError):
+                    continue
+                keywords += [p for p in list(params)[1:] if p not in keywords and params[p].kind
+                             not in (inspect.Parameter.VAR_POSITIONAL,
+                                     inspect.Parameter.VAR_KEYWORD)]
             given = [k for k in kwargs if k not in signature.parameters]
             hint = ""
             if any(k in _SETTING_KEYWORDS for k in given):

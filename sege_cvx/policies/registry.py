@@ -34,7 +34,7 @@ from .base import Policy, model_problem
 __all__ = ["PROBLEM_PARAMETERS", "PolicyEntry", "class_path", "code_of", "display_name",
            "grid_parameters", "policy_class", "policy_code_fingerprint", "policy_color",
            "policy_entry", "policy_stem", "register_policy", "registered_name",
-           "registered_policies", "renamed", "safety_model_problem"]
+           "registered_policies", "renamed", "resolution", "safety_model_problem"]
 
 #: Constructor parameters the problem (its setting) and the sweep (runs and seeds) supply: never
 #: grid parameters.
@@ -73,6 +73,17 @@ class PolicyEntry:
 
 
 _REGISTRY: dict[str, PolicyEntry] = {}
+#: The module whose code last replaced a name's class (``replace=True``): what a sweep's error
+#: names when a name changes under it.
+_REPLACED_BY: dict[str, str] = {}
+
+
+def _caller_module() -> str:
+    """The first module up the stack that is not this one: the one registering a class."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    return "?" if frame is None else str(frame.f_globals.get("__name__"))
 
 
 def register_policy(name: str, cls: type[Policy] | None = None, *, color: str | None = None,
@@ -148,6 +159,7 @@ def register_policy(name: str, cls: type[Policy] | None = None, *, color: str | 
                          "under it")
     classes = tuple(k for k in known.classes if k not in overlap) + (cls,)
     _REGISTRY[name] = PolicyEntry(name, classes, known.color if color is None else color)
+    _REPLACED_BY[name] = _caller_module()
     return cls
 
 
@@ -356,12 +368,20 @@ def class_path(cls: type) -> str:
 
 def renamed(name: str, was: str) -> str | None:
     """Why ``name`` no longer names the class a sweep resolved it to (``was``, its
-    ``"module:Class"``), in one sentence naming the module whose class took the name; None if
-    it still names it (a sweep resolves each name once and holds it to that class)."""
+    ``"module:Class"``), in one sentence naming the module that registered another class under
+    it; None if it still names it (a sweep resolves each name once and holds it to that
+    class)."""
     now = policy_entry(name).cls
     module, _, qualname = was.partition(":")
     if (_main_alias(now.__module__), now.__qualname__) == (_main_alias(module), qualname):
         return None  # a script's class, as a spawned worker names it
+    by = _REPLACED_BY.get(name, now.__module__)
     return (f"policy {name!r} was resolved to {was}, and then {class_path(now)} was registered "
-            f"under that name (by module {now.__module__!r}, imported by the sweep): a name "
-            "keeps its class for a whole sweep; register your class under a name of its own")
+            f"under that name (by module {by!r}, imported by the sweep): a name keeps its "
+            "class for a whole sweep; register your class under a name of its own")
+
+
+def resolution(names) -> dict[str, str]:
+    """Each of ``names`` that is registered, by the ``"module:Class"`` it names now: what
+    :func:`renamed` later holds it to."""
+    return {name: class_path(_REGISTRY[name].cls) for name in names if name in _REGISTRY}

@@ -312,13 +312,21 @@ def test_overwrite_deletes_only_a_sweep_s_own_files(tmp_path):
     assert main(["report", str(out)]) == 0
     (out / "notes.txt").write_text("mine")
     (out / "shards" / "keep.txt").write_text("mine too")
-    with pytest.raises(OutputPathError, match=r"holds notes.txt, report/, shards/keep.txt, which "
-                                              "no sweep wrote; overwrite deletes only a sweep's "
-                                              "own files: move them elsewhere"):
+    # Files named like a sweep's, but not its: the user's table, a subset, a hidden draft.
+    (out / "analysis.parquet").write_bytes(b"mine")
+    (out / "shards" / "subset.parquet").write_bytes(b"mine")
+    (out / ".draft.partial-notes").write_text("mine")
+    assert run_sweep(SMALL, out, workers=1, progress=False).runs.shape[0] == 2  # resumed
+    assert (out / ".draft.partial-notes").read_text() == "mine"  # a resume leaves them too
+    with pytest.raises(OutputPathError, match=r"holds .draft.partial-notes, analysis.parquet, "
+                                              "notes.txt and 3 more, which no sweep wrote; "
+                                              "overwrite deletes only a sweep's own files: move "
+                                              "them elsewhere"):
         run_sweep({**SMALL, "seed": 4}, out, workers=1, overwrite=True, progress=False)
     assert (out / "report" / "table.md").is_file() and (out / "notes.txt").read_text() == "mine"
-    assert (out / "manifest.json").is_file() and len(list((out / "shards").iterdir())) == 3
-    for name in ("report", "notes.txt", "shards/keep.txt"):
+    assert (out / "manifest.json").is_file() and len(list((out / "shards").iterdir())) == 4
+    for name in ("report", "notes.txt", "shards/keep.txt", "analysis.parquet",
+                 "shards/subset.parquet", ".draft.partial-notes"):
         shutil.move(out / name, tmp_path / name.replace("/", "_"))
     replaced = run_sweep({**SMALL, "seed": 4}, out, workers=1, overwrite=True, progress=False)
     assert replaced.manifest["spec"]["seed"] == 4

@@ -361,6 +361,29 @@ def test_a_name_a_module_of_the_sweep_takes_over_is_an_error_naming_it(tmp_path,
     build_problem.cache_clear()
 
 
+def test_a_policy_module_of_the_spec_that_takes_a_built_in_name_is_named(tmp_path, monkeypatch):
+    """The spec's own policy module, imported when the spec is read, registers another class
+    under "SEGE", which the spec also lists: refused before anything runs, naming the module
+    that registered it (here one that imports the class from another)."""
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    monkeypatch.setattr(registry, "_REPLACED_BY", dict(registry._REPLACED_BY))
+    (tmp_path / "plain_policy.py").write_text(POLICY_MODULE)
+    (tmp_path / "taking_module.py").write_text(
+        "import sege_cvx as sc\nfrom plain_policy import Wanderer\n\n"
+        "sc.register_policy('SEGE', Wanderer, replace=True)\n\nclass Own(Wanderer):\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for module in ("plain_policy", "taking_module"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    spec = {"seed": 1, "runs": 2, "horizon": 20, "problems": [{"name": "paper"}],
+            "algorithms": [{"name": "SEGE"}, {"name": "taking_module:Own"}]}
+    with pytest.raises(SpecError, match=r"^algorithms\[0\]: policy 'SEGE' was resolved to "
+                                        r"sege_cvx.policies.sege:SEGE, and then "
+                                        r"plain_policy:Wanderer was registered under that name "
+                                        r"\(by module 'taking_module', imported by the sweep\)"):
+        run_sweep(spec, tmp_path / "out", workers=1, progress=False)
+    assert not (tmp_path / "out").exists()
+
+
 def test_reports_of_a_sweep_without_recorded_algorithms_read_the_registry(tmp_path):
     spec = {"seed": 1, "runs": 2, "horizon": 30, "problems": [{"name": "paper"}],
             "algorithms": [{"name": "SEGE", "grid": {"c": [0.5]}}, {"name": "ROFUL"}]}

@@ -192,6 +192,14 @@ def test_a_policy_given_a_keyword_it_lacks_names_its_parameters_and_the_setting(
                                         r"n_runs, seed\)$"):
         sc.CLUCB(setting, c=0.5)
 
+    class Flagged(sc.SEGE):  # forwards the rest to SEGE
+        def __init__(self, setting, *, flag: bool = False, **kwargs):
+            super().__init__(setting, **kwargs)
+
+    with pytest.raises(TypeError, match=r"^Flagged: got an unexpected keyword argument 'flg' "
+                                        r"\(its parameters: setting, flag, lam, c, "):
+        Flagged(setting, flg=True)
+
 
 @pytest.mark.parametrize("size", [1e-5, 1e-3, 1e3, 1e12])
 def test_polytope_interior_test_is_relative_to_its_size(size):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -25,11 +26,23 @@ MAX_RECORD_BYTES = 64 << 20
 SWEEP_FILES = (SWEEP_RECORD, MANIFEST, "runs.parquet", "curves.parquet")
 
 
-def _sweep_wrote(name: str) -> bool:
-    """Whether a sweep writes ``name`` (in its directory or in ``shards/``): its files, its
-    shards and their checksums, and the hidden partial files of its writes and claims."""
-    return (name in SWEEP_FILES or name.endswith((".parquet", CHECKSUM_SUFFIX))
-            or (name.startswith(".") and (".partial-" in name or ".claim-" in name)))
+#: A shard's file (:attr:`~.shards.ShardTask.name`, then ``.parquet`` or the checksum's suffix).
+_SHARD_FILE = re.compile(r"cell\d{4,}-runs\d{7,}-\d{7,}(\.parquet|" + re.escape(CHECKSUM_SUFFIX)
+                         + ")")
+
+
+def _sweep_wrote(name: str, in_shards: bool = False) -> bool:
+    """Whether a sweep writes ``name`` in its directory (its files) or, ``in_shards``, in
+    ``shards/`` (its shards and their checksums); or is a hidden partial file of one of those
+    writes (``.NAME.partial-XXXXXXXX``) or the claim of its record (``.sweep.json.claim-PID``)."""
+    own = (lambda n: _SHARD_FILE.fullmatch(n) is not None) if in_shards else SWEEP_FILES.__contains__
+    if own(name):
+        return True
+    partial = re.fullmatch(r"\.(.+)\.partial-[0-9a-f]{8}", name)
+    if partial is not None:
+        return own(partial.group(1))
+    return not in_shards and re.fullmatch(rf"\.{re.escape(SWEEP_RECORD)}\.claim-\d+",
+                                          name) is not None
 
 
 def foreign_entries(target: Path) -> list[str]:
@@ -41,7 +54,8 @@ def foreign_entries(target: Path) -> list[str]:
     for entry in sorted(target.iterdir()):
         if entry.name == "shards" and entry.is_dir() and not entry.is_symlink():
             found += [f"shards/{e.name}" for e in sorted(entry.iterdir())
-                      if not (_sweep_wrote(e.name) and e.is_file() and not e.is_symlink())]
+                      if not (_sweep_wrote(e.name, in_shards=True) and e.is_file()
+                              and not e.is_symlink())]
         elif not (_sweep_wrote(entry.name) and entry.is_file() and not entry.is_symlink()):
             found.append(entry.name + ("/" if entry.is_dir() else ""))
     return found
@@ -257,10 +271,10 @@ def open_sweep_dir(target: Path, record: dict, resume: bool, overwrite: bool):
             directory.subdir("shards", create=True).close()  # e.g. deleted to save space
             directory.unlink(MANIFEST)
             with directory.subdir("shards") as shards:
-                for place in (directory, shards):
+                for place, in_shards in ((directory, False), (shards, True)):
                     for name in place.names():
-                        if name.startswith(".") and (".partial-" in name or ".claim-" in name):
-                            place.unlink(name)
+                        if name.startswith(".") and _sweep_wrote(name, in_shards):
+                            place.unlink(name)  # a killed sweep's partial writes, not yours
             return lock, directory
         directory.subdir("shards", create=True).close()
         claim = f".{SWEEP_RECORD}.claim-{os.getpid()}"

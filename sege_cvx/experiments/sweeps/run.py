@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
-from ...policies.registry import class_path, policy_entry, renamed
+from ...policies.registry import renamed, resolution
 from ..files import FileKindError
 from ..outputs import provenance, runtime_versions, write_manifest
 from ..spec import SpecError, StudySpec
@@ -117,7 +117,7 @@ def run_sweep(
     workers = worker_count(workers)
     out, previous = check_sweep_dir(out, spec, overwrite, shard_runs)
     # Each name resolved once: a module the cells import may not register another class under it.
-    resolved = {a.name: class_path(policy_entry(a.name).cls) for a in spec.algorithms}
+    resolved = resolution(a.name for a in spec.algorithms)
     problems, cells = check_cells(spec)
     algorithms = describe_algorithms(spec)
     for name, was in resolved.items():
