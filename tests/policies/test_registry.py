@@ -304,9 +304,9 @@ def test_a_policy_whose_code_changed_is_not_mixed_with_its_old_shards(user_polic
                                               "that policy only"):
         run_sweep(spec, out, workers=1, progress=False)
     with pytest.warns(SweepWarning, match=r"the code of 'wanderer_policy:Wanderer' changed since "
-                                          r"the sweep started: its 2 cells \(wanderer_policy:"
+                                          r"the sweep started: 2 cells \(wanderer_policy:"
                                           r"Wanderer share=0.0 on paper, .*\) are "
-                                          "computed again; the other 1 are kept"):
+                                          "computed again; the other cell is kept"):
         again = run_sweep(spec, out, workers=1, overwrite=True, progress=False)
     wander = again.runs.loc[again.runs["share"] == 0.5, "wander"]
     assert wander.between(0, 30).all()

@@ -27,14 +27,15 @@ REPORT_FILES = ("table.md", "table.csv", "regret.png", "regret.pdf", "reward.png
 
 def mean_pm_se(mean: float, se: float) -> str:
     """``mean ± se`` with the standard error to two significant digits and the mean to the same
-    decimal place (``257 ± 19``, ``112.4 ± 2.1``); the mean alone, to 4 digits, if ``se`` is 0.
+    decimal place (``257 ± 19``, ``112.4 ± 2.1``); the mean alone, to 4 digits, if ``se`` is 0
+    or at the level of the mean's rounding (below 1e-12 of it: runs equal but for rounding).
 
     >>> mean_pm_se(257.205, 18.58), mean_pm_se(112.352, 2.148), mean_pm_se(0.01234, 0.000456)
     ('257 ± 19', '112.4 ± 2.1', '0.01234 ± 0.00046')
-    >>> mean_pm_se(91.62, 0.0)
-    '91.62'
+    >>> mean_pm_se(91.62, 0.0), mean_pm_se(6.39999999999994618, 6.3e-16)
+    ('91.62', '6.400')
     """
-    if not (np.isfinite(se) and se > 0):
+    if not (np.isfinite(se) and se > 1e-12 * abs(mean)):
         digits = 3 - math.floor(math.log10(abs(mean))) if np.isfinite(mean) and mean != 0 else 0
         return f"{mean:.{max(digits, 0)}f}"
     digits = max(0, 1 - math.floor(math.log10(se)))

@@ -195,10 +195,13 @@ def _compute_again(out_dir, shards, record: dict, spec: StudySpec, tasks: list,
     listed = ", ".join(" ".join([a.name, *(f"{k}={v}" for k, v in settings.items()), "on",
                                  p.label]) for p, a, settings in (cells[k] for k in again[:4]))
     more = f" and {len(again) - 4} more" if len(again) > 4 else ""
+    kept = len(cells) - len(again)
+    kept_text = ("no other cell" if kept == 0 else "the other cell is kept" if kept == 1
+                 else f"the other {kept} cells are kept")
     warnings.warn(f"the code of {', '.join(repr(n) for n in names)} changed since the sweep "
-                  f"started: its {len(again)} cell{'s' if len(again) > 1 else ''} "
-                  f"({listed}{more}) {'are' if len(again) > 1 else 'is'} computed again; the "
-                  f"other {len(cells) - len(again)} are kept", SweepWarning, stacklevel=3)
+                  f"started: {len(again)} cell{'s' if len(again) > 1 else ''} "
+                  f"({listed}{more}) {'are' if len(again) > 1 else 'is'} computed again; "
+                  f"{kept_text}", SweepWarning, stacklevel=3)
 
 
 def _as_spec(spec) -> StudySpec:
