@@ -26,7 +26,7 @@ import numpy as np
 
 from ..arm_sets import Ball
 from ..confidence import lcb
-from ..policies.registry import display_name, policy_color, policy_stem
+from ..policies.registry import display_names, policy_color, policy_stem
 from ._plotting import LineStyles, legend_columns
 from ._plotting import legend_below as _legend_below
 from ._plotting import save_figure as _save
@@ -261,9 +261,7 @@ def write_figures(study, out: Path) -> list[Path]:
     paths = []
     colors = algorithm_colors(list(study.results))
     curves = {label: _study_curves(study, label) for label in study.results}
-    shown = {label: display_name(label) for label in study.results}  # import paths by name
-    if len(set(shown.values())) < len(shown):
-        shown = {label: label for label in study.results}
+    shown = display_names(study.results)  # import paths by their registered names
     for label, result in study.results.items():
         paths += _save(titled(reward_figure(curves[label], s.setting.safety.threshold,
                                             result.optimal_reward,

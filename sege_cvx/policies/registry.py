@@ -24,6 +24,7 @@ import importlib
 import inspect
 import re
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +32,7 @@ from .._validation import import_failure
 from ..safety import SAFETY_MODELS
 from .base import Policy, model_problem
 
-__all__ = ["PROBLEM_PARAMETERS", "PolicyEntry", "class_path", "code_of", "display_name",
+__all__ = ["PROBLEM_PARAMETERS", "PolicyEntry", "class_path", "code_of", "display_names",
            "grid_parameters", "policy_class", "policy_code_fingerprint", "policy_color",
            "policy_entry", "policy_stem", "register_policy", "registered_name",
            "registered_policies", "renamed", "resolution", "safety_model_problem"]
@@ -229,16 +230,22 @@ def registered_name(cls: type) -> str | None:
     return next((name for name, entry in _REGISTRY.items() if cls in entry.classes), None)
 
 
-def display_name(name: str) -> str:
-    """How figures name the policy ``name``: a registered name as it is, an import path by the
-    name its class is registered under (``"my_policies:StagewiseTS"`` is ``"StagewiseTS"`` once
-    the module registers it), else the path itself."""
-    if name in _REGISTRY or ":" not in name:
-        return name
-    try:
-        return registered_name(policy_entry(name).cls) or name
-    except (ImportError, TypeError, ValueError):
-        return name
+def display_names(names) -> dict[str, str]:
+    """How figures name each policy of ``names``: a registered name as it is, an import path by
+    the name its class is registered under (``"my_policies:StagewiseTS"`` is ``"StagewiseTS"``
+    once the module registers it), else the path itself; a registered name that another of
+    ``names`` has too, or already is, leaves the path as it is."""
+    names = list(names)
+    shown = {}
+    for name in names:
+        try:
+            found = registered_name(policy_entry(name).cls) if ":" in name else None
+        except (ImportError, TypeError, ValueError):
+            found = None
+        shown[name] = found or name
+    taken = Counter(shown.values())
+    return {name: label if label == name or (taken[label] == 1 and label not in names) else name
+            for name, label in shown.items()}
 
 
 def policy_stem(name: str) -> str:

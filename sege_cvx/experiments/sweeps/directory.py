@@ -182,7 +182,7 @@ def is_same_sweep(previous: dict, record: dict, out: Path,
     changed, it is restarted (``(False, [])``).  Without ``overwrite``, a change is an
     OutputPathError naming it."""
     then, now = previous.get("problems"), record["problems"]
-    hint = ("pass overwrite (--overwrite) to restart it, or choose a new directory")
+    hint = "pass overwrite (--overwrite) to restart it, or choose a new directory"
     if not isinstance(then, dict):
         change = "it was started by a sege_cvx that recorded no problem fingerprints"
     elif changed := [label for label in now if then.get(label) != now[label]]:
@@ -223,16 +223,13 @@ def update_record(directory: Directory, record: dict) -> None:
         os.fsync(handle.fileno())
 
 
-def delete_shards(shards: Directory, tasks) -> int:
-    """Delete ``tasks``' shards (their data and checksum files) from the open ``shards``
-    directory; how many there were."""
-    deleted = 0
+def delete_shards(shards: Directory, tasks) -> None:
+    """Delete ``tasks``' shards (their data and checksum files, where present) from the open
+    ``shards`` directory."""
     for task in tasks:
         for name in (f"{task.name}.parquet", f"{task.name}{CHECKSUM_SUFFIX}"):
             if shards.lstat(name) is not None:
                 shards.unlink(name)
-                deleted += name.endswith(".parquet")
-    return deleted
 
 
 def open_sweep_dir(target: Path, record: dict, resume: bool, overwrite: bool):

@@ -94,11 +94,12 @@ def plan_shards(spec: StudySpec, shard_runs: int, threads: int | None = None,
 def describe_algorithms(spec: StudySpec) -> dict[str, dict]:
     """Per algorithm of ``spec`` (by its name in the spec): what results need of its policy
     class without importing it: ``class`` (its import path), ``label`` (figures' name for it:
-    an import path's registered name, :func:`~sege_cvx.policies.registry.registered_name`),
+    an import path's registered name, :func:`~sege_cvx.policies.registry.display_names`),
     ``grid_parameters``, ``decision_names``, ``color`` (registered, or None) and ``code``
     (:func:`~sege_cvx.policies.registry.policy_code_fingerprint`)."""
     from ...policies.registry import (
         class_path,
+        display_names,
         grid_parameters,
         policy_code_fingerprint,
         policy_color,
@@ -106,17 +107,14 @@ def describe_algorithms(spec: StudySpec) -> dict[str, dict]:
         registered_name,
     )
 
-    names = {algorithm.name for algorithm in spec.algorithms}
+    labels = display_names(algorithm.name for algorithm in spec.algorithms)
     described = {}
     for algorithm in spec.algorithms:
         entry = policy_entry(algorithm.name)
         cls = entry.cls
-        # An import path is labelled by its class's registered name, unless another algorithm
-        # of the sweep goes by that name.
         registered = registered_name(cls) if ":" in algorithm.name else None
-        label = registered if registered and registered not in names else algorithm.name
         described.setdefault(algorithm.name, {
-            "class": class_path(cls), "label": label,
+            "class": class_path(cls), "label": labels[algorithm.name],
             "grid_parameters": list(grid_parameters(entry)),
             "decision_names": list(cls.decision_names),
             "color": policy_color(algorithm.name) or (policy_color(registered) if registered else None),

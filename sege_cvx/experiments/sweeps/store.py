@@ -400,9 +400,11 @@ class SweepResults:
         shared = ax is None and len(panels) > 1 and all(e == entries[0] for e in entries)
         # Entries a legend row: two where the longest label fits twice in a panel's width (or
         # the figure's, for the one shared legend), else one.
+        def ref_label(name: str, value: float) -> str:  # a shared legend's values are on the panels
+            return name if shared else f"{name} = {value:.4g}"
+
         texts = [label for names, _ in entries for label in names] + [
-            name if shared else f"{name} = {value:.4g}"
-            for _, _, (refs, _) in contents for value, name, _ in refs]
+            ref_label(name, value) for _, _, (refs, _) in contents for value, name, _ in refs]
         ncol = legend_columns(texts, PANEL[0] * (min(len(panels), 3) if shared else 1))
         if ax is None:
             legend_rows = max(math.ceil((len(cells) + len(refs)) / ncol)
@@ -429,7 +431,7 @@ class SweepResults:
                                          label=label))
                 labels.append(label)
             for value, name, style in refs:
-                label = name if shared else f"{name} = {value:.4g}"
+                label = ref_label(name, value)
                 handles.append(ax_.axhline(value, linewidth=1, label=label, **style))
                 labels.append(label)
                 if shared:  # the value on the panel, at the line's right end
