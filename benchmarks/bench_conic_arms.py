@@ -196,9 +196,9 @@ def bench_solves(args) -> tuple[list, dict]:
             n = args.instances
             arms.greedy_all(thetas[:2])  # compile
             arms.lcb_all(thetas[:2], chols[:2], radii[:2])
-            g_time, (g_arms, _, g_codes, _) = timed(partial(arms.greedy_all, thetas), args.repeats)
-            l_time, (l_arms, _, l_codes, _) = timed(partial(arms.lcb_all, thetas, chols, radii),
-                                                 args.repeats)
+            g_time, greedy = timed(partial(arms.greedy_all, thetas), args.repeats)
+            l_time, lcb = timed(partial(arms.lcb_all, thetas, chols, radii), args.repeats)
+            g_arms, g_codes, l_arms, l_codes = greedy.arms, greedy.codes, lcb.arms, lcb.codes
             greedy_program, lcb_program = arm_set.greedy_program, arm_set.lcb_program
             k = min(n, args.clarabel)
             data = scale_lcb_data(thetas[:k], chols[:k], radii[:k])

@@ -263,7 +263,8 @@ class ConvexArmSet(ArmSet):
         compiled = self.compiled_arms
         if method == "solver" or compiled is None:
             return super().lcb_arm_batch(thetas, chols, radii, method)
-        arms, pairs, codes, _ = compiled.lcb_all(thetas, chols, radii)
+        solves = compiled.lcb_all(thetas, chols, radii)
+        arms, pairs, codes = solves.arms, solves.pairs, solves.codes
         return self._certified_or_solved(
             arms, codes, np.ascontiguousarray(pairs[:, compiled.form.witness_cols]), method,
             lambda rows: super(ConvexArmSet, self).lcb_arm_batch(

@@ -69,6 +69,25 @@ REGULARIZATION = 1e-14
 #: consecutive LCB programs of a learner (the three sets of ``bench_conic_arms.py``, d = 3 and
 #: 10): 7-9 iterations from 1e-2, 1e-3 or 1e-4 against 12-17 cold, none failing.
 WARM_SHIFT = 1e-3
+#: A warm start first tries the active-set polish (:func:`_polish`): Newton's method on the
+#: optimality conditions with each cone's state (slack zero, on the cone's face, or inside)
+#: read from the previous solution, at most :data:`POLISH_ITER` steps, on Newton systems of at
+#: most ``POLISH_MAX`` unknowns (a dense LU: beyond that an interior-point iteration is
+#: cheaper).  Its point is accepted only if it meets the interior-point method's stopping test
+#: with every slack and dual in its cone.
+POLISH_MAX = 96
+POLISH_ITER = 6
+#: Times the polish may correct its states (a row or cone that became active or inactive).
+POLISH_UPDATES = 2
+#: The polish stops when its residual falls below this (relative, as the stopping test's) or
+#: stops decreasing.
+POLISH_TOL = 1e-13
+#: The proximal term's weight on ``x`` in the polish's Newton matrix, relative to its largest
+#: entry (:func:`_polish_jacobian`).
+POLISH_PROXIMAL = 1e-9
+#: A pivot below this, relative to the Newton matrix's largest entry, ends the polish (a
+#: degenerate active set: the interior-point method takes over).
+POLISH_PIVOT = 1e-13
 #: Steps of iterative refinement per Newton solve, once the relative gap is below
 #: :data:`REFINE_BELOW` (earlier, the Newton directions need no such accuracy).
 REFINEMENTS = 1
@@ -87,9 +106,11 @@ SOLVED, REDUCED, NOT_CONVERGED, NUMERICAL = 0, 1, 2, 3
  _X, _DX, _RX, _R1, _E1, _EX, _C,
  # ... of length p (equalities) ...
  _Y, _DY, _RY, _R2, _E2, _EY, _B,
+ # ... the active-set polish's (of length up to POLISH_MAX) ...
+ _PF, _PD, _PM, _PKIND, _POFF, _PIDX,
  # ... and the last solve's iteration count (in column 0).
- _INFO) = range(36)
-_ROWS = 36
+ _INFO) = range(42)
+_ROWS = 42
 #: The row of ``work.V`` that holds ``c`` for :func:`solve_into`.
 C_ROW = _C
 
@@ -151,7 +172,8 @@ def scratch_shapes(blocks: ConeBlocks, n: int, p: int) -> tuple[tuple[int, int],
     m = int(blocks.rows[-1])
     largest = max([int(blocks.rows[j + 1] - blocks.rows[j])
                    * int(blocks.col_ptr[j + 1] - blocks.col_ptr[j]) for j in range(nb)] + [1])
-    return (_ROWS, max(m, n, p, nb, largest)), (n + 2 * p, max(n, 1))
+    polish = min(n + p + m, POLISH_MAX)  # the polish's Newton system, in M's top left
+    return (_ROWS, max(m, n, p, nb, largest, polish)), (max(n + 2 * p, polish), max(n, 1, polish))
 
 
 @njit
@@ -532,9 +554,17 @@ def start_size(blocks: ConeBlocks, n: int, p: int) -> int:
 
 @njit
 def iterations(V) -> int:
-    """The iterations the last :func:`solve_into` with scratch ``V`` took (a warm start's and,
-    if it was repeated cold, the cold solve's)."""
+    """The iterations the last :func:`solve_into` with scratch ``V`` took: the polish's Newton
+    steps (each residual it evaluated), and where it failed the interior-point method's
+    iterations, warm and, if that was repeated cold, cold."""
     return int(V[_INFO, 0]) + 1
+
+
+@njit
+def polished(V) -> bool:
+    """Whether the last :func:`solve_into` with scratch ``V`` ended in the active-set polish
+    (:func:`_polish`)."""
+    return V[_INFO, 1] == 1.0
 
 
 @njit
@@ -561,6 +591,346 @@ def _save_start(start, n, m, p, V) -> None:
         start[1 + n + 2 * m + i] = V[_Y, i]
 
 
+# Cone states of the polish (``V[_PKIND, j]``): a nonnegative row inactive (its dual zero) or
+# active (its slack zero); a second-order cone whose slack is inside it (dual zero), zero (its
+# dual anywhere in the cone) or on its face with the dual ``alpha J s`` on the opposite face.
+_OFF, _ON, _FREE, _ZERO, _FACE = 0, 1, 2, 3, 4
+
+
+@njit
+def _classify(st, nb, V) -> None:
+    """Each cone's state at the point ``(s, zd)`` in ``V`` into ``V[_PKIND]``: in each
+    complementary pair of eigenvalues (``s``'s least with ``zd``'s largest, ``s``'s largest with
+    ``zd``'s least), relative to the largest slack and the largest dual, the smaller one is taken
+    for zero."""
+    m = _row(st, nb)
+    ns, nz = 1e-300, 1e-300
+    for i in range(m):
+        ns = max(ns, abs(V[_S, i]))
+        nz = max(nz, abs(V[_ZD, i]))
+    for j in range(nb):
+        r0, r1 = _row(st, j), _row(st, j + 1)
+        s0, z0 = V[_S, r0], V[_ZD, r0]
+        if _kind(st, j) == 0:
+            V[_PKIND, j] = _ON if s0 / ns <= z0 / nz else _OFF
+            continue
+        sn, zn = 0.0, 0.0
+        for i in range(r0 + 1, r1):
+            sn += V[_S, i] * V[_S, i]
+            zn += V[_ZD, i] * V[_ZD, i]
+        sn, zn = math.sqrt(sn), math.sqrt(zn)
+        if (s0 + sn) / ns <= (z0 - zn) / nz:
+            V[_PKIND, j] = _ZERO
+        elif (s0 - sn) / ns <= (z0 + zn) / nz and s0 > 0.0:
+            V[_PKIND, j] = _FACE
+        else:
+            V[_PKIND, j] = _FREE
+
+
+@njit
+def _assign(st, nb, n, p, V) -> int:
+    """The offsets of each cone's unknowns in the polish's system (after ``x`` and ``y``) into
+    ``V[_POFF]`` and their values, from the duals ``V[_ZD]``, into ``V[_PM]`` (a face's
+    ``alpha = zd_0 / s_0``); returns the system's size."""
+    size = n + p
+    for j in range(nb):
+        r0, r1 = _row(st, j), _row(st, j + 1)
+        state = int(V[_PKIND, j])
+        V[_POFF, j] = size
+        if state == _ON:
+            V[_PM, size] = V[_ZD, r0]
+            size += 1
+        elif state == _ZERO:
+            for i in range(r0, r1):
+                V[_PM, size + i - r0] = V[_ZD, i]
+            size += r1 - r0
+        elif state == _FACE:
+            s0 = V[_S, r0]
+            V[_PM, size] = V[_ZD, r0] / s0 if s0 > 0.0 else 0.0
+            size += 1
+    return size
+
+
+@njit
+def _polish_residual(st, vals, nb, n, p, h, A, b, V, scales) -> float:
+    """At the unknowns in ``V[_PM]``: ``x``, ``y``, ``s = h - G x`` and ``zd`` (by each cone's
+    state) into their rows, the optimality conditions' residual ``F`` into ``V[_PF]``
+    (stationarity ``c + A^T y + G^T zd``, ``A x - b``, then per cone: an active row's slack, a
+    zero cone's slacks, a face's ``(s_0^2 - ||s_1||^2) / 2``); returns its largest entry
+    relative to ``scales = (1 + |c|, 1 + |b|, 1 + |h|)`` (a face's as its distance
+    ``s_0 - ||s_1||``)."""
+    m = _row(st, nb)
+    for k in range(n):
+        V[_X, k] = V[_PM, k]
+    for i in range(p):
+        V[_Y, i] = V[_PM, n + i]
+    _g_times(st, vals, nb, V, _X, _S)
+    for i in range(m):
+        V[_S, i] = h[i] - V[_S, i]
+    worst = 0.0
+    for j in range(nb):
+        r0, r1 = _row(st, j), _row(st, j + 1)
+        state, off = int(V[_PKIND, j]), int(V[_POFF, j])
+        if state == _ON:
+            V[_ZD, r0] = V[_PM, off]
+            V[_PF, off] = V[_S, r0]
+            worst = max(worst, abs(V[_S, r0]) / scales[2])
+        elif state == _ZERO:
+            for i in range(r0, r1):
+                V[_ZD, i] = V[_PM, off + i - r0]
+                V[_PF, off + i - r0] = V[_S, i]
+                worst = max(worst, abs(V[_S, i]) / scales[2])
+        elif state == _FACE:
+            alpha, s0 = V[_PM, off], V[_S, r0]
+            V[_ZD, r0] = alpha * s0
+            phi = s0 * s0
+            for i in range(r0 + 1, r1):
+                V[_ZD, i] = -alpha * V[_S, i]
+                phi -= V[_S, i] * V[_S, i]
+            V[_PF, off] = 0.5 * phi
+            worst = max(worst, abs(0.5 * phi) / max(abs(s0), 1e-300) / scales[2])
+        else:
+            for i in range(r0, r1):
+                V[_ZD, i] = 0.0
+    for k in range(n):
+        V[_RX, k] = V[_C, k]
+    _gt_add(st, vals, nb, V, _ZD, _RX)
+    for i in range(p):
+        for k in range(n):
+            V[_RX, k] += A[i, k] * V[_Y, i]
+    for k in range(n):
+        V[_PF, k] = V[_RX, k]
+        worst = max(worst, abs(V[_RX, k]) / scales[0])
+    for i in range(p):
+        acc = -b[i]
+        for k in range(n):
+            acc += A[i, k] * V[_X, k]
+        V[_PF, n + i] = acc
+        worst = max(worst, abs(acc) / scales[1])
+    return worst
+
+
+@njit
+def _polish_jacobian(st, vals, nb, n, p, size, A, V, M) -> None:
+    """The Jacobian of :func:`_polish_residual`'s ``F`` in the unknowns, into ``M[:size,
+    :size]``: the stationarity rows hold ``-alpha G_j^T J G_j`` per face (``J = diag(1, -1, ...,
+    -1)``), ``A^T``, an active row's ``g_i``, a zero cone's ``G_j^T`` and a face's ``G_j^T J
+    s_j``; the conditions' rows ``A``, ``-g_i^T``, ``-G_j`` and ``-(J s_j)^T G_j``."""
+    for i in range(size):
+        for k in range(size):
+            M[i, k] = 0.0
+    for i in range(p):
+        for k in range(n):
+            M[k, n + i] = A[i, k]
+            M[n + i, k] = A[i, k]
+    for j in range(nb):
+        state = int(V[_PKIND, j])
+        if state == _OFF or state == _FREE:
+            continue
+        off = int(V[_POFF, j])
+        r0, r1 = _row(st, j), _row(st, j + 1)
+        c0, c1 = _cptr(st, j), _cptr(st, j + 1)
+        k, v0 = c1 - c0, _vptr(st, j)
+        if state == _ON or state == _ZERO:
+            for i in range(r1 - r0):
+                for a in range(k):
+                    g = vals[v0 + i * k + a]
+                    ca = _col(st, c0 + a)
+                    M[ca, off + i] = g
+                    M[off + i, ca] = -g
+            continue
+        alpha = V[_PM, off]
+        for a in range(k):
+            ca = _col(st, c0 + a)
+            acc = V[_S, r0] * vals[v0 + a]
+            for i in range(1, r1 - r0):
+                acc -= V[_S, r0 + i] * vals[v0 + i * k + a]
+            M[ca, off] = acc
+            M[off, ca] = -acc
+            for bb in range(k):
+                hab = vals[v0 + a] * vals[v0 + bb]
+                for i in range(1, r1 - r0):
+                    hab -= vals[v0 + i * k + a] * vals[v0 + i * k + bb]
+                M[ca, _col(st, c0 + bb)] -= alpha * hab
+    # A proximal term on x: the auxiliary variables that no active row or face holds (a
+    # solution's are not unique there) stay where they are instead of making M singular.
+    big = 0.0
+    for i in range(size):
+        for k in range(size):
+            big = max(big, abs(M[i, k]))
+    for k in range(n):
+        M[k, k] += POLISH_PROXIMAL * big
+
+
+@njit
+def _lu_solve(M, size, V, rhs, out) -> bool:
+    """``V[out] = M^{-1} V[rhs]`` over the first ``size`` entries by Gaussian elimination with
+    partial pivoting (``M`` overwritten), each elimination over the pivot row's nonzeros alone
+    (the polish's systems are sparse: a row of a nonnegative cone has a few entries); False at
+    a pivot below :data:`POLISH_PIVOT` times ``M``'s largest entry."""
+    big = 0.0
+    for i in range(size):
+        V[out, i] = V[rhs, i]
+        for k in range(size):
+            big = max(big, abs(M[i, k]))
+    floor = POLISH_PIVOT * big
+    for col in range(size):
+        piv, top = col, abs(M[col, col])
+        for r in range(col + 1, size):
+            if abs(M[r, col]) > top:
+                piv, top = r, abs(M[r, col])
+        if not top > floor:
+            return False
+        if piv != col:
+            for k in range(col, size):
+                M[piv, k], M[col, k] = M[col, k], M[piv, k]
+            V[out, piv], V[out, col] = V[out, col], V[out, piv]
+        count = 0
+        for k in range(col + 1, size):
+            if M[col, k] != 0.0:
+                V[_PIDX, count] = k
+                count += 1
+        inv = 1.0 / M[col, col]
+        for r in range(col + 1, size):
+            f = M[r, col]
+            if f != 0.0:
+                f *= inv
+                for q in range(count):
+                    k = int(V[_PIDX, q])
+                    M[r, k] -= f * M[col, k]
+                V[out, r] -= f * V[out, col]
+    for i in range(size - 1, -1, -1):
+        acc = V[out, i]
+        for k in range(i + 1, size):
+            acc -= M[i, k] * V[out, k]
+        V[out, i] = acc / M[i, i]
+    return True
+
+
+@njit
+def _newton(st, vals, nb, n, p, size, h, A, b, V, M, scales) -> bool:
+    """Newton's method on :func:`_polish_residual`'s conditions from the unknowns in ``V[_PM]``:
+    True when the residual is below :data:`POLISH_TOL`, or below :data:`FEAS_TOL` where
+    rounding stops it decreasing; ``V``'s rows ``x, y, s, zd`` then hold the point."""
+    last, first = 1e300, 1e300
+    for it in range(POLISH_ITER + 1):
+        V[_INFO, 0] += 1.0
+        worst = _polish_residual(st, vals, nb, n, p, h, A, b, V, scales)
+        if not math.isfinite(worst) or worst > DIVERGED * first:
+            return False
+        if worst <= POLISH_TOL or (worst <= FEAS_TOL and worst > 0.25 * last):
+            return True
+        if it == POLISH_ITER:
+            return worst <= FEAS_TOL
+        last = worst
+        if it == 0:
+            first = worst
+        _polish_jacobian(st, vals, nb, n, p, size, A, V, M)
+        if not _lu_solve(M, size, V, _PF, _PD):
+            return False
+        for i in range(size):
+            V[_PM, i] -= V[_PD, i]
+    return False
+
+
+@njit
+def _update_states(st, nb, V, tol) -> int:
+    """After a Newton solve: a row or cone whose slack left its cone joins the active set (a
+    nonnegative row, or a cone's face with ``alpha = 0``), one whose dual left its cone leaves it
+    (``alpha < 0`` or an active row's dual below 0); returns how many changed, or -1 where no
+    such change applies (a zero cone's dual outside the cone, a face on the cone's negative
+    half)."""
+    changed = 0
+    for j in range(nb):
+        r0, r1 = _row(st, j), _row(st, j + 1)
+        state = int(V[_PKIND, j])
+        if state == _OFF:
+            if not V[_S, r0] >= -tol:
+                V[_PKIND, j] = _ON
+                V[_ZD, r0] = 0.0
+                changed += 1
+            continue
+        if state == _ON:
+            if not V[_ZD, r0] >= 0.0:
+                V[_PKIND, j] = _OFF
+                V[_ZD, r0] = 0.0
+                changed += 1
+            continue
+        sn, zn = 0.0, 0.0
+        for i in range(r0 + 1, r1):
+            sn += V[_S, i] * V[_S, i]
+            zn += V[_ZD, i] * V[_ZD, i]
+        if state == _FREE:
+            if not V[_S, r0] - math.sqrt(sn) >= -tol:
+                if not V[_S, r0] > 0.0:
+                    return -1
+                V[_PKIND, j] = _FACE
+                for i in range(r0, r1):
+                    V[_ZD, i] = 0.0
+                changed += 1
+        elif state == _ZERO:
+            if not V[_ZD, r0] >= math.sqrt(zn):
+                return -1
+        elif not V[_S, r0] >= 0.0:
+            return -1
+        elif not V[_ZD, r0] >= 0.0:  # alpha < 0: the slack leaves the face
+            V[_PKIND, j] = _FREE
+            for i in range(r0, r1):
+                V[_ZD, i] = 0.0
+            changed += 1
+    return changed
+
+
+@njit
+def _polish(st, vals, nb, n, h, A, b, z, V, M) -> int:
+    """The active-set polish of a warm start (the point in ``V``'s rows ``x, s, zd, y``):
+    Newton's method on the optimality conditions with each cone's state fixed
+    (:func:`_classify`), the states corrected where the point leaves a cone (at most
+    :data:`POLISH_UPDATES` times: :func:`_update_states`), then the interior-point method's
+    stopping test (:data:`FEAS_TOL`, :data:`GAP_TOL`) with every slack in its cone to
+    ``FEAS_TOL`` and every dual exactly (``alpha >= 0``, an active row's dual ``>= 0``, a zero
+    cone's dual in the cone).  :data:`SOLVED` with ``x`` in ``z`` and the solution in ``V``'s
+    rows, else :data:`NOT_CONVERGED` (a degenerate system, too large a system, states that
+    keep changing); ``V[_INFO, 0]`` counts its Newton systems' residuals less one."""
+    p = A.shape[0]
+    m = _row(st, nb)
+    V[_INFO, 0] = -1.0
+    scales = np.ones(3)
+    for k in range(n):
+        scales[0] = max(scales[0], 1.0 + abs(V[_C, k]))
+    for i in range(p):
+        scales[1] = max(scales[1], 1.0 + abs(b[i]))
+    for i in range(m):
+        scales[2] = max(scales[2], 1.0 + abs(h[i]))
+    tol = FEAS_TOL * scales[2]
+    _classify(st, nb, V)
+    for update in range(POLISH_UPDATES + 1):
+        size = _assign(st, nb, n, p, V)
+        if size > POLISH_MAX or size > M.shape[0] or size > M.shape[1] or size > V.shape[1]:
+            return NOT_CONVERGED
+        for k in range(n):
+            V[_PM, k] = V[_X, k]
+        for i in range(p):
+            V[_PM, n + i] = V[_Y, i]
+        if not _newton(st, vals, nb, n, p, size, h, A, b, V, M, scales):
+            return NOT_CONVERGED
+        changed = _update_states(st, nb, V, tol)
+        if changed == 0:
+            break
+        if changed < 0 or update == POLISH_UPDATES:
+            return NOT_CONVERGED
+    gap, pcost = 0.0, 0.0
+    for i in range(m):
+        gap += V[_S, i] * V[_ZD, i]
+    for k in range(n):
+        pcost += V[_C, k] * V[_X, k]
+    if not abs(gap) <= GAP_TOL * max(1.0, abs(pcost)):
+        return NOT_CONVERGED
+    for k in range(n):
+        z[k] = V[_X, k]
+    return SOLVED
+
+
 @njit
 def solve(st, nb, n, c, h, A, b, z, work) -> int:
     """Minimize ``c^T z`` over ``G z + s = h, s in K, A z = b``: the first ``nb`` blocks of the
@@ -583,21 +953,29 @@ def solve_into(st, nb, n, h, A, b, z, V, M, vals, start) -> int:
     ``start``: empty, or a caller's warm-start record (:func:`start_size`) that carries a
     solution from one solve to the next of a program whose data move little between them (a
     learner's consecutive stages).  A valid record (``start[0] == 1``) starts the method from its
-    point moved :data:`WARM_SHIFT` into the cones' interiors instead of coneqp's start; a warm
+    point, first by the active-set polish (:func:`_polish`), then, if that fails, by the method
+    from that point moved :data:`WARM_SHIFT` into the cones' interiors instead of coneqp's start; a warm
     solve that does not end :data:`SOLVED` is repeated cold, so the status means what it means
     cold, and a solved point is recorded (``start[0] = 0`` otherwise).  The answer is held to
     the same stopping test either way."""
     p = A.shape[0]
     m = _row(st, nb)
+    V[_INFO, 1] = 0.0
     if start.shape[0] > 0:
         status, tried = NOT_CONVERGED, 0.0
         if start[0] == 1.0:
             _load_start(start, n, m, p, V)
-            status = _iterate(st, nb, n, h, A, b, z, V, M, vals, True)
+            status = _polish(st, vals, nb, n, h, A, b, z, V, M)
+            V[_INFO, 1] = 1.0 if status == SOLVED else 0.0
             tried = V[_INFO, 0] + 1.0
+            if status != SOLVED:
+                _load_start(start, n, m, p, V)
+                status = _iterate(st, nb, n, h, A, b, z, V, M, vals, True)
+                tried += V[_INFO, 0] + 1.0
         if status != SOLVED:
             status = _iterate(st, nb, n, h, A, b, z, V, M, vals, False)
-            V[_INFO, 0] += tried
+            tried += V[_INFO, 0] + 1.0
+        V[_INFO, 0] = tried - 1.0
         if status == SOLVED:
             _save_start(start, n, m, p, V)
         else:

@@ -66,6 +66,7 @@ from ..arm_sets.base import ArmSet
 from ..arm_sets.discretization import as_arm_count, default_arm_count, sphere_directions
 from ..arm_sets.kernels.registry import (
     Unmoved,
+    geometry_kernels,
     has_pull_in,
     has_radial_extent,
     has_safe_set_arm,
@@ -241,7 +242,9 @@ class DirectionalStages(NamedTuple):
     over the estimated safe set on the set's geometry
     (:func:`~sege_cvx.arm_sets.kernels.registry.safe_set_arm`: cone sets compiled) rather than
     scanning rays; per run, the fallbacks' ``reasons`` (columns
-    :data:`~sege_cvx.arm_sets.kernels.status.FALLBACK_REASONS`).
+    :data:`~sege_cvx.arm_sets.kernels.status.FALLBACK_REASONS`) and the ``starts`` of that
+    program (:func:`~sege_cvx.arm_sets.kernels.registry.safe_set_start`: its last solution,
+    kept from one stage to the next; empty rows where SafeTS does not solve it).
     """
 
     confidence: ConfidenceState
@@ -263,6 +266,7 @@ class DirectionalStages(NamedTuple):
     refined: np.ndarray
     solves: bool
     reasons: np.ndarray
+    starts: np.ndarray
 
 
 class DirectionalRun(NamedTuple):
@@ -380,7 +384,7 @@ def choose_arm(policy, run, work, i, s, t, arm) -> int:
         sample_parameter(theta_hat, inv, beta, policy.draws[i, s], sampled)
         if policy.solves:  # its program over the estimated safe set, on the set's geometry
             status = safe_set_arm(policy.geometry, sampled, gamma_hat, inv, beta, policy.margin,
-                                  arm, work.safe_set)
+                                  policy.starts[i], arm, work.safe_set)
             return _solved_arm(policy, i, status, sampled, gamma_hat, chol, beta, arm, work.w)
         directional_terms(inv, sampled, policy.dirs_t, terms)
     else:
@@ -660,6 +664,11 @@ class DirectionalPolicy(Policy):
         # solves it (cone sets with compiled=True), else on Clarabel from Python.
         self._solves = self.rule == TS_RULE and not star and has_safe_set_arm(geometry)
         self._geometry = geometry if has_pull_in(geometry) or self._solves else Unmoved()
+        # Each run's start of SafeTS's program (the geometry's: kept between stages).
+        self._starts = np.zeros((self.n_runs, 0))
+        if self._solves:
+            start = geometry_kernels(type(geometry)).safe_set_start(geometry)
+            self._starts = np.tile(start, (self.n_runs, 1))
         self._compiled = star or self._solves or (rays and not isinstance(self._geometry,
                                                                           Unmoved))
         refines = (self.refine and self._compiled and not star and self.rule != TS_RULE
@@ -726,7 +735,7 @@ class DirectionalPolicy(Policy):
             dirs_t=self._dirs_t, unorm=self._unorm, caps=self.caps, margin=self.margin,
             S=self.setting.S, draws=self._draws(n_stages), geometry=self._geometry,
             refine_step=self.refine_step, refined=self._refined, solves=self._solves,
-            reasons=self._fallback_codes)
+            reasons=self._fallback_codes, starts=self._starts)
 
     def select(self) -> np.ndarray:
         """Every run's arm by the policy's rule (the compiled stage of :func:`choose_loop`),

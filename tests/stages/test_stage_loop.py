@@ -288,8 +288,9 @@ def test_the_arms_of_a_stage_are_bound_by_the_geometry_record_class():
                              registry.pull_in, registry.radial_extent,
                              registry.greedy_arm_within, registry.within_scratch,
                              registry.within_start, registry.safe_set_arm,
-                             registry.safe_set_scratch}
+                             registry.safe_set_scratch, registry.safe_set_start}
     assert bindings[registry.safe_set_arm] is registry.no_safe_set_arm
+    assert bindings[registry.safe_set_start] is registry.no_safe_set_start
     # A geometry without a pull-in or an extent along a ray binds the ones that do nothing.
     from sege_cvx.arm_sets.hull.arms import HullGeometry
     hull = registry.arm_bindings(HullGeometry)
@@ -315,6 +316,10 @@ def test_the_arms_of_a_stage_are_bound_by_the_geometry_record_class():
                                         "together"):
         registry.register_geometry(RoundRobinStages, registry.GeometryKernels(
             safe_set_scratch=arms.within_scratch_of))
+    with pytest.raises(TypeError, match="kernels.safe_set and kernels.safe_set_start come "
+                                        "together"):
+        registry.register_geometry(RoundRobinStages, registry.GeometryKernels(
+            safe_set=arms.greedy_within_one, safe_set_scratch=arms.within_scratch_of))
     with pytest.raises(TypeError, match="already has kernels"):
         registry.register_geometry(PolytopeGeometry, registry.GeometryKernels(
             greedy=arms.lcb_one))

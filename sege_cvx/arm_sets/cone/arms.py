@@ -367,7 +367,7 @@ def pull_inside_one(geometry, x, warm, use_lcb, rho) -> bool:
 
 
 @njit
-def safe_set_one(geometry, theta, gamma, inv, beta, margin, out, work) -> int:
+def safe_set_one(geometry, theta, gamma, inv, beta, margin, start, out, work) -> int:
     """The certified best arm for ``theta`` over the estimated safe set (SafeTS's program,
     :mod:`sege_cvx.policies.safe_ts`): ``max theta^T x`` over the set's rows and the bound's
     cone ``<gamma_hat, x> + beta ||L^{-1} x|| <= c'``, ``c' = (1 - SAFE_SET_SLACK) c`` (``inv =
@@ -375,7 +375,9 @@ def safe_set_one(geometry, theta, gamma, inv, beta, margin, out, work) -> int:
     ``(1, 0, ..., 0)``: ``s = (1 - <gamma_hat, x> / c', beta L^{-1} x / c')``.  Its pair in
     slot :data:`GREEDY` of ``work = (pairs, V, M, vals)`` (:func:`safe_set_scratch_of`), the arm
     certified in the set exactly (moved in if needed) into ``out``; the bound is the caller's to
-    check at the point played."""
+    check at the point played.  Warm started from ``start`` (:func:`safe_set_start_of`, the
+    run's previous solution: the sample moves by its own noise from one stage to the next, but
+    that noise shrinks as ``V`` grows, and the active-set polish verifies what it returns)."""
     pairs, V, M, vals = work
     d, n = geometry.dim, geometry.n
     st = geometry.safe_structure
@@ -388,9 +390,8 @@ def safe_set_one(geometry, theta, gamma, inv, beta, margin, out, work) -> int:
         for a in range(d):
             vals[v0 + (1 + i) * d + a] = -(beta * inv[i, a]) / limit
     _greedy_objective(V, theta, n)
-    # Cold: the sample moves by its own noise from one stage to the next.
     status = socp.solve_into(st, j + 1, n, geometry.safe_h, geometry.A, geometry.b,
-                             pairs[GREEDY], V, M, vals, np.empty(0))
+                             pairs[GREEDY], V, M, vals, start)
     return _finish(geometry, status, pairs, GREEDY, V, M, out)
 
 
@@ -502,6 +503,14 @@ def within_scratch_of(geometry, n_cuts):
 
 
 @njit(inline="always")
+def safe_set_start_of(geometry):
+    """:func:`safe_set_one`'s empty warm-start record (:func:`~sege_cvx.conic.socp.solve_into`'s
+    ``start``)."""
+    st = geometry.safe_structure
+    return np.zeros(1 + geometry.n + 2 * socp._row(st, st[0]) + geometry.A.shape[0])
+
+
+@njit(inline="always")
 def safe_set_scratch_of(geometry):
     """:func:`safe_set_one`'s scratch: the pairs, the solver's ``V`` and ``M``, and a copy of
     the blocks' values (the bound's block rewritten per solve)."""
@@ -519,6 +528,7 @@ def _all(geometry, thetas, chols, radii, warm, lcb, warm_started) -> tuple:
     pairs = np.full((n_rows, geometry.n), np.nan)
     status = np.empty(n_rows, dtype=np.int64)
     iterations = np.empty(n_rows, dtype=np.int64)
+    polished = np.zeros(n_rows, dtype=np.bool_)
     for i in range(n_rows):
         if not warm_started:
             warm[0][GREEDY_START, 0] = 0.0
@@ -528,11 +538,12 @@ def _all(geometry, thetas, chols, radii, warm, lcb, warm_started) -> tuple:
         else:
             status[i] = greedy_one(geometry, thetas[i], warm, arms[i])
         iterations[i] = socp.iterations(warm[1])
+        polished[i] = socp.polished(warm[1])
         if status[i] == VERIFIED:
             pairs[i] = warm[0][LCB if lcb else GREEDY, :geometry.n]
         else:
             arms[i] = np.nan
-    return arms, pairs, status, iterations
+    return arms, pairs, status, iterations, polished
 
 
 @njit
@@ -567,13 +578,15 @@ def _certify_all(geometry, pairs) -> np.ndarray:
 class ConeSolves(NamedTuple):
     """Compiled solves of a batch of programs (:meth:`ConeArms.greedy_all`,
     :meth:`ConeArms.lcb_all`): per row the certified arm (NaN where none), its pair ``(x, u)``
-    (NaN where none), the status code (:mod:`~sege_cvx.arm_sets.kernels.status`) and the
-    interior-point iterations the solve took."""
+    (NaN where none), the status code (:mod:`~sege_cvx.arm_sets.kernels.status`), the
+    iterations the solve took (:func:`~sege_cvx.conic.socp.iterations`) and whether the
+    active-set polish of its warm start solved it (:func:`~sege_cvx.conic.socp.polished`)."""
 
     arms: np.ndarray
     pairs: np.ndarray
     codes: np.ndarray
     iterations: np.ndarray
+    polished: np.ndarray
 
 
 class ConeArms:
@@ -966,8 +979,8 @@ def _stage_pull_inside(geometry, x, warm, use_lcb, rho, g, safe, offset, trial):
 
 
 @njit(inline="always")
-def _stage_safe_set(geometry, theta, gamma, inv, beta, margin, out, work):
-    return safe_set_one(geometry, theta, gamma, inv, beta, margin, out, work)
+def _stage_safe_set(geometry, theta, gamma, inv, beta, margin, start, out, work):
+    return safe_set_one(geometry, theta, gamma, inv, beta, margin, start, out, work)
 
 
 @njit(inline="always")
@@ -983,4 +996,5 @@ def _stage_within(geometry, theta, cuts, limit, start, out, work):
 register_geometry(ConeGeometry, GeometryKernels(
     greedy=_stage_greedy, lcb=_stage_lcb, pull_in=_stage_pull_in, pull_inside=_stage_pull_inside,
     within=_stage_within, within_scratch=within_scratch_of, within_start=within_start_of,
-    safe_set=_stage_safe_set, safe_set_scratch=safe_set_scratch_of))
+    safe_set=_stage_safe_set, safe_set_scratch=safe_set_scratch_of,
+    safe_set_start=safe_set_start_of))

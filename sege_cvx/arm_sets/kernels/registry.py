@@ -116,17 +116,24 @@ def within_start(geometry, n_cuts):
     raise NotImplementedError(_UNBOUND)
 
 
-def safe_set_arm(geometry, theta, gamma, inv, beta, margin, out, work) -> int:
+def safe_set_arm(geometry, theta, gamma, inv, beta, margin, start, out, work) -> int:
     """The best arm for ``theta`` over the set's part where ``<gamma, x> + beta ||L^{-1} x|| <=
     margin`` (``inv = L^{-1}``): SafeTS's program over the estimated safe set
-    (:mod:`sege_cvx.policies.safe_ts`), solved compiled into ``out``; returns its status.
-    :data:`~.status.VERIFIED`: the arm lies in the set exactly; its bound is the caller's to
-    check at the point it plays.  ``work``: :func:`safe_set_scratch`."""
+    (:mod:`sege_cvx.policies.safe_ts`), solved compiled into ``out`` from ``start`` (the
+    program's :func:`safe_set_start`, kept by the caller per run from one stage to the next);
+    returns its status.  :data:`~.status.VERIFIED`: the arm lies in the set exactly; its bound
+    is the caller's to check at the point it plays.  ``work``: :func:`safe_set_scratch`."""
     raise NotImplementedError(_UNBOUND)
 
 
 def safe_set_scratch(geometry):
     """The scratch of :func:`safe_set_arm` (a tuple of arrays)."""
+    raise NotImplementedError(_UNBOUND)
+
+
+def safe_set_start(geometry):
+    """A fresh ``start`` of :func:`safe_set_arm`'s program, a 1-D array the caller keeps per run
+    (a cone set's: an empty warm-start record, :func:`~sege_cvx.conic.socp.solve_into`)."""
     raise NotImplementedError(_UNBOUND)
 
 
@@ -138,9 +145,15 @@ def no_pull_in(geometry, x, offset, trial) -> bool:
 
 
 @njit(inline="always")
-def no_safe_set_arm(geometry, theta, gamma, inv, beta, margin, out, work) -> int:
+def no_safe_set_arm(geometry, theta, gamma, inv, beta, margin, start, out, work) -> int:
     """:func:`safe_set_arm` of a geometry that registers none: nothing solved."""
     return NOT_CERTIFIED
+
+
+@njit(inline="always")
+def no_safe_set_start(geometry):
+    """:func:`safe_set_start` of a geometry that registers none."""
+    return np.empty(0)
 
 
 @njit(inline="always")
@@ -188,10 +201,11 @@ class GeometryKernels(NamedTuple):
         For :func:`greedy_arm_within`, its scratch, :func:`within_scratch`, and its programs'
         starts, :func:`within_start`: the greedy arm over the set cut by half-spaces (all or
         none; without them Safe-LUCB solves its programs on Clarabel).
-    safe_set, safe_set_scratch : callable or None
-        For :func:`safe_set_arm` and its scratch, :func:`safe_set_scratch`: SafeTS's program
-        over the estimated safe set (both or neither; None binds :func:`no_safe_set_arm` and
-        :func:`no_safe_set_scratch`: SafeTS then solves it on Clarabel).
+    safe_set, safe_set_scratch, safe_set_start : callable or None
+        For :func:`safe_set_arm`, its scratch, :func:`safe_set_scratch`, and its program's
+        start, :func:`safe_set_start`: SafeTS's program over the estimated safe set (all or
+        none; None binds :func:`no_safe_set_arm`, :func:`no_safe_set_scratch` and
+        :func:`no_safe_set_start`: SafeTS then solves it on Clarabel).
     """
 
     greedy: Callable | None = None
@@ -204,6 +218,7 @@ class GeometryKernels(NamedTuple):
     within_start: Callable | None = None
     safe_set: Callable | None = None
     safe_set_scratch: Callable | None = None
+    safe_set_start: Callable | None = None
 
 
 #: The placeholder each field of :class:`GeometryKernels` binds.
@@ -211,7 +226,8 @@ _PLACEHOLDERS = {"greedy": greedy_arm, "lcb": lcb_arm, "pull_in": pull_in,
                  "pull_inside": pull_inside, "radial": radial_extent,
                  "within": greedy_arm_within, "within_scratch": within_scratch,
                  "within_start": within_start,
-                 "safe_set": safe_set_arm, "safe_set_scratch": safe_set_scratch}
+                 "safe_set": safe_set_arm, "safe_set_scratch": safe_set_scratch,
+                 "safe_set_start": safe_set_start}
 _GEOMETRIES: dict[type, GeometryKernels] = {}
 
 
@@ -237,7 +253,7 @@ def register_geometry(record: type, kernels: GeometryKernels) -> None:
         raise TypeError(f"kernels must be a GeometryKernels with at least one function, got "
                         f"{kernels!r}")
     for a, b in (("within", "within_scratch"), ("within", "within_start"),
-                 ("safe_set", "safe_set_scratch")):
+                 ("safe_set", "safe_set_scratch"), ("safe_set", "safe_set_start")):
         if (getattr(kernels, a) is None) != (getattr(kernels, b) is None):
             raise TypeError(f"kernels.{a} and kernels.{b} come together, got "
                             f"{getattr(kernels, a)!r} and {getattr(kernels, b)!r}")
@@ -283,7 +299,8 @@ def has_safe_set_arm(geometry: object) -> bool:
 def arm_bindings(record: type) -> dict[Callable, Callable]:
     """The functions a compiled stage on geometry records of class ``record`` calls in place of
     the placeholders: the geometry's, and for those it lacks :func:`no_pull_in`,
-    :func:`no_radial_extent`, :func:`no_safe_set_arm` and :func:`no_safe_set_scratch` (a stage
+    :func:`no_radial_extent`, :func:`no_safe_set_arm`, :func:`no_safe_set_scratch` and
+    :func:`no_safe_set_start` (a stage
     asks :func:`has_pull_in`, :func:`has_radial_extent`, :func:`has_safe_set_arm` first; the
     others, SEGE's and Safe-LUCB's, are not bound where the geometry lacks them).
 
@@ -299,7 +316,8 @@ def arm_bindings(record: type) -> dict[Callable, Callable]:
                         f"{getattr(record, '__name__', record)!r} (registered: {known})")
     row = row._replace(pull_in=row.pull_in or no_pull_in, radial=row.radial or no_radial_extent,
                        safe_set=row.safe_set or no_safe_set_arm,
-                       safe_set_scratch=row.safe_set_scratch or no_safe_set_scratch)
+                       safe_set_scratch=row.safe_set_scratch or no_safe_set_scratch,
+                       safe_set_start=row.safe_set_start or no_safe_set_start)
     return {_PLACEHOLDERS[field]: function for field, function in row._asdict().items()
             if function is not None}
 
