@@ -359,32 +359,71 @@ def layout_problems(fig) -> list[str]:
 
 
 class LineStyles:
-    """One colour and line style per legend label, the same in every panel and figure.
+    """One colour, line style and marker per legend label, the same in every panel and figure,
+    and no two labels alike.
 
     An algorithm's first label gets its registered colour (``preferred``); its other labels,
     and algorithms without one, get colours no algorithm is registered with; an algorithm's
     k-th label gets the k-th line style, so that two settings with the same curve (a parameter
-    that changes nothing) both show.
+    that changes nothing) both show.  Once every colour is drawn, a label gets the first
+    (colour, line style) no label has, its algorithm's k-th line style first; once each of
+    those is drawn too, a marker as well (:data:`MARKERS`): 192 labels are told apart.
     """
 
     PALETTE = ("tab:orange", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan",
                "tab:blue", "tab:green")  # no red, gray or black: the reference lines'
     LINESTYLES = ("-", "--", "-.", ":")
+    #: Markers ("": none) that tell lines apart when colours and line styles are all drawn.
+    MARKERS = ("", "o", "s", "^", "v", "D")
 
     def __init__(self, preferred: dict[str, str], algorithms):
         self.preferred = {a: preferred[a] for a in algorithms if a in preferred}
-        self.given: dict[str, tuple[str, str]] = {}
+        self.given: dict[str, tuple[str, str, str]] = {}
         self.count: dict[str, int] = {}
 
-    def __call__(self, label: str, algorithm: str) -> tuple[str, str]:
+    def __call__(self, label: str, algorithm: str) -> tuple[str, str, str]:
+        """The ``(colour, linestyle, marker)`` of ``label``, a line of ``algorithm``.
+
+        Parameters
+        ----------
+        label : str
+            The line's legend label: the same label, the same style.
+        algorithm : str
+            The algorithm it draws (its registered colour, and its count of labels).
+
+        Returns
+        -------
+        tuple of str
+            A matplotlib colour, line style and marker (``""``: none); no other label of
+            this object has the same three, up to 192 labels.
+        """
         if label not in self.given:
-            used = {color for color, _ in self.given.values()}
-            want = self.preferred.get(algorithm)
-            if want is not None and want not in used:
-                color = want
-            else:
-                free = [c for c in self.PALETTE if c not in used and c not in self.preferred.values()]
-                color = free[0] if free else self.PALETTE[len(self.given) % len(self.PALETTE)]
             k = self.count[algorithm] = self.count.get(algorithm, -1) + 1
-            self.given[label] = color, self.LINESTYLES[k % len(self.LINESTYLES)]
+            self.given[label] = self._new(algorithm, k)
         return self.given[label]
+
+    def _new(self, algorithm: str, k: int) -> tuple[str, str, str]:
+        used = set(self.given.values())
+        colors = {color for color, _, _ in used}
+        n = len(self.LINESTYLES)
+        style = self.LINESTYLES[k % n]
+        want = self.preferred.get(algorithm)
+        if want is not None and want not in colors:
+            return want, style, ""
+        registered = set(self.preferred.values())
+        free = [c for c in self.PALETTE if c not in colors and c not in registered]
+        if free:
+            return free[0], style, ""
+        # Every colour drawn: cycling through them gave two labels the same colour and style
+        # (8 colours, 4 styles) as soon as a panel held more than 8 lines.  Registered colours
+        # last, so that an algorithm's colour keeps pointing at it as long as it can.
+        palette = [c for c in self.PALETTE if c not in registered] + [
+            c for c in self.PALETTE if c in registered] + [
+            c for c in registered if c not in self.PALETTE]
+        styles = self.LINESTYLES[k % n:] + self.LINESTYLES[:k % n]
+        for marker in self.MARKERS:
+            for linestyle in styles:
+                for color in palette:
+                    if (color, linestyle, marker) not in used:
+                        return color, linestyle, marker
+        return palette[len(self.given) % len(palette)], style, ""  # past 192 labels: repeats

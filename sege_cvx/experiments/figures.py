@@ -57,12 +57,15 @@ def curve_rows(source):
 
 
 def draw_curve(ax, t, mean, limits, color, *, linestyle: str = "-", label: str = "",
-               band_label: str | None = None):
+               band_label: str | None = None, marker: str = ""):
     """One curve on ``ax``: the ``mean`` against the stages ``t`` and, unless ``limits`` is None,
     the band ``limits = (low, high)`` as a light fill with a solid edge (where bands overlap,
     each one's edges still show where it runs; blended fills alone make colours no legend has).
+    ``marker`` (``""``: none) marks the line every tenth of the axes' width or so, for a panel
+    of more lines than colours and line styles tell apart (:class:`~._plotting.LineStyles`).
     Returns the legend handle: the line, or ``(band, line)``."""
-    (line,) = ax.plot(t, mean, color=color, linestyle=linestyle, linewidth=1.2, label=label)
+    (line,) = ax.plot(t, mean, color=color, linestyle=linestyle, linewidth=1.2, label=label,
+                      marker=marker or None, markevery=0.1, markersize=3.5)
     if limits is None:
         return line
     from matplotlib.colors import to_rgba
@@ -74,14 +77,15 @@ def draw_curve(ax, t, mean, limits, color, *, linestyle: str = "-", label: str =
 
 
 def draw_cell(ax, rows, kind: str, band: str | None, color, *, linestyle: str = "-",
-              label: str = "", band_label: str | None = None):
+              label: str = "", band_label: str | None = None, marker: str = ""):
     """:func:`draw_curve` of one cell's curve rows (:func:`curve_rows`): the mean of ``kind``
     (``"regret"`` or ``"reward"``) over its runs and the ``band`` (:mod:`.bands`; labelled
     ``band_label``, default ``"<label> band: <the band's name>"``)."""
     runs = int(np.asarray(rows["runs"])[0])
     return draw_curve(ax, np.asarray(rows["t"]), np.asarray(rows[f"{kind}_mean"]),
                       band_limits(rows, kind, band, runs), color, linestyle=linestyle,
-                      label=label, band_label=band_label or f"{label} band: {BAND_NAMES[band]}")
+                      label=label, band_label=band_label or f"{label} band: {BAND_NAMES[band]}",
+                      marker=marker)
 
 
 def reward_figure(result, threshold: float, optimal: float, color: str | None, label: str,

@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from sege_cvx.experiments import figures, run_study  # noqa: E402
-from sege_cvx.experiments._plotting import layout_problems  # noqa: E402
+from sege_cvx.experiments._plotting import LineStyles, layout_problems  # noqa: E402
 from sege_cvx.experiments.bands import band_limits  # noqa: E402
 from sege_cvx.experiments.sweeps.run import run_sweep  # noqa: E402
 
@@ -153,6 +153,41 @@ def test_long_import_paths_are_wrapped_not_cut(long_sweep, kind, by):
     for path in LONG_PATHS:  # nothing of a label left out
         assert any(joined(path) in joined(t) for t in texts), (path, texts)
     assert any("\n" in t for t in texts), texts  # wrapped, not shrunk
+
+
+def line_style(line):
+    """What tells a line apart from another: its colour, line style and marker."""
+    return (matplotlib.colors.to_hex(line.get_color()), line.get_linestyle(), line.get_marker())
+
+
+@pytest.mark.parametrize("algorithms", [["A"], ["SEGE", "A", "B"], ["SEGE", "CLUCB", "ROFUL"]])
+def test_thirty_lines_get_thirty_styles(algorithms):
+    # Registered colours for SEGE, CLUCB and ROFUL; an algorithm's labels take turns.
+    styles = LineStyles({"SEGE": "tab:blue", "CLUCB": "tab:green", "ROFUL": "tab:purple"},
+                        algorithms)
+    given = [styles(f"{algorithms[k % len(algorithms)]} x={k}", algorithms[k % len(algorithms)])
+             for k in range(40)]
+    assert len(set(given)) == len(given), given
+    assert styles(f"{algorithms[0]} x=0", algorithms[0]) == given[0]  # asked again: the same
+    if algorithms[0] == "SEGE":  # its first label in its registered colour, a solid line
+        assert given[0][:2] == ("tab:blue", "-")
+
+
+def test_a_panel_of_twelve_cells_draws_twelve_distinct_lines(tmp_path, monkeypatch):
+    (tmp_path / f"{MODULE}_twelve.py").write_text(POLICIES.replace('"Shrunk"', '"Twelve"'))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = {"seed": 0, "runs": 1, "horizon": 5, "problems": [{"name": "paper"}],
+            "algorithms": [{"name": f"{MODULE}_twelve:Shrunk",
+                            "grid": {"eps": [k / 20 for k in range(12)]}}]}
+    results = run_sweep(spec, tmp_path / "out", workers=1, progress=False)
+    for kind in ("regret", "reward"):
+        fig = getattr(results, f"plot_{kind}")(band=None)
+        lines = [line for line in fig.axes[0].get_lines() if line.get_label().startswith("Tw")]
+        assert len(lines) == 12
+        assert len({line_style(line) for line in lines}) == 12, [line_style(x) for x in lines]
+        legend = fig.axes[0].get_legend() or fig.legends[0]
+        assert len({line_style(h) for h in legend.legend_handles[:12]}) == 12
+        assert layout_problems(fig) == []
 
 
 def test_the_default_band_is_quantiles_for_two_cells_and_intervals_for_more(sweep):

@@ -434,9 +434,9 @@ class SweepResults:
         for ax_, title, (_, cells, (refs, _)) in zip(axes, titles, contents, strict=True):
             handles, labels = [], []
             for label, algorithm, rows in cells:
-                color, linestyle = styles(label, algorithm)
+                color, linestyle, marker = styles(label, algorithm)
                 handles.append(draw_cell(ax_, rows, kind, band, color, linestyle=linestyle,
-                                         label=label))
+                                         label=label, marker=marker))
                 labels.append(wrapped[label])
             for value, name, style in refs:
                 label = ref_label(name, value)
