@@ -6,6 +6,7 @@ reports its own decision columns; a changed policy never mixes with its old shar
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -462,6 +463,74 @@ def test_a_policy_module_that_fails_to_import_is_one_line(tmp_path, monkeypatch)
         sc.policy_class("raising_policy:P")
     with pytest.raises(TypeError, match="must name a subclass of sege_cvx.Policy, got <class 'dict'>"):
         paper_problem().policy(dict, 1)
+
+
+MISSING_PACKAGE = "sege_cvx_test_no_such_package"
+NEEDY_POLICY = """\
+import numpy as np
+import {imports}  # noqa: F401
+import sege_cvx as sc
+
+
+class MyPolicy(sc.Policy):
+    decision_names = ("baseline",)
+
+    def select(self):
+        self.last_decision[:] = 0
+        return np.tile(self.setting.safe_arm, (self.n_runs, 1))
+
+    def observe(self, arms, rewards, constraint_values):
+        pass
+"""
+
+
+def test_a_policy_module_that_imports_a_package_not_installed_says_to_install_it(
+        tmp_path, monkeypatch):
+    # The user's module is found, beside the spec in the folder they run from: the package it
+    # imports is what is missing, and "run from the folder that holds it" would mislead.
+    (tmp_path / "needy_policy.py").write_text(NEEDY_POLICY.format(imports=MISSING_PACKAGE))
+    (tmp_path / "needy_helper.py").write_text(f"import {MISSING_PACKAGE}.linalg  # noqa: F401\n")
+    (tmp_path / "needy_through.py").write_text(NEEDY_POLICY.format(imports="needy_helper"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    install = (rf"which is not installed in this Python \({re.escape(sys.executable)}\): install "
+               rf"it \(pip install {MISSING_PACKAGE}, if that is its package's name\)$")
+    with pytest.raises(ImportError, match=r"^policy 'needy_policy:MyPolicy' cannot be loaded: "
+                                          rf"its module 'needy_policy' imports '{MISSING_PACKAGE}', "
+                                          + install):
+        sc.policy_class("needy_policy:MyPolicy")
+    # Imported by a module the policy's module imports: both named.
+    with pytest.raises(ImportError, match=r"^policy 'needy_through:MyPolicy' cannot be loaded: "
+                                          r"its module 'needy_through' imports 'needy_helper', "
+                                          rf"which imports '{MISSING_PACKAGE}', " + install):
+        sc.policy_class("needy_through:MyPolicy")
+    # A submodule an installed package lacks: not "install it".
+    (tmp_path / "needy_sub.py").write_text(NEEDY_POLICY.format(imports="numpy.no_such_sub"))
+    with pytest.raises(ImportError, match=r"^policy 'needy_sub:MyPolicy' cannot be loaded: its "
+                                          r"module 'needy_sub' imports 'numpy.no_such_sub', "
+                                          r"which 'numpy' \(found in this Python\) does not have$"):
+        sc.policy_class("needy_sub:MyPolicy")
+    spec = {"seed": 0, "runs": 2, "horizon": 10, "problems": [{"factory": "needy_policy:make"}],
+            "algorithms": [{"name": "SEGE"}]}
+    with pytest.raises(SpecError, match=r"problem factory 'needy_policy:make' cannot be loaded: "
+                                        rf"its module 'needy_policy' imports '{MISSING_PACKAGE}', "
+                                        + install):
+        run_sweep(spec, tmp_path / "out", workers=1, progress=False)
+    spec = {"seed": 0, "runs": 2, "horizon": 10, "problems": [{"name": "paper"}],
+            "algorithms": [{"name": "needy_policy:MyPolicy"}]}
+    with pytest.raises(SpecError, match=r"^algorithms\[0\]: policy 'needy_policy:MyPolicy' cannot "
+                                        rf"be loaded: its module 'needy_policy' imports "
+                                        rf"'{MISSING_PACKAGE}', " + install):
+        run_sweep(spec, tmp_path / "out", workers=1, progress=False)
+    assert not (tmp_path / "out").exists()
+    # The policy's module itself not on the import path: where to run from, as before.
+    spec["algorithms"] = [{"name": "not_here_policy:MyPolicy"}]
+    with pytest.raises(SpecError, match=r"^algorithms\[0\]: policy 'not_here_policy:MyPolicy' "
+                                        r"cannot be loaded: no module named 'not_here_policy' on "
+                                        r"the import path: run from the folder that holds "
+                                        r"not_here_policy.py \(or the package not_here_policy/\)"):
+        run_sweep(spec, tmp_path / "out", workers=1, progress=False)
+    assert not (tmp_path / "out").exists()
 
 
 def test_names_that_share_a_file_stem_are_refused_in_a_study(monkeypatch):
