@@ -574,6 +574,71 @@ def test_a_policy_registered_in_a_script_runs_on_spawned_workers(tmp_path):
     assert 20 <= int(wanders) <= 100 and path == "__main__:Wanderer"
 
 
+FILELESS_MAIN = """\
+import sys
+import numpy as np
+import sege_cvx as sc
+from sege_cvx.experiments import SpecError
+
+
+class Mine(sc.Policy):
+    decision_names = ("baseline",)
+
+    def select(self):
+        self.last_decision[:] = 0
+        return np.tile(self.setting.safe_arm, (self.n_runs, 1))
+
+    def observe(self, arms, rewards, constraint_values):
+        pass
+
+
+def make():
+    return sc.paper_problem()
+
+
+sc.register_policy("Mine", Mine)
+spec = {"seed": 1, "runs": 4, "horizon": 5, "problems": [{"name": "paper"}],
+        "algorithms": [{"name": "Mine"}]}
+factory = {**spec, "problems": [{"factory": "__main__:make"}], "algorithms": [{"name": "SEGE"}]}
+for refused in (spec, factory):
+    try:
+        sc.run_sweep(refused, sys.argv[1], workers=2, shard_runs=2, progress=False)
+    except SpecError as exc:
+        print(exc)
+print(sc.run_sweep(spec, sys.argv[2], workers=1, progress=False).runs.shape[0])
+"""
+
+
+def test_a_policy_of_a_main_without_a_file_is_refused_before_workers_start(tmp_path):
+    # python -c (or an interactive session, a notebook): spawned workers import the script's
+    # __main__ from its file, and this one has none.  Refused before anything is written.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (os.environ.get("PYTHONPATH"), str(Path(sc.__file__).parents[1])) if p)}
+    run = subprocess.run([sys.executable, "-c", FILELESS_MAIN, str(tmp_path / "two"),
+                          str(tmp_path / "one")], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    policy, factory, runs = run.stdout.strip().splitlines()
+    fix = ("which has no file (python -c, an interactive session or a notebook): the 2 worker "
+           "processes cannot import it; define it in a module file and import it from there, "
+           "or run with workers=1")
+    assert policy == f"policy 'Mine' is class Mine of __main__, {fix}"
+    assert factory == f"problem factory '__main__:make' is make of __main__, {fix}"
+    assert not (tmp_path / "two").exists()
+    assert runs == "4"  # in this process, it runs
+    # Read from standard input: the workers would run '<stdin>' again, and die at their start
+    # (whatever the policies).
+    run = subprocess.run([sys.executable, "-", str(tmp_path / "two"), str(tmp_path / "one")],
+                         input=FILELESS_MAIN, cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().splitlines()[:2] == [
+        "this program's __main__ was read from '<stdin>', not a file, and the 2 worker processes "
+        "start by running it again: save the program in a file and run that, or run with "
+        "workers=1"] * 2
+    assert not (tmp_path / "two").exists()
+
+
 def test_the_command_line_takes_policies_by_import_path(user_policy, tmp_path, capsys):
     from sege_cvx.cli import main
 
