@@ -496,8 +496,8 @@ def test_a_policy_module_that_imports_a_package_not_installed_says_to_install_it
     install = (rf"which is not installed in this Python \({re.escape(sys.executable)}\): install "
                rf"it \(pip install {MISSING_PACKAGE}, if that is its package's name\)$")
     with pytest.raises(ImportError, match=r"^policy 'needy_policy:MyPolicy' cannot be loaded: "
-                                          rf"its module 'needy_policy' imports '{MISSING_PACKAGE}', "
-                                          + install):
+                                          r"its module 'needy_policy' imports "
+                                          rf"'{MISSING_PACKAGE}', " + install):
         sc.policy_class("needy_policy:MyPolicy")
     # Imported by a module the policy's module imports: both named.
     with pytest.raises(ImportError, match=r"^policy 'needy_through:MyPolicy' cannot be loaded: "
