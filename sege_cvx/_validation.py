@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 
 import numpy as np
 
@@ -29,16 +30,65 @@ def format_value(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def import_failure(exc: ImportError | AttributeError) -> str:
-    """An import's failure in one line; where the module is not on the import path, what to put
-    there (a spec's or script's folder is not on it when Python runs from elsewhere)."""
+def import_failure(exc: ImportError | AttributeError, module: str | None = None) -> str:
+    """An import's failure in one line, saying what to do about it.
+
+    Parameters
+    ----------
+    exc : ImportError or AttributeError
+        What importing ``module`` (or getting a name from it) raised.
+    module : str, optional
+        The module the user named (``"mypol"`` of ``"mypol:MyPolicy"``).
+
+    Returns
+    -------
+    str
+        Where ``module`` itself (or a package holding it) is not on the import path: what to
+        put there (a spec's or script's folder is not on it when Python runs from elsewhere).
+        Where ``module`` was found but imports a module that is missing: which module imported
+        what, and that it is not installed in this Python (to install it), or not in a package
+        that is.  Otherwise ``exc``'s message.
+    """
     missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
     if not missing:
         return str(exc)
     top = missing.split(".")[0]
-    return (f"no module named {missing!r} on the import path: run from the folder that holds "
-            f"{top}.py (or the package {top}/), or add that folder to PYTHONPATH (sys.path in "
-            "Python)")
+    if module is None or module == missing or module.startswith(missing + "."):
+        return (f"no module named {missing!r} on the import path: run from the folder that "
+                f"holds {top}.py (or the package {top}/), or add that folder to PYTHONPATH "
+                "(sys.path in Python)")
+    # The user's module was found and ran: advice on where to run from would be wrong.
+    importer = _importer(exc)
+    chain = f"its module {module!r} imports " + (
+        f"{importer!r}, which imports " if importer not in (None, module) else "")
+    if top != missing and _findable(top):  # a package that is there lacks the submodule
+        return f"{chain}{missing!r}, which {top!r} (found in this Python) does not have"
+    return (f"{chain}{missing!r}, which is not installed in this Python ({sys.executable}): "
+            f"install it (pip install {top}, if that is its package's name)")
+
+
+def _importer(exc: BaseException) -> str | None:
+    """The module whose code raised ``exc`` (an import statement's module): the innermost
+    frame of its traceback outside importlib's own."""
+    name = None
+    tb = exc.__traceback__
+    while tb is not None:
+        frame_module = tb.tb_frame.f_globals.get("__name__")
+        if isinstance(frame_module, str) and not frame_module.startswith(
+                ("importlib", "_frozen_importlib")):
+            name = frame_module
+        tb = tb.tb_next
+    return name
+
+
+def _findable(name: str) -> bool:
+    """Whether the top-level module ``name`` is on the import path (not importing it)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _first_not_finite(name: str, arr: np.ndarray) -> str:

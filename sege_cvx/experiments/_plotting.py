@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import io
 import math
+import re
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +21,12 @@ if TYPE_CHECKING:
 
 #: Legend entries per row under an axes, and the height of one row (inches, fontsize 7).
 LEGEND_COLUMNS, LEGEND_ROW = 2, 0.16
+#: The height each second or later line of a wrapped legend label adds (inches, fontsize 7:
+#: measured, 0.142 with matplotlib's default font).
+LEGEND_LINE = 0.145
+#: A legend entry's width besides its label's text (in font sizes): its handle, the space after
+#: it and the legend's border.
+LEGEND_ENTRY_ROOM = 3.5
 #: A panel's axes (inches) and the room under it for the x tick labels and label (inches).
 PANEL, XLABEL_ROOM = (4.3, 3.0), 0.5
 #: Where :func:`legend_below` puts a legend under a panel of :func:`panel_axes` (axes fraction).
@@ -44,17 +52,58 @@ def save_figure(fig, out: Path | Directory, name: str) -> list[Path]:
     return paths
 
 
-def single_axes(figsize=(5.2, 3.8), bottom=0.226, top=0.9, legend_rows=2):
+#: The height of each line of a title after its second (inches, fontsize 9, as
+#: :func:`title_lines` draws a title of more than one line).
+TITLE_LINE = 0.19
+
+
+def single_axes(figsize=(5.2, 3.8), bottom=0.226, top=0.9, legend_rows=2, title_lines=1):
     """A figure with room below the axes for the x label and a legend of ``legend_rows`` rows,
     and none to spare (the default: axes 2.56 in high, 0.86 in below them for two rows; each
-    row more makes the figure :data:`LEGEND_ROW` taller): fixed margins, because a computed
-    layout (bbox_inches="tight", tight or constrained layout) draws every figure once more."""
+    row more makes the figure :data:`LEGEND_ROW` taller), and above them for a title of
+    ``title_lines`` lines (two fit; each line more makes the figure :data:`TITLE_LINE`
+    taller): fixed margins, because a computed layout (bbox_inches="tight", tight or
+    constrained layout) draws every figure once more."""
     width, height = figsize
     extra = max(legend_rows - 2, 0) * LEGEND_ROW
-    fig, ax = plt.subplots(figsize=(width, height + extra))
-    fig.subplots_adjust(left=0.15, right=0.97, bottom=(bottom * height + extra) / (height + extra),
-                        top=1.0 - (1.0 - top) * height / (height + extra))
+    taller = max(title_lines - 2, 0) * TITLE_LINE
+    above, total = (1.0 - top) * height + taller, height + extra + taller
+    fig, ax = plt.subplots(figsize=(width, total))
+    fig.subplots_adjust(left=0.15, right=0.97, bottom=(bottom * height + extra) / total,
+                        top=1.0 - above / total)
     return fig, ax
+
+
+def title_lines(head: str, tail: str, width: float, fontsize=None) -> tuple[str, float | str]:
+    """A title that fits its axes' width, and its font size.
+
+    Parameters
+    ----------
+    head, tail : str
+        The title is ``head tail``; ``head`` may be long (a policy's import path), ``tail``
+        is short.
+    width : float
+        The widest a line may be, in inches.
+    fontsize : float or str, optional
+        The size wanted (default matplotlib's for a title).
+
+    Returns
+    -------
+    title : str
+        ``head tail`` on one line where it fits at ``fontsize`` (``tail`` alone without
+        ``head``); else ``head`` wrapped to ``width`` (:func:`wrap_text`) and ``tail`` on a
+        line of its own.
+    fontsize : float or str
+        ``fontsize`` for one line; 9 for more.
+    """
+    from matplotlib.font_manager import FontProperties
+
+    fontsize = fontsize or plt.rcParams["axes.titlesize"]
+    points = FontProperties(size=fontsize).get_size_in_points()  # "large" in points
+    text = f"{head} {tail}" if head else tail
+    if not head or text_width(text, points) <= width:
+        return text, fontsize
+    return f"{wrap_text(head, width, 9)}\n{tail}", 9
 
 
 def panel_axes(n: int, legend_rows: int, title_lines: int = 1, suptitle: bool = True,
@@ -106,18 +155,143 @@ def legend_below(ax, handles=None, labels=None, offset=-0.17, ncol: int = LEGEND
               ncol=ncol, frameon=False)
 
 
-def legend_columns(labels, width: float, fontsize: float = 7.0) -> int:
-    """Entries per row for a legend of ``labels`` in ``width`` inches: :data:`LEGEND_COLUMNS`
-    if they fit side by side, else one (a long label, an import path with two grid values, is
-    cut at the canvas's edge otherwise).  Text widths from the font's glyph outlines
-    (:class:`matplotlib.textpath.TextPath`), with the legend's handle and spacing (about 3.5 em
-    an entry)."""
+def text_width(text: str, fontsize: float) -> float:
+    """The width of ``text``'s widest line, from the font's glyph outlines
+    (:class:`matplotlib.textpath.TextPath`): no figure is drawn.
+
+    Parameters
+    ----------
+    text : str
+        The text; lines separated by ``"\\n"``.
+    fontsize : float
+        Its size in points.
+
+    Returns
+    -------
+    float
+        Inches.
+    """
     from matplotlib.textpath import TextPath
 
-    widest = max((TextPath((0, 0), str(label), size=fontsize).get_extents().width
-                  for label in labels), default=0.0)
-    entry = (widest + 3.5 * fontsize) / 72.0
+    return max((TextPath((0, 0), line, size=fontsize).get_extents().width / 72.0
+                for line in str(text).split("\n") if line), default=0.0)
+
+
+def legend_columns(labels, width: float, fontsize: float = 7.0) -> int:
+    """Entries per row for a legend of ``labels`` in ``width`` inches: :data:`LEGEND_COLUMNS`
+    if they fit side by side, else one (whose labels :func:`legend_labels` wraps to the
+    width).  Text widths as :func:`text_width` measures them, with the legend's handle and
+    spacing (:data:`LEGEND_ENTRY_ROOM` font sizes an entry)."""
+    widest = max((text_width(label, fontsize) for label in labels), default=0.0)
+    entry = widest + LEGEND_ENTRY_ROOM * fontsize / 72.0
     return LEGEND_COLUMNS if LEGEND_COLUMNS * entry <= width else 1
+
+
+class _Breaks(textwrap.TextWrapper):
+    """Lines broken at spaces and after ``.``, ``:`` and ``,``: an import path's own joints."""
+
+    # textwrap breaks only at whitespace (and hyphens); an import path has none.  Zero-width
+    # matches split the text without taking a character out of it.
+    wordsep_simple_re = re.compile(r"(\s+|(?<=[.:,])(?=\S))")
+
+
+class _FinerBreaks(textwrap.TextWrapper):
+    """:class:`_Breaks`' joints, and after ``_`` and ``/`` and between a lower-case letter or
+    digit and a capital (``LongPolicy|ClassName``): for a class name too long for a line."""
+
+    wordsep_simple_re = re.compile(r"(\s+|(?<=[.:,_/])(?=\S)|(?<=[a-z0-9])(?=[A-Z]))")
+
+
+def wrap_text(text: str, width: float, fontsize: float) -> str:
+    """``text`` with line breaks where a line would be wider than ``width`` inches at
+    ``fontsize`` (:func:`text_width`), so that a long policy name (an import path of 90
+    characters) is shown whole rather than cut at the canvas's edge.
+
+    Parameters
+    ----------
+    text : str
+        A label or title; its own line breaks are kept.
+    width : float
+        The widest a line may be, in inches.
+    fontsize : float
+        The size the text is drawn at, in points.
+
+    Returns
+    -------
+    str
+        ``text`` itself where it fits or holds mathtext (``$b_0$``: a break inside it would
+        not parse); else broken at spaces and after ``.``, ``:`` and ``,``, and only where
+        that is not enough within a name too (between its words, or anywhere): no character
+        is left out but the spaces a break replaces.
+    """
+    if "$" in text or text_width(text, fontsize) <= width:
+        return text
+    lines = []
+    for line in text.split("\n"):
+        measured = text_width(line, fontsize)
+        # textwrap counts characters: start from as many as fit on average, fewer until each
+        # line fits as drawn.
+        start = max(int(len(line) * width / measured), 1) if measured > width else len(line)
+        best = None
+        for wrapper, long_words in ((_Breaks, False), (_FinerBreaks, True)):
+            for chars in range(start, 0, -1):
+                parts = wrapper(width=chars, break_long_words=long_words,
+                                break_on_hyphens=False).wrap(line) or [""]
+                if all(text_width(part, fontsize) <= width for part in parts):
+                    best = parts
+                    break
+                if not long_words and max(map(len, parts)) > chars:
+                    break  # a joint-less piece wider than the line: finer breaks needed
+            if best is not None:
+                break
+        lines += best if best is not None else [line]
+    return "\n".join(lines)
+
+
+def legend_labels(labels, width: float, ncol: int, fontsize: float = 7.0) -> list[str]:
+    """A legend's labels wrapped to its width (:func:`wrap_text`).
+
+    Parameters
+    ----------
+    labels : iterable of str
+        The legend's labels.
+    width : float
+        The legend's width in inches.
+    ncol : int
+        Its entries a row (:func:`legend_columns`).
+    fontsize : float
+        Its labels' size in points.
+
+    Returns
+    -------
+    list of str
+        Each label with line breaks where it would be wider than its entry's share of
+        ``width``, less the entry's handle and spacing (:data:`LEGEND_ENTRY_ROOM`).
+    """
+    room = width / ncol - LEGEND_ENTRY_ROOM * fontsize / 72.0
+    return [wrap_text(str(label), room, fontsize) for label in labels]
+
+
+def legend_rows(labels, ncol: int) -> float:
+    """The height of a legend, in rows of :data:`LEGEND_ROW`, for :func:`panel_axes` and
+    :func:`single_axes`.
+
+    Parameters
+    ----------
+    labels : iterable of str
+        Its labels, as :func:`legend_labels` wraps them.
+    ncol : int
+        Its entries a row.
+
+    Returns
+    -------
+    float
+        A row for each ``ncol`` entries, and :data:`LEGEND_LINE` more for each second or later
+        line of a label (wrapped labels are in a one-column legend).
+    """
+    labels = list(labels)
+    extra = sum(str(label).count("\n") for label in labels)
+    return math.ceil(len(labels) / ncol) + extra * LEGEND_LINE / LEGEND_ROW
 
 
 def layout_problems(fig) -> list[str]:
@@ -185,32 +359,71 @@ def layout_problems(fig) -> list[str]:
 
 
 class LineStyles:
-    """One colour and line style per legend label, the same in every panel and figure.
+    """One colour, line style and marker per legend label, the same in every panel and figure,
+    and no two labels alike.
 
     An algorithm's first label gets its registered colour (``preferred``); its other labels,
     and algorithms without one, get colours no algorithm is registered with; an algorithm's
     k-th label gets the k-th line style, so that two settings with the same curve (a parameter
-    that changes nothing) both show.
+    that changes nothing) both show.  Once every colour is drawn, a label gets the first
+    (colour, line style) no label has, its algorithm's k-th line style first; once each of
+    those is drawn too, a marker as well (:data:`MARKERS`): 192 labels are told apart.
     """
 
     PALETTE = ("tab:orange", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan",
                "tab:blue", "tab:green")  # no red, gray or black: the reference lines'
     LINESTYLES = ("-", "--", "-.", ":")
+    #: Markers ("": none) that tell lines apart when colours and line styles are all drawn.
+    MARKERS = ("", "o", "s", "^", "v", "D")
 
     def __init__(self, preferred: dict[str, str], algorithms):
         self.preferred = {a: preferred[a] for a in algorithms if a in preferred}
-        self.given: dict[str, tuple[str, str]] = {}
+        self.given: dict[str, tuple[str, str, str]] = {}
         self.count: dict[str, int] = {}
 
-    def __call__(self, label: str, algorithm: str) -> tuple[str, str]:
+    def __call__(self, label: str, algorithm: str) -> tuple[str, str, str]:
+        """The ``(colour, linestyle, marker)`` of ``label``, a line of ``algorithm``.
+
+        Parameters
+        ----------
+        label : str
+            The line's legend label: the same label, the same style.
+        algorithm : str
+            The algorithm it draws (its registered colour, and its count of labels).
+
+        Returns
+        -------
+        tuple of str
+            A matplotlib colour, line style and marker (``""``: none); no other label of
+            this object has the same three, up to 192 labels.
+        """
         if label not in self.given:
-            used = {color for color, _ in self.given.values()}
-            want = self.preferred.get(algorithm)
-            if want is not None and want not in used:
-                color = want
-            else:
-                free = [c for c in self.PALETTE if c not in used and c not in self.preferred.values()]
-                color = free[0] if free else self.PALETTE[len(self.given) % len(self.PALETTE)]
             k = self.count[algorithm] = self.count.get(algorithm, -1) + 1
-            self.given[label] = color, self.LINESTYLES[k % len(self.LINESTYLES)]
+            self.given[label] = self._new(algorithm, k)
         return self.given[label]
+
+    def _new(self, algorithm: str, k: int) -> tuple[str, str, str]:
+        used = set(self.given.values())
+        colors = {color for color, _, _ in used}
+        n = len(self.LINESTYLES)
+        style = self.LINESTYLES[k % n]
+        want = self.preferred.get(algorithm)
+        if want is not None and want not in colors:
+            return want, style, ""
+        registered = set(self.preferred.values())
+        free = [c for c in self.PALETTE if c not in colors and c not in registered]
+        if free:
+            return free[0], style, ""
+        # Every colour drawn: cycling through them gave two labels the same colour and style
+        # (8 colours, 4 styles) as soon as a panel held more than 8 lines.  Registered colours
+        # last, so that an algorithm's colour keeps pointing at it as long as it can.
+        palette = [c for c in self.PALETTE if c not in registered] + [
+            c for c in self.PALETTE if c in registered] + [
+            c for c in registered if c not in self.PALETTE]
+        styles = self.LINESTYLES[k % n:] + self.LINESTYLES[:k % n]
+        for marker in self.MARKERS:
+            for linestyle in styles:
+                for color in palette:
+                    if (color, linestyle, marker) not in used:
+                        return color, linestyle, marker
+        return palette[len(self.given) % len(palette)], style, ""  # past 192 labels: repeats

@@ -18,7 +18,6 @@ It sets no backend: a file writer that wants no display chooses Agg (the command
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -27,7 +26,7 @@ import numpy as np
 from ..arm_sets import Ball
 from ..confidence import lcb
 from ..policies.registry import display_names, policy_color, policy_stem
-from ._plotting import LineStyles, legend_columns
+from ._plotting import LineStyles, legend_columns, legend_labels, legend_rows, title_lines
 from ._plotting import legend_below as _legend_below
 from ._plotting import save_figure as _save
 from ._plotting import single_axes as _axes
@@ -36,6 +35,16 @@ from .bands import BAND_NAMES, band_limits, resolve_band
 #: The widest legend :func:`~._plotting.single_axes`'s figures hold (inches): centred under the
 #: axes, 0.44 of the 5.2-inch figure on its right.
 _LEGEND_WIDTH = 4.5
+#: The width of :func:`~._plotting.single_axes`'s axes (inches): the widest a title's line is.
+_TITLE_WIDTH = 5.2 * (0.97 - 0.15)
+
+
+def _legend(entries) -> tuple[int, list[str], float]:
+    """A legend of ``entries`` in :data:`_LEGEND_WIDTH`: entries a row, the labels (a long one
+    wrapped) and its height in rows (:mod:`._plotting`)."""
+    ncol = legend_columns(entries, _LEGEND_WIDTH)
+    labels = legend_labels(entries, _LEGEND_WIDTH, ncol)
+    return ncol, labels, legend_rows(labels, ncol)
 
 
 def curve_rows(source):
@@ -48,12 +57,15 @@ def curve_rows(source):
 
 
 def draw_curve(ax, t, mean, limits, color, *, linestyle: str = "-", label: str = "",
-               band_label: str | None = None):
+               band_label: str | None = None, marker: str = ""):
     """One curve on ``ax``: the ``mean`` against the stages ``t`` and, unless ``limits`` is None,
     the band ``limits = (low, high)`` as a light fill with a solid edge (where bands overlap,
     each one's edges still show where it runs; blended fills alone make colours no legend has).
+    ``marker`` (``""``: none) marks the line every tenth of the axes' width or so, for a panel
+    of more lines than colours and line styles tell apart (:class:`~._plotting.LineStyles`).
     Returns the legend handle: the line, or ``(band, line)``."""
-    (line,) = ax.plot(t, mean, color=color, linestyle=linestyle, linewidth=1.2, label=label)
+    (line,) = ax.plot(t, mean, color=color, linestyle=linestyle, linewidth=1.2, label=label,
+                      marker=marker or None, markevery=0.1, markersize=3.5)
     if limits is None:
         return line
     from matplotlib.colors import to_rgba
@@ -65,46 +77,48 @@ def draw_curve(ax, t, mean, limits, color, *, linestyle: str = "-", label: str =
 
 
 def draw_cell(ax, rows, kind: str, band: str | None, color, *, linestyle: str = "-",
-              label: str = "", band_label: str | None = None):
+              label: str = "", band_label: str | None = None, marker: str = ""):
     """:func:`draw_curve` of one cell's curve rows (:func:`curve_rows`): the mean of ``kind``
     (``"regret"`` or ``"reward"``) over its runs and the ``band`` (:mod:`.bands`; labelled
     ``band_label``, default ``"<label> band: <the band's name>"``)."""
     runs = int(np.asarray(rows["runs"])[0])
     return draw_curve(ax, np.asarray(rows["t"]), np.asarray(rows[f"{kind}_mean"]),
                       band_limits(rows, kind, band, runs), color, linestyle=linestyle,
-                      label=label, band_label=band_label or f"{label} band: {BAND_NAMES[band]}")
+                      label=label, band_label=band_label or f"{label} band: {BAND_NAMES[band]}",
+                      marker=marker)
 
 
 def reward_figure(result, threshold: float, optimal: float, color: str | None, label: str,
-                  band: str = "quantile"):
+                  band: str = "quantile", problem: str | None = None):
     """Stagewise expected reward ``<X_t, theta*>`` with the safety threshold ``b``.
 
     ``result``: a simulation or a cell's curve rows (:func:`curve_rows`).  The line is the mean
     over runs at the checkpoint stages; the band (:mod:`.bands`) spans the 5 % to 95 %
     quantiles over runs (``band="quantile"``), or (``"minmax"``) the extremes over runs and over
     every stage since the previous checkpoint, so that a dip below ``b`` between checkpoints
-    shows; ``"ci"`` and ``None`` as for a sweep's figures.
+    shows; ``"ci"`` and ``None`` as for a sweep's figures.  ``problem``: a name the title
+    starts with (at 10 points).  A long ``label`` (an import path) is wrapped in the legend,
+    and in the title, over lines of its own (:func:`~._plotting.title_lines`).
     """
     band = resolve_band(band, 1)
     rows = curve_rows(result)
     n_runs = int(np.asarray(rows["runs"])[0])
-    entries = [f"{label} mean", *([f"{label} {BAND_NAMES[band]}"] if band else []),
-               "safety threshold b", r"optimal $\langle X^*, \theta^*\rangle$"]
-    ncol = legend_columns(entries, _LEGEND_WIDTH)
-    fig, ax = _axes(legend_rows=math.ceil(len(entries) / ncol))
+    ncol, entries, legend_height = _legend(
+        [f"{label} mean", *([f"{label} {BAND_NAMES[band]}"] if band else []),
+         "safety threshold b", r"optimal $\langle X^*, \theta^*\rangle$"])
+    title, size = title_lines(f"{problem + ': ' if problem else ''}{label}:",
+                              f"stagewise expected reward ({n_runs} runs)", _TITLE_WIDTH,
+                              10 if problem else None)
+    fig, ax = _axes(legend_rows=legend_height, title_lines=title.count("\n") + 1)
     color = color or LineStyles.PALETTE[0]
     draw_cell(ax, rows, "reward", band, color, label=entries[0],
-              band_label=f"{label} {BAND_NAMES[band]}")
+              band_label=entries[1] if band else None)
     ax.axhline(threshold, color="red", linestyle="--", linewidth=1, label=entries[-2])
     ax.axhline(optimal, color="black", linestyle=":", linewidth=1, label=entries[-1])
     ax.set_xscale("log")
     ax.set_xlabel("stage t")
     ax.set_ylabel(r"expected reward $\langle X_t, \theta^*\rangle$")
-    title = f"{label}: stagewise expected reward ({n_runs} runs)"
-    if len(title) <= 48:
-        ax.set_title(title)
-    else:  # a long name (an import path): on its own line, smaller, not clipped
-        ax.set_title(f"{label}:\nstagewise expected reward ({n_runs} runs)", fontsize=9)
+    ax.set_title(title, fontsize=size)
     _legend_below(ax, ncol=ncol)
     return fig
 
@@ -117,27 +131,30 @@ def algorithm_colors(names) -> dict[str, str]:
     return {name: styles(name, name)[0] for name in names}
 
 
-def regret_figure(results: dict, band: str = "quantile", colors: dict | None = None):
+def regret_figure(results: dict, band: str = "quantile", colors: dict | None = None,
+                  problem: str | None = None):
     """Cumulative regret of each algorithm of ``results`` (name -> a simulation or its curve
     rows, :func:`curve_rows`): mean over runs and a band (:mod:`.bands`): 5-95 % quantiles by
-    default; ``colors`` by name (default :func:`algorithm_colors`)."""
+    default; ``colors`` by name (default :func:`algorithm_colors`); ``problem``, a name the
+    title starts with (at 10 points).  Long names are wrapped in the legend."""
     band = resolve_band(band, len(results))
     colors = algorithm_colors(list(results)) if colors is None else colors
-    entries = [text for label in results
-               for text in (f"{label} mean", *([f"{label} {BAND_NAMES[band]}"] if band else []))]
-    ncol = legend_columns(entries, _LEGEND_WIDTH)
-    fig, ax = _axes(legend_rows=math.ceil(len(entries) / ncol))
-    counts = set()
-    for label, result in results.items():
-        rows = curve_rows(result)
-        counts.add(int(np.asarray(rows["runs"])[0]))
-        draw_cell(ax, rows, "regret", band, colors[label], label=f"{label} mean",
-                  band_label=f"{label} {BAND_NAMES[band]}")
+    per = 2 if band else 1  # legend entries per algorithm: its mean, and its band
+    ncol, entries, legend_height = _legend(
+        [text for label in results
+         for text in (f"{label} mean", *([f"{label} {BAND_NAMES[band]}"] if band else []))])
+    counts = sorted({int(np.asarray(curve_rows(result)["runs"])[0])
+                     for result in results.values()})
+    runs = " and ".join(str(n) for n in counts) + " runs"
+    title, size = title_lines(f"{problem}:" if problem else "", f"Cumulative regret ({runs})",
+                              _TITLE_WIDTH, 10 if problem else None)
+    fig, ax = _axes(legend_rows=legend_height, title_lines=title.count("\n") + 1)
+    for k, (label, result) in enumerate(results.items()):
+        draw_cell(ax, curve_rows(result), "regret", band, colors[label], label=entries[per * k],
+                  band_label=entries[per * k + 1] if band else None)
     ax.set_xlabel("stage t")
     ax.set_ylabel("cumulative regret")
-    counts = sorted(counts)
-    runs = " and ".join(str(n) for n in counts) + " runs"
-    ax.set_title(f"Cumulative regret ({runs})")
+    ax.set_title(title, fontsize=size)
     _legend_below(ax, ncol=ncol)
     return fig
 
@@ -217,18 +234,18 @@ def across_problems_figure(curves, algorithms, *, value=None, ylabel: str = "cum
     least value the statistic can take (the band is cut there: ``R_t >= 0``)."""
     value = value or (lambda rows: rows["regret_mean"].to_numpy())
     colors = algorithm_colors(list(algorithms))
-    entries = [text for name in algorithms for text in (f"{name} mean", f"{name} \u00b1 1 sd")]
-    ncol = legend_columns(entries, _LEGEND_WIDTH)
-    fig, ax = _axes(legend_rows=math.ceil(len(entries) / ncol))
-    for name in algorithms:
+    ncol, entries, legend_height = _legend(
+        [text for name in algorithms for text in (f"{name} mean", f"{name} \u00b1 1 sd")])
+    fig, ax = _axes(legend_rows=legend_height)
+    for k, name in enumerate(algorithms):
         mine = curves[curves["algorithm"] == name]
         per_problem = [rows.sort_values("t") for _, rows in mine.groupby("problem", sort=False)]
         t = per_problem[0]["t"].to_numpy()
         values = np.stack([value(rows) for rows in per_problem])
         mean, sd = values.mean(axis=0), values.std(axis=0)
         low = mean - sd if floor is None else np.maximum(mean - sd, floor)
-        draw_curve(ax, t, mean, (low, mean + sd), colors[name], label=f"{name} mean",
-                   band_label=f"{name} \u00b1 1 sd")
+        draw_curve(ax, t, mean, (low, mean + sd), colors[name], label=entries[2 * k],
+                   band_label=entries[2 * k + 1])
     ax.set_xlabel("stage t")
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
@@ -252,10 +269,12 @@ def write_figures(study, out: Path) -> list[Path]:
     def name(kind: str) -> str:
         return PAPER_FIGURES.get(kind, kind) if paper else f"{s.name or 'problem'}_{kind}"
 
+    problem = None if paper else s.name or None  # the start of each figure's title
+
     def titled(fig):
-        if not paper and s.name:
+        if problem:
             ax = fig.axes[0]
-            ax.set_title(f"{s.name}: {ax.get_title()}", fontsize=10)
+            ax.set_title(f"{problem}: {ax.get_title()}", fontsize=10)
         return fig
 
     paths = []
@@ -263,12 +282,13 @@ def write_figures(study, out: Path) -> list[Path]:
     curves = {label: _study_curves(study, label) for label in study.results}
     shown = display_names(study.results)  # import paths by their registered names
     for label, result in study.results.items():
-        paths += _save(titled(reward_figure(curves[label], s.setting.safety.threshold,
-                                            result.optimal_reward,
-                                            colors[label], shown[label])),
+        paths += _save(reward_figure(curves[label], s.setting.safety.threshold,
+                                     result.optimal_reward, colors[label], shown[label],
+                                     problem=problem),
                        out, name(f"{policy_stem(label)}_reward"))
-    paths += _save(titled(regret_figure({shown[k]: v for k, v in curves.items()},
-                                        colors={shown[k]: v for k, v in colors.items()})),
+    paths += _save(regret_figure({shown[k]: v for k, v in curves.items()},
+                                 colors={shown[k]: v for k, v in colors.items()},
+                                 problem=problem),
                    out, name("regret"))
     if isinstance(s.arm_set, Ball) and s.arm_set.dim == 2 and study.sege and study.sege.snapshots:
         paths += _save(titled(safe_set_figure(study)), out, name("safe_sets"))

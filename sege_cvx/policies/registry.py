@@ -190,7 +190,8 @@ def policy_entry(name: str) -> PolicyEntry:
         for part in qualname.split("."):
             target = getattr(target, part)
     except (ImportError, AttributeError) as exc:
-        raise ImportError(f"policy {name!r} cannot be loaded: {import_failure(exc)}") from None
+        raise ImportError(f"policy {name!r} cannot be loaded: "
+                          f"{import_failure(exc, module_name)}") from None
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # the module's own code failed on import (or called sys.exit)

@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from sege_cvx.experiments import figures, run_study  # noqa: E402
-from sege_cvx.experiments._plotting import layout_problems  # noqa: E402
+from sege_cvx.experiments._plotting import LineStyles, layout_problems  # noqa: E402
 from sege_cvx.experiments.bands import band_limits  # noqa: E402
 from sege_cvx.experiments.sweeps.run import run_sweep  # noqa: E402
 
@@ -65,6 +65,45 @@ def sweep(tmp_path_factory):
         sys.path.remove(str(folder))
 
 
+#: A package of policies named by import paths of 88 to 92 characters.
+LONG_PACKAGE = "a_long_research_module_for_layout"
+LONG_PATHS = [f"{LONG_PACKAGE}.subpackage:{name}" for name in (
+    "MyVeryLongConservativePolicyClassNameForTheLayoutTest",
+    "AnotherEvenLongerAggressivelyExploringPolicyClassName",
+    "YetAnotherQuiteLongPolicyClassNameThatOverflowsLegends")]
+
+
+@pytest.fixture(scope="module")
+def long_package(tmp_path_factory):
+    """A folder on the import path holding :data:`LONG_PATHS`' package."""
+    folder = tmp_path_factory.mktemp("long_layout")
+    package = folder / LONG_PACKAGE / "subpackage"
+    package.mkdir(parents=True)
+    (folder / LONG_PACKAGE / "__init__.py").write_text("")
+    classes = "".join(f"\n\nclass {path.split(':')[1]}(ADescriptivelyNamedBaselinePolicy):\n"
+                      f"    pass\n" for path in LONG_PATHS)
+    (package / "__init__.py").write_text(POLICIES.split("@sc.register_policy")[0] + classes)
+    sys.path.insert(0, str(folder))
+    try:
+        yield folder
+    finally:
+        sys.path.remove(str(folder))
+
+
+@pytest.fixture(scope="module")
+def long_sweep(long_package):
+    spec = {"seed": 0, "runs": 2, "horizon": 30,
+            "problems": [{"name": "paper"}, {"name": "box"}],
+            "algorithms": [{"name": "SEGE"},
+                           *({"name": path, "grid": {"eps": [0.1, 0.2]}} for path in LONG_PATHS)]}
+    return run_sweep(spec, long_package / "out", workers=1, progress=False)
+
+
+def joined(text):
+    """``text`` without its whitespace: a wrapped label read again as one line."""
+    return "".join(text.split())
+
+
 @pytest.fixture(autouse=True)
 def _close_figures():
     yield
@@ -99,6 +138,56 @@ def test_a_sweep_s_figures_keep_their_text_inside_and_apart(sweep, kind, by):
     assert any(t.endswith("Shrunk eps=0.5") for t in texts), texts
     assert not any(f"{MODULE}:Shrunk" in t for t in texts), texts
     assert any(f"{LONG} eps=0.2" in t for t in texts), texts
+
+
+@pytest.mark.parametrize("kind", ["regret", "reward"])
+@pytest.mark.parametrize("by", ["eps", None, "algorithm", ["algorithm", "eps"]])
+def test_long_import_paths_are_wrapped_not_cut(long_sweep, kind, by):
+    # Panels split by a grid parameter (or none) put the problem and the whole path in each
+    # legend label; split by algorithm, the path is the panel's title.
+    fig = getattr(long_sweep, f"plot_{kind}")(by=by)
+    assert layout_problems(fig) == []
+    texts = [t.get_text() for legend in [*fig.legends, *(a.get_legend() for a in fig.axes)]
+             if legend is not None for t in legend.get_texts()]
+    texts += [ax.get_title() for ax in fig.axes]
+    for path in LONG_PATHS:  # nothing of a label left out
+        assert any(joined(path) in joined(t) for t in texts), (path, texts)
+    assert any("\n" in t for t in texts), texts  # wrapped, not shrunk
+
+
+def line_style(line):
+    """What tells a line apart from another: its colour, line style and marker."""
+    return (matplotlib.colors.to_hex(line.get_color()), line.get_linestyle(), line.get_marker())
+
+
+@pytest.mark.parametrize("algorithms", [["A"], ["SEGE", "A", "B"], ["SEGE", "CLUCB", "ROFUL"]])
+def test_thirty_lines_get_thirty_styles(algorithms):
+    # Registered colours for SEGE, CLUCB and ROFUL; an algorithm's labels take turns.
+    styles = LineStyles({"SEGE": "tab:blue", "CLUCB": "tab:green", "ROFUL": "tab:purple"},
+                        algorithms)
+    given = [styles(f"{algorithms[k % len(algorithms)]} x={k}", algorithms[k % len(algorithms)])
+             for k in range(40)]
+    assert len(set(given)) == len(given), given
+    assert styles(f"{algorithms[0]} x=0", algorithms[0]) == given[0]  # asked again: the same
+    if algorithms[0] == "SEGE":  # its first label in its registered colour, a solid line
+        assert given[0][:2] == ("tab:blue", "-")
+
+
+def test_a_panel_of_twelve_cells_draws_twelve_distinct_lines(tmp_path, monkeypatch):
+    (tmp_path / f"{MODULE}_twelve.py").write_text(POLICIES.replace('"Shrunk"', '"Twelve"'))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = {"seed": 0, "runs": 1, "horizon": 5, "problems": [{"name": "paper"}],
+            "algorithms": [{"name": f"{MODULE}_twelve:Shrunk",
+                            "grid": {"eps": [k / 20 for k in range(12)]}}]}
+    results = run_sweep(spec, tmp_path / "out", workers=1, progress=False)
+    for kind in ("regret", "reward"):
+        fig = getattr(results, f"plot_{kind}")(band=None)
+        lines = [line for line in fig.axes[0].get_lines() if line.get_label().startswith("Tw")]
+        assert len(lines) == 12
+        assert len({line_style(line) for line in lines}) == 12, [line_style(x) for x in lines]
+        legend = fig.axes[0].get_legend() or fig.legends[0]
+        assert len({line_style(h) for h in legend.legend_handles[:12]}) == 12
+        assert layout_problems(fig) == []
 
 
 def test_the_default_band_is_quantiles_for_two_cells_and_intervals_for_more(sweep):
@@ -149,6 +238,28 @@ def test_the_study_s_figures_keep_their_text_inside_and_apart(tmp_path, monkeypa
         f"{MODULE}_study_shrunk_reward", "fig2c_regret", "fig3_safe_sets"]
     assert all(problems == [] for _, problems, _ in checked), checked
     assert "StudyShrunk mean" in checked[-2][2]  # the registered name, not the import path
+
+
+def test_the_study_s_figures_wrap_long_import_paths(long_package, tmp_path, monkeypatch):
+    # Another problem than the paper's: its name starts each title too.
+    study = run_study(runs=2, horizon=50, seed=1, problem="box", algorithms=("SEGE", *LONG_PATHS))
+    checked = []
+    save = figures._save
+
+    def checking_save(fig, out, name):
+        ax = fig.axes[0]
+        checked.append((name, layout_problems(fig), ax.get_title(),
+                        [t.get_text() for t in ax.get_legend().get_texts()]))
+        return save(fig, out, name)
+
+    monkeypatch.setattr(figures, "_save", checking_save)
+    figures.write_figures(study, tmp_path)
+    assert [problems for _, problems, _, _ in checked] == [[]] * 5, checked
+    for path, (_, _, title, legend) in zip(LONG_PATHS, checked[1:4], strict=True):
+        assert joined(title) == joined(f"box: {path}: stagewise expected reward (2 runs)")
+        assert joined(f"{path} mean") in map(joined, legend)
+    regret_legend = checked[-1][3]
+    assert all(joined(f"{path} mean") in map(joined, regret_legend) for path in LONG_PATHS)
 
 
 def test_the_statistic_across_problems_keeps_its_band_above_its_floor():

@@ -230,7 +230,8 @@ def test_errors_before_any_work(tmp_path):
         run_sweep(SPEC, out, workers=0)
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
-    with pytest.raises(OutputPathError, match="holds no sweep of this spec"):
+    with pytest.raises(OutputPathError, match="holds no sweep, but notes.txt, which no sweep "
+                                              "wrote: a sweep starts in a new or empty directory"):
         run_sweep(SPEC, tmp_path / "other", workers=1)
     assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
 

@@ -332,6 +332,39 @@ def test_overwrite_deletes_only_a_sweep_s_own_files(tmp_path):
     assert replaced.manifest["spec"]["seed"] == 4
 
 
+def test_a_folder_tracked_by_a_placeholder_takes_a_sweep_and_keeps_it(tmp_path, capsys):
+    """A results folder kept in git by a ``.gitkeep`` (or holding what a file browser leaves,
+    ``.DS_Store``) is empty to a sweep: the first sweep runs into it, and overwrite neither
+    stops at nor deletes them (issue 39, leftovers)."""
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / ".gitkeep").write_text("")
+    (out / ".DS_Store").write_bytes(b"Bud1 finder")
+    spec = _toml(tmp_path, SMALL_TOML)
+    assert main(["sweep", str(spec), "--out", str(out), "--workers", "1", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert load_results(out).runs.shape[0] == 2
+    assert run_sweep(SMALL, out, workers=1, progress=False).runs.shape[0] == 2  # resumed
+    replaced = run_sweep({**SMALL, "seed": 4}, out, workers=1, overwrite=True, progress=False)
+    assert replaced.manifest["spec"]["seed"] == 4
+    assert (out / ".gitkeep").read_text() == ""
+    assert (out / ".DS_Store").read_bytes() == b"Bud1 finder"
+    # Anything else hidden is still the user's: named by overwrite, and no sweep starts beside
+    # it (a folder that holds no sweep says so, not "pass overwrite to delete the sweep in it").
+    (out / ".notes").write_text("mine")
+    with pytest.raises(OutputPathError, match=r"holds .notes, which no sweep wrote"):
+        run_sweep({**SMALL, "seed": 5}, out, workers=1, overwrite=True, progress=False)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / ".notes").write_text("mine")
+    with pytest.raises(OutputPathError, match=r"holds no sweep, but .notes, which no sweep "
+                                              r"wrote: a sweep starts in a new or empty "
+                                              r"directory \(a \.gitkeep aside\); choose "
+                                              r"another, or move it"):
+        run_sweep(SMALL, other, workers=1, progress=False)
+    assert sorted(other.iterdir()) == [other / ".notes"]
+
+
 @pytest.mark.parametrize("damage", [
     lambda record: [1, 2],
     lambda record: {"spec": record["spec"]},

@@ -6,6 +6,7 @@ reports its own decision columns; a changed policy never mixes with its old shar
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -464,6 +465,74 @@ def test_a_policy_module_that_fails_to_import_is_one_line(tmp_path, monkeypatch)
         paper_problem().policy(dict, 1)
 
 
+MISSING_PACKAGE = "sege_cvx_test_no_such_package"
+NEEDY_POLICY = """\
+import numpy as np
+import {imports}  # noqa: F401
+import sege_cvx as sc
+
+
+class MyPolicy(sc.Policy):
+    decision_names = ("baseline",)
+
+    def select(self):
+        self.last_decision[:] = 0
+        return np.tile(self.setting.safe_arm, (self.n_runs, 1))
+
+    def observe(self, arms, rewards, constraint_values):
+        pass
+"""
+
+
+def test_a_policy_module_that_imports_a_package_not_installed_says_to_install_it(
+        tmp_path, monkeypatch):
+    # The user's module is found, beside the spec in the folder they run from: the package it
+    # imports is what is missing, and "run from the folder that holds it" would mislead.
+    (tmp_path / "needy_policy.py").write_text(NEEDY_POLICY.format(imports=MISSING_PACKAGE))
+    (tmp_path / "needy_helper.py").write_text(f"import {MISSING_PACKAGE}.linalg  # noqa: F401\n")
+    (tmp_path / "needy_through.py").write_text(NEEDY_POLICY.format(imports="needy_helper"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    install = (rf"which is not installed in this Python \({re.escape(sys.executable)}\): install "
+               rf"it \(pip install {MISSING_PACKAGE}, if that is its package's name\)$")
+    with pytest.raises(ImportError, match=r"^policy 'needy_policy:MyPolicy' cannot be loaded: "
+                                          r"its module 'needy_policy' imports "
+                                          rf"'{MISSING_PACKAGE}', " + install):
+        sc.policy_class("needy_policy:MyPolicy")
+    # Imported by a module the policy's module imports: both named.
+    with pytest.raises(ImportError, match=r"^policy 'needy_through:MyPolicy' cannot be loaded: "
+                                          r"its module 'needy_through' imports 'needy_helper', "
+                                          rf"which imports '{MISSING_PACKAGE}', " + install):
+        sc.policy_class("needy_through:MyPolicy")
+    # A submodule an installed package lacks: not "install it".
+    (tmp_path / "needy_sub.py").write_text(NEEDY_POLICY.format(imports="numpy.no_such_sub"))
+    with pytest.raises(ImportError, match=r"^policy 'needy_sub:MyPolicy' cannot be loaded: its "
+                                          r"module 'needy_sub' imports 'numpy.no_such_sub', "
+                                          r"which 'numpy' \(found in this Python\) does not have$"):
+        sc.policy_class("needy_sub:MyPolicy")
+    spec = {"seed": 0, "runs": 2, "horizon": 10, "problems": [{"factory": "needy_policy:make"}],
+            "algorithms": [{"name": "SEGE"}]}
+    with pytest.raises(SpecError, match=r"problem factory 'needy_policy:make' cannot be loaded: "
+                                        rf"its module 'needy_policy' imports '{MISSING_PACKAGE}', "
+                                        + install):
+        run_sweep(spec, tmp_path / "out", workers=1, progress=False)
+    spec = {"seed": 0, "runs": 2, "horizon": 10, "problems": [{"name": "paper"}],
+            "algorithms": [{"name": "needy_policy:MyPolicy"}]}
+    with pytest.raises(SpecError, match=r"^algorithms\[0\]: policy 'needy_policy:MyPolicy' cannot "
+                                        rf"be loaded: its module 'needy_policy' imports "
+                                        rf"'{MISSING_PACKAGE}', " + install):
+        run_sweep(spec, tmp_path / "out", workers=1, progress=False)
+    assert not (tmp_path / "out").exists()
+    # The policy's module itself not on the import path: where to run from, as before.
+    spec["algorithms"] = [{"name": "not_here_policy:MyPolicy"}]
+    with pytest.raises(SpecError, match=r"^algorithms\[0\]: policy 'not_here_policy:MyPolicy' "
+                                        r"cannot be loaded: no module named 'not_here_policy' on "
+                                        r"the import path: run from the folder that holds "
+                                        r"not_here_policy.py \(or the package not_here_policy/\)"):
+        run_sweep(spec, tmp_path / "out", workers=1, progress=False)
+    assert not (tmp_path / "out").exists()
+
+
 def test_names_that_share_a_file_stem_are_refused_in_a_study(monkeypatch):
     from sege_cvx.experiments.paper import study_algorithms
 
@@ -503,6 +572,71 @@ def test_a_policy_registered_in_a_script_runs_on_spawned_workers(tmp_path):
     assert run.returncode == 0, run.stderr
     wanders, path = run.stdout.split()
     assert 20 <= int(wanders) <= 100 and path == "__main__:Wanderer"
+
+
+FILELESS_MAIN = """\
+import sys
+import numpy as np
+import sege_cvx as sc
+from sege_cvx.experiments import SpecError
+
+
+class Mine(sc.Policy):
+    decision_names = ("baseline",)
+
+    def select(self):
+        self.last_decision[:] = 0
+        return np.tile(self.setting.safe_arm, (self.n_runs, 1))
+
+    def observe(self, arms, rewards, constraint_values):
+        pass
+
+
+def make():
+    return sc.paper_problem()
+
+
+sc.register_policy("Mine", Mine)
+spec = {"seed": 1, "runs": 4, "horizon": 5, "problems": [{"name": "paper"}],
+        "algorithms": [{"name": "Mine"}]}
+factory = {**spec, "problems": [{"factory": "__main__:make"}], "algorithms": [{"name": "SEGE"}]}
+for refused in (spec, factory):
+    try:
+        sc.run_sweep(refused, sys.argv[1], workers=2, shard_runs=2, progress=False)
+    except SpecError as exc:
+        print(exc)
+print(sc.run_sweep(spec, sys.argv[2], workers=1, progress=False).runs.shape[0])
+"""
+
+
+def test_a_policy_of_a_main_without_a_file_is_refused_before_workers_start(tmp_path):
+    # python -c (or an interactive session, a notebook): spawned workers import the script's
+    # __main__ from its file, and this one has none.  Refused before anything is written.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (os.environ.get("PYTHONPATH"), str(Path(sc.__file__).parents[1])) if p)}
+    run = subprocess.run([sys.executable, "-c", FILELESS_MAIN, str(tmp_path / "two"),
+                          str(tmp_path / "one")], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    policy, factory, runs = run.stdout.strip().splitlines()
+    fix = ("which has no file (python -c, an interactive session or a notebook): the 2 worker "
+           "processes cannot import it; define it in a module file and import it from there, "
+           "or run with workers=1")
+    assert policy == f"policy 'Mine' is class Mine of __main__, {fix}"
+    assert factory == f"problem factory '__main__:make' is make of __main__, {fix}"
+    assert not (tmp_path / "two").exists()
+    assert runs == "4"  # in this process, it runs
+    # Read from standard input: the workers would run '<stdin>' again, and die at their start
+    # (whatever the policies).
+    run = subprocess.run([sys.executable, "-", str(tmp_path / "two"), str(tmp_path / "one")],
+                         input=FILELESS_MAIN, cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().splitlines()[:2] == [
+        "this program's __main__ was read from '<stdin>', not a file, and the 2 worker processes "
+        "start by running it again: save the program in a file and run that, or run with "
+        "workers=1"] * 2
+    assert not (tmp_path / "two").exists()
 
 
 def test_the_command_line_takes_policies_by_import_path(user_policy, tmp_path, capsys):

@@ -24,6 +24,12 @@ SWEEP_RECORD = "sweep.json"
 MAX_RECORD_BYTES = 64 << 20
 #: The files a sweep writes at the top of its directory (and ``shards/``, its shards' files).
 SWEEP_FILES = (SWEEP_RECORD, MANIFEST, "runs.parquet", "curves.parquet")
+#: Files that say nothing of what a directory holds: git's placeholders for an empty folder (a
+#: results folder kept in the repository) and what file browsers leave.  At the top of a
+#: sweep's directory they are as good as absent: a sweep starts beside them, and overwrite is
+#: neither stopped by them nor deletes them.
+PLACEHOLDERS = frozenset({".gitkeep", ".keep", ".gitignore", ".DS_Store", "Thumbs.db",
+                          "desktop.ini"})
 
 
 #: A shard's file (:attr:`~.shards.ShardTask.name`, then ``.parquet`` or the checksum's suffix).
@@ -45,13 +51,24 @@ def _sweep_wrote(name: str, in_shards: bool = False) -> bool:
                                           name) is not None
 
 
+def _placeholder(entry: Path) -> bool:
+    """Whether ``entry`` is a regular file (not a link) named as one of :data:`PLACEHOLDERS`."""
+    return entry.name in PLACEHOLDERS and entry.is_file() and not entry.is_symlink()
+
+
+def _entries(target: Path) -> list[Path]:
+    """What ``target`` (an existing directory) holds, :data:`PLACEHOLDERS` left out, sorted."""
+    return [entry for entry in sorted(target.iterdir()) if not _placeholder(entry)]
+
+
 def foreign_entries(target: Path) -> list[str]:
     """What ``target`` holds that no sweep wrote (paths relative to it, sorted): what
-    ``overwrite`` refuses to delete."""
+    ``overwrite`` refuses to delete.  :data:`PLACEHOLDERS` at the top are left out: they are
+    kept whatever the sweep does."""
     if not target.is_dir() or target.is_symlink():
         return []
     found = []
-    for entry in sorted(target.iterdir()):
+    for entry in _entries(target):
         if entry.name == "shards" and entry.is_dir() and not entry.is_symlink():
             found += [f"shards/{e.name}" for e in sorted(entry.iterdir())
                       if not (_sweep_wrote(e.name, in_shards=True) and e.is_file()
@@ -61,14 +78,18 @@ def foreign_entries(target: Path) -> list[str]:
     return found
 
 
+def _listed(found: list[str]) -> str:
+    """The first three of ``found`` and how many more."""
+    return ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+
+
 def check_deletable(target: Path, given: str, overwrite_hint: str = "overwrite") -> None:
     """Refuse to restart a sweep over ``target`` if it holds anything no sweep wrote (a
     report, notes, data): ``overwrite`` deletes a sweep's own files only (OutputPathError
     naming what it found)."""
     if found := foreign_entries(target):
-        listed = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
-        raise OutputPathError(f"{given} holds {listed}, which no sweep wrote; {overwrite_hint} "
-                              "deletes only a sweep's own files: move "
+        raise OutputPathError(f"{given} holds {_listed(found)}, which no sweep wrote; "
+                              f"{overwrite_hint} deletes only a sweep's own files: move "
                               f"{'it' if len(found) == 1 else 'them'} elsewhere (or delete "
                               f"{'it' if len(found) == 1 else 'them'}), or choose a new "
                               "directory")
@@ -123,7 +144,16 @@ def check_sweep_dir(out: str | os.PathLike, spec: StudySpec, overwrite: bool,
             raise OutputPathError(f"{given} holds this sweep in shards of "
                                   f"{previous.get('shard_runs')} runs, not {shard_runs}: resume it "
                                   "with that shard size (results do not depend on it)")
-    if target.exists() and any(target.iterdir()):
+    # A folder holding only a .gitkeep (a results folder kept in git) is empty to a sweep.
+    if target.is_dir() and (entries := _entries(target)):
+        found = foreign_entries(target)
+        if not overwrite and not any(_sweep_wrote(e.name) or e.name == "shards" for e in entries):
+            # Nothing a sweep writes: "pass overwrite to delete the sweep" would name none.
+            them = "it" if len(found) == 1 else "them"
+            raise OutputPathError(f"{given} holds no sweep, but {_listed(found)}, which no sweep "
+                                  "wrote: "
+                                  "a sweep starts in a new or empty directory (a .gitkeep "
+                                  f"aside); choose another, or move {them} elsewhere")
         if not overwrite:
             raise OutputPathError(f"{given} already exists and holds no sweep of this spec; "
                                   f"choose a new directory, or pass {overwrite_hint} to delete "
@@ -249,13 +279,14 @@ def open_sweep_dir(target: Path, record: dict, resume: bool, overwrite: bool):
     label = f"out {str(target)!r}"
     if resume:
         _check_sweep_files(target, label)  # again: links may have appeared meanwhile
-    if not resume and overwrite and target.exists() and any(target.iterdir()):
+    if not resume and overwrite and target.is_dir() and _entries(target):
         check_deletable(target, label, "--overwrite")  # again: files may have appeared
         if (target / SWEEP_RECORD).exists():
             with Directory(target, label) as old:
                 if (running := _lock(old, target)) is not None:
                     running.close()  # not running: _lock refuses to let a running sweep go
-        # A sweep's own files only (check_deletable found nothing else); not through links.
+        # A sweep's own files only (check_deletable found nothing else but placeholders,
+        # which stay); not through links.
         shutil.rmtree(target / "shards", ignore_errors=True)
         for entry in target.iterdir():
             if _sweep_wrote(entry.name) and entry.is_file() and not entry.is_symlink():

@@ -31,7 +31,14 @@ from .errors import SavedShards, SweepError, SweepWarning
 from .merge import merge_shards
 from .plan import DEFAULT_SHARD_RUNS, check_cells, describe_algorithms, plan_shards
 from .shard_files import ShardError, unfinished_tasks, write_shard
-from .workers import SchedulerError, finished_shards, shard_executor, ship_modules, worker_count
+from .workers import (
+    SchedulerError,
+    check_spawnable,
+    finished_shards,
+    shard_executor,
+    ship_modules,
+    worker_count,
+)
 
 if TYPE_CHECKING:
     from .store import SweepResults
@@ -88,8 +95,10 @@ def run_sweep(
     Raises
     ------
     SpecError
-        A spec, problem or parameter value that cannot run, or a factory the Dask workers
-        cannot import: raised before any simulation.
+        A spec, problem or parameter value that cannot run, a factory the Dask workers
+        cannot import, or (with local workers) a policy or factory defined in a ``__main__``
+        without a file (``python -c``, an interactive session, a notebook) or a program read
+        from standard input, which they cannot import: raised before anything is written.
     OutputPathError
         ``out`` cannot hold the sweep, or holds this spec's sweep of another problem or under
         other versions (without ``overwrite``): raised before any simulation.
@@ -123,6 +132,8 @@ def run_sweep(
     for name, was in resolved.items():
         if (why := renamed(name, was)) is not None:
             raise SpecError(why)
+    if client is None and scheduler is None and workers > 1:  # spawned local workers
+        check_spawnable(spec, algorithms, workers)
     record = {"spec": spec.to_dict(),
               "shard_runs": int(shard_runs or (previous or {}).get("shard_runs")
                                 or DEFAULT_SHARD_RUNS),

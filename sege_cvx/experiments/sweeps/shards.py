@@ -169,7 +169,7 @@ def _from_factory(factory_path: str, parameters: dict):
         factory = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as exc:
         raise SpecError(f"problem factory {factory_path!r} cannot be loaded: "
-                        f"{import_failure(exc)}") from None
+                        f"{import_failure(exc, module_name)}") from None
     except KeyboardInterrupt:
         raise
     except SystemExit as exc:

@@ -382,6 +382,8 @@ class SweepResults:
             figure_legend,
             legend_below,
             legend_columns,
+            legend_labels,
+            legend_rows,
             panel_axes,
         )
         from ..figures import draw_cell
@@ -389,6 +391,11 @@ class SweepResults:
         keys = self.panel_keys(by)
         check_band(band)
         panels = self._panels(keys)
+        if ax is not None:
+            axes = [ax] if hasattr(ax, "plot") else list(ax)
+            if len(axes) != len(panels):
+                raise ValueError(f"ax must be {len(panels)} axes, one per panel of by={by!r}; "
+                                 f"got {len(axes)}")
         contents = [(values, self._cells(frame, keys),
                      self._references(frame) if kind == "reward" else ([], []))
                     for values, frame in panels]
@@ -399,41 +406,42 @@ class SweepResults:
         entries = [([c[0] for c in cells], [r[1] for r in refs]) for _, cells, (refs, _) in contents]
         shared = ax is None and len(panels) > 1 and all(e == entries[0] for e in entries)
         # Entries a legend row: two where the longest label fits twice in a panel's width (or
-        # the figure's, for the one shared legend), else one.
+        # the figure's, for the one shared legend), else one, with labels too long for it (an
+        # import path) wrapped to it.  Given axes: their own width.
         def ref_label(name: str, value: float) -> str:  # a shared legend's values are on the panels
             return name if shared else f"{name} = {value:.4g}"
 
+        panel_width = PANEL[0] if ax is None else axes[0].bbox.width / axes[0].figure.dpi
+        legend_width = panel_width * (min(len(panels), 3) if shared else 1)
         texts = [label for names, _ in entries for label in names] + [
             ref_label(name, value) for _, _, (refs, _) in contents for value, name, _ in refs]
-        ncol = legend_columns(texts, PANEL[0] * (min(len(panels), 3) if shared else 1))
+        ncol = legend_columns(texts, legend_width)
+        wrapped = dict(zip(texts, legend_labels(texts, legend_width, ncol), strict=True))
+        titles = [self._panel_title(keys, values, cells, differ, panel_width)
+                  for values, cells, (_, differ) in contents]
         if ax is None:
-            legend_rows = max(math.ceil((len(cells) + len(refs)) / ncol)
-                              for _, cells, (refs, _) in contents)
-            notes = any(differ for _, _, (_, differ) in contents)
-            fig, axes = panel_axes(len(panels), 0 if shared else legend_rows,
-                                   title_lines=2 if notes else 1,
-                                   figure_legend_rows=legend_rows if shared else 0)
+            rows = max(legend_rows([wrapped[c[0]] for c in cells]
+                                   + [wrapped[ref_label(r[1], r[0])] for r in refs], ncol)
+                       for _, cells, (refs, _) in contents)
+            fig, axes = panel_axes(len(panels), 0 if shared else rows,
+                                   title_lines=max(title.count("\n") + 1 for title in titles),
+                                   figure_legend_rows=rows if shared else 0)
             offset = PANEL_LEGEND_OFFSET
         else:
-            axes = [ax] if hasattr(ax, "plot") else list(ax)
-            if len(axes) != len(panels):
-                raise ValueError(f"ax must be {len(panels)} axes, one per panel of by={by!r}; "
-                                 f"got {len(axes)}")
             fig, offset = axes[0].figure, -0.17
         colors = {name: a["color"] for name, a in self.algorithms.items() if a.get("color")}
         styles = LineStyles(colors, self.curves["algorithm"].unique())
-        parameters = self._grid_parameters()
-        for ax_, (values, cells, (refs, differ)) in zip(axes, contents, strict=True):
+        for ax_, title, (_, cells, (refs, _)) in zip(axes, titles, contents, strict=True):
             handles, labels = [], []
             for label, algorithm, rows in cells:
-                color, linestyle = styles(label, algorithm)
+                color, linestyle, marker = styles(label, algorithm)
                 handles.append(draw_cell(ax_, rows, kind, band, color, linestyle=linestyle,
-                                         label=label))
-                labels.append(label)
+                                         label=label, marker=marker))
+                labels.append(wrapped[label])
             for value, name, style in refs:
                 label = ref_label(name, value)
                 handles.append(ax_.axhline(value, linewidth=1, label=label, **style))
-                labels.append(label)
+                labels.append(wrapped[label])
                 if shared:  # the value on the panel, at the line's right end
                     ax_.annotate(f"{value:.4g}", xy=(1.0, value),
                                  xycoords=ax_.get_yaxis_transform(), xytext=(-2, 1.5),
@@ -441,12 +449,6 @@ class SweepResults:
                                  fontsize=7, color=style["color"],
                                  bbox={"facecolor": "white", "edgecolor": "none",
                                        "alpha": 0.8, "pad": 0.5})
-            drawn = {c[1] for c in cells}
-            title = ", ".join(cell_label(v) if k in CELL_COLUMNS else
-                              f"{k}={_unset(k, drawn, parameters) if is_missing(v) else cell_label(v)}"
-                              for k, v in zip(keys, values, strict=True)) or "all cells"
-            if differ:  # a second line, kept short enough for the panel's width
-                title += f"\n({', '.join(differ)}: differ by problem, not drawn)"
             ax_.set_title(title, fontsize=10)
             ax_.set_xlabel("stage t")
             if kind == "reward":
@@ -475,6 +477,22 @@ class SweepResults:
             fig.suptitle(f"{what.capitalize()}: mean over runs\n{self._runs_text()}, {shown}",
                          fontsize=10)
         return fig
+
+    def _panel_title(self, keys: list[str], values: tuple, cells, differ: list[str],
+                     width: float) -> str:
+        """A panel's title: its values of ``keys`` (an unset grid parameter as :func:`_unset`
+        says), wrapped to ``width`` inches at fontsize 10 (an import path is wider than a
+        panel), and a line naming the reference lines ``differ`` does not draw."""
+        from .._plotting import wrap_text
+
+        drawn, parameters = {c[1] for c in cells}, self._grid_parameters()
+        title = ", ".join(cell_label(v) if k in CELL_COLUMNS else
+                          f"{k}={_unset(k, drawn, parameters) if is_missing(v) else cell_label(v)}"
+                          for k, v in zip(keys, values, strict=True)) or "all cells"
+        title = wrap_text(title, width, 10)
+        if differ:  # a line of its own, short enough for the panel's width
+            title += f"\n({', '.join(differ)}: differ by problem, not drawn)"
+        return title
 
     def _runs_text(self) -> str:
         counts = self.runs.groupby(self.cell_columns, sort=False, dropna=False).size()

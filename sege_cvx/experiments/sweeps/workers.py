@@ -18,6 +18,7 @@ import importlib.util
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -254,6 +255,56 @@ def shard_executor(workers: int, client, scheduler: str | None) -> Iterator[tupl
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def check_spawnable(spec: StudySpec, algorithms: dict[str, dict], workers: int) -> None:
+    """Refuse a policy or problem factory that local worker processes cannot import, or a
+    program they cannot start from.
+
+    They are started by ``spawn``: each first runs the program's ``__main__`` again, from its
+    file (or imports it by name, ``python -m``), then imports the classes and factories it
+    runs by name.  A ``__main__`` without a file (``python -c``, an interactive session, a
+    notebook) they skip, so its classes are missing: every shard failed with "module
+    '__main__' has no attribute", after the sweep's directory was written.  One read from
+    standard input (``python - < script.py``) they try to run from ``'<stdin>'``, and die.
+
+    Parameters
+    ----------
+    spec : StudySpec
+        The sweep's spec (its problems' factories).
+    algorithms : dict
+        :func:`~.plan.describe_algorithms` of ``spec`` (each policy's class, ``"module:Class"``).
+    workers : int
+        The local worker processes (named by the message).
+
+    Raises
+    ------
+    SpecError
+        Naming the first such class or factory, or the program's source, and the fix: define
+        it in a module file (save the program in a file), or run with ``workers=1``.
+    """
+    main = sys.modules.get("__main__")
+    # What multiprocessing's spawn gives its workers of __main__ (spawn.get_preparation_data).
+    if getattr(getattr(main, "__spec__", None), "name", None):
+        return  # python -m: imported by name
+    source = getattr(main, "__file__", None)
+    if source is not None:
+        if os.path.isfile(source):
+            return
+        raise SpecError(f"this program's __main__ was read from {source!r}, not a file, and the "
+                        f"{workers} worker processes start by running it again: save the "
+                        "program in a file and run that, or run with workers=1")
+    found = [(f"policy {name!r} is class", described["class"])
+             for name, described in algorithms.items()]
+    found += [(f"problem factory {p.factory!r} is", p.factory) for p in spec.problems
+              if p.factory]
+    for what, path in found:
+        module, attribute = path.split(":")
+        if module in ("__main__", "__mp_main__"):
+            raise SpecError(f"{what} {attribute} of __main__, which has no file (python -c, an "
+                            f"interactive session or a notebook): the {workers} worker "
+                            "processes cannot import it; define it in a module file and "
+                            "import it from there, or run with workers=1")
 
 
 def ship_modules(client, spec: StudySpec, algorithms: dict[str, dict]) -> None:
