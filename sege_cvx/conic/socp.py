@@ -17,6 +17,15 @@ feasible and bounded with a strictly feasible point (an arm set's programs), so 
 infeasibility detection: a solve that does not meet its tolerances within :data:`MAX_ITER`
 iterations reports :data:`NOT_CONVERGED`, and its caller falls back.
 
+**Warm starts** (:func:`solve_into`'s ``start``: a learner's next program, whose data moved by
+one observation) are first given to the *active-set polish* (:func:`_polish`): each cone's
+state read from the last solution (a nonnegative row active or not; a second-order cone's
+slack inside it, zero, or on its face with the dual ``alpha J s`` on the opposite face), then
+Newton's method on the optimality conditions with the states fixed, a state corrected where
+the new point leaves a cone, and the point held to the interior-point method's stopping test
+with every slack and dual checked in its cone.  Where it fails, the interior-point method
+runs from the warm point, then cold.
+
 **Data layout** (:class:`ConeBlocks`).  ``G`` is stored by block: block ``j`` holds rows
 ``rows[j]:rows[j+1]`` of ``G`` over its columns ``cols[col_ptr[j]:col_ptr[j+1]]``, as a dense
 row-major array at ``values[val_ptr[j]:val_ptr[j+1]]``; the compiled code reads the structure
