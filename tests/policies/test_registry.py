@@ -639,6 +639,55 @@ def test_a_policy_of_a_main_without_a_file_is_refused_before_workers_start(tmp_p
     assert not (tmp_path / "two").exists()
 
 
+GUARDED_MAIN = """\
+import sys
+import numpy as np
+import sege_cvx as sc
+from sege_cvx.experiments import SpecError
+
+if __name__ == "__main__":
+    class Mine(sc.Policy):
+        decision_names = ("baseline",)
+
+        def select(self):
+            self.last_decision[:] = 0
+            return np.tile(self.setting.safe_arm, (self.n_runs, 1))
+
+        def observe(self, arms, rewards, constraint_values):
+            pass
+
+    sc.register_policy("Mine", Mine)
+    spec = {"seed": 1, "runs": 4, "horizon": 5, "problems": [{"name": "paper"}],
+            "algorithms": [{"name": "Mine"}]}
+    try:
+        sc.run_sweep(spec, sys.argv[1], workers=2, shard_runs=2, progress=False)
+    except SpecError as exc:
+        print(exc)
+    print(sc.run_sweep(spec, sys.argv[2], workers=1, progress=False).runs.shape[0])
+"""
+
+
+def test_a_policy_defined_under_the_main_guard_is_refused_before_workers_start(tmp_path):
+    # A script's workers run it again as __mp_main__, skipping its `if __name__ ==
+    # "__main__":` block: a class defined there is missing in them (every shard failed, after
+    # sweep.json was written).  Refused before anything is written; workers=1 runs it.
+    script = tmp_path / "study.py"
+    script.write_text(GUARDED_MAIN)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (os.environ.get("PYTHONPATH"), str(Path(sc.__file__).parents[1])) if p)}
+    run = subprocess.run([sys.executable, str(script), str(tmp_path / "two"),
+                          str(tmp_path / "one")], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    refusal, runs = run.stdout.strip().splitlines()
+    assert refusal == ("policy 'Mine' is class Mine of study.py, defined under 'if __name__ == "
+                       "\"__main__\":', which the 2 worker processes skip when they run "
+                       "study.py again: define it above that block (or in a module file), or "
+                       "run with workers=1")
+    assert not (tmp_path / "two").exists()
+    assert runs == "4"
+
+
 def test_the_command_line_takes_policies_by_import_path(user_policy, tmp_path, capsys):
     from sege_cvx.cli import main
 

@@ -10,6 +10,7 @@ finish: a shard that fails, a worker that dies or Ctrl-C ends the sweep in one l
 
 from __future__ import annotations
 
+import ast
 import concurrent.futures as cf
 import contextlib
 import gc
@@ -288,9 +289,7 @@ def check_spawnable(spec: StudySpec, algorithms: dict[str, dict], workers: int) 
     if getattr(getattr(main, "__spec__", None), "name", None):
         return  # python -m: imported by name
     source = getattr(main, "__file__", None)
-    if source is not None:
-        if os.path.isfile(source):
-            return
+    if source is not None and not os.path.isfile(source):
         raise SpecError(f"this program's __main__ was read from {source!r}, not a file, and the "
                         f"{workers} worker processes start by running it again: save the "
                         "program in a file and run that, or run with workers=1")
@@ -298,13 +297,69 @@ def check_spawnable(spec: StudySpec, algorithms: dict[str, dict], workers: int) 
              for name, described in algorithms.items()]
     found += [(f"problem factory {p.factory!r} is", p.factory) for p in spec.problems
               if p.factory]
+    bound = None if source is None else _names_outside_main_guard(source)
     for what, path in found:
         module, attribute = path.split(":")
-        if module in ("__main__", "__mp_main__"):
+        if module not in ("__main__", "__mp_main__"):
+            continue
+        if source is None:
             raise SpecError(f"{what} {attribute} of __main__, which has no file (python -c, an "
                             f"interactive session or a notebook): the {workers} worker "
                             "processes cannot import it; define it in a module file and "
                             "import it from there, or run with workers=1")
+        if bound is not None and attribute.split(".")[0] not in bound:
+            name = os.path.basename(source)
+            raise SpecError(f"{what} {attribute} of {name}, defined under "
+                            f"'if __name__ == \"__main__\":', which the {workers} worker "
+                            f"processes skip when they run {name} again: define it above that "
+                            "block (or in a module file), or run with workers=1")
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    """Whether ``node`` is ``if __name__ == "__main__":`` (either way round)."""
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        return False
+    test = node.test
+    if len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return (any(isinstance(n, ast.Name) and n.id == "__name__" for n in sides)
+            and any(isinstance(n, ast.Constant) and n.value == "__main__" for n in sides))
+
+
+def _names_outside_main_guard(source: str) -> set[str] | None:
+    """The names a script binds at its top level outside ``if __name__ == "__main__":``
+    blocks (what a spawned worker, which runs it as ``__mp_main__``, has); None where it
+    cannot be read or parsed (then nothing is refused)."""
+    try:
+        with open(source, encoding="utf-8") as handle:
+            tree = ast.parse(handle.read(), filename=source)
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    names: set[str] = set()
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if _is_main_guard(node):
+            pending += node.orelse
+            continue
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
+            headers = [node.target] if isinstance(node, ast.For) else [
+                item.optional_vars for item in getattr(node, "items", []) if item.optional_vars]
+            names.update(n.id for header in headers for n in ast.walk(header)
+                         if isinstance(n, ast.Name))
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                pending += getattr(node, field, [])
+        elif isinstance(node, ast.ExceptHandler):
+            pending += node.body
+        else:  # assignments (a = ..., a: int = ..., a += ...), and names bound in expressions
+            names.update(n.id for n in ast.walk(node)
+                         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    return names
 
 
 def ship_modules(client, spec: StudySpec, algorithms: dict[str, dict]) -> None:
