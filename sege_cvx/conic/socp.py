@@ -846,18 +846,21 @@ def _newton(st, vals, nb, n, p, size, h, A, b, V, M, scales) -> bool:
 
 
 @njit
-def _update_states(st, nb, V, tol) -> int:
-    """After a Newton solve: a row or cone whose slack left its cone joins the active set (a
-    nonnegative row, or a cone's face with ``alpha = 0``), one whose dual left its cone leaves it
-    (``alpha < 0`` or an active row's dual below 0); returns how many changed, or -1 where no
-    such change applies (a zero cone's dual outside the cone, a face on the cone's negative
-    half)."""
+def _update_states(st, nb, V) -> int:
+    """After a Newton solve: a row or cone whose slack left its cone, by however little, joins
+    the active set (a nonnegative row, or a cone's face with ``alpha = 0``), one whose dual left
+    its cone leaves it (``alpha < 0`` or an active row's dual below 0); returns how many changed,
+    or -1 where no such change applies (a zero cone's dual outside the cone, a face on the
+    cone's negative half).  No tolerance on an inactive slack: a point outside a row that the
+    states take for inactive is not a solution of the program (a tolerance relative to the
+    largest right-hand side let a point 1e-6 outside a cut through, where a row far away had
+    ``h = 1e3``)."""
     changed = 0
     for j in range(nb):
         r0, r1 = _row(st, j), _row(st, j + 1)
         state = int(V[_PKIND, j])
         if state == _OFF:
-            if not V[_S, r0] >= -tol:
+            if not V[_S, r0] >= 0.0:
                 V[_PKIND, j] = _ON
                 V[_ZD, r0] = 0.0
                 changed += 1
@@ -873,7 +876,7 @@ def _update_states(st, nb, V, tol) -> int:
             sn += V[_S, i] * V[_S, i]
             zn += V[_ZD, i] * V[_ZD, i]
         if state == _FREE:
-            if not V[_S, r0] - math.sqrt(sn) >= -tol:
+            if not V[_S, r0] - math.sqrt(sn) >= 0.0:
                 if not V[_S, r0] > 0.0:
                     return -1
                 V[_PKIND, j] = _FACE
@@ -899,14 +902,26 @@ def _polish(st, vals, nb, n, h, A, b, z, V, M) -> int:
     Newton's method on the optimality conditions with each cone's state fixed
     (:func:`_classify`), the states corrected where the point leaves a cone (at most
     :data:`POLISH_UPDATES` times: :func:`_update_states`), then the interior-point method's
-    stopping test (:data:`FEAS_TOL`, :data:`GAP_TOL`) with every slack in its cone to
-    ``FEAS_TOL`` and every dual exactly (``alpha >= 0``, an active row's dual ``>= 0``, a zero
-    cone's dual in the cone).  :data:`SOLVED` with ``x`` in ``z`` and the solution in ``V``'s
+    stopping test (:data:`FEAS_TOL`, :data:`GAP_TOL`) with every inactive slack and every
+    dual in its cone exactly (``alpha >= 0``, an active row's dual ``>= 0``, a zero cone's dual
+    in the cone; the active slacks are zero to the residual's tolerance), from finite data
+    only.  :data:`SOLVED` with ``x`` in ``z`` and the solution in ``V``'s
     rows, else :data:`NOT_CONVERGED` (a degenerate system, too large a system, states that
     keep changing); ``V[_INFO, 0]`` counts its Newton systems' residuals less one."""
     p = A.shape[0]
     m = _row(st, nb)
     V[_INFO, 0] = -1.0
+    # Every datum finite (numba's max() passes over a NaN, which the tests below would miss):
+    # else the interior-point method decides, as it would cold.
+    for k in range(n):
+        if not (math.isfinite(V[_C, k]) and math.isfinite(V[_X, k])):
+            return NOT_CONVERGED
+    for i in range(m):
+        if not (math.isfinite(h[i]) and math.isfinite(V[_S, i]) and math.isfinite(V[_ZD, i])):
+            return NOT_CONVERGED
+    for i in range(p):
+        if not (math.isfinite(b[i]) and math.isfinite(V[_Y, i])):
+            return NOT_CONVERGED
     scales = np.ones(3)
     for k in range(n):
         scales[0] = max(scales[0], 1.0 + abs(V[_C, k]))
@@ -914,7 +929,6 @@ def _polish(st, vals, nb, n, h, A, b, z, V, M) -> int:
         scales[1] = max(scales[1], 1.0 + abs(b[i]))
     for i in range(m):
         scales[2] = max(scales[2], 1.0 + abs(h[i]))
-    tol = FEAS_TOL * scales[2]
     _classify(st, nb, V)
     for update in range(POLISH_UPDATES + 1):
         size = _assign(st, nb, n, p, V)
@@ -926,7 +940,7 @@ def _polish(st, vals, nb, n, h, A, b, z, V, M) -> int:
             V[_PM, n + i] = V[_Y, i]
         if not _newton(st, vals, nb, n, p, size, h, A, b, V, M, scales):
             return NOT_CONVERGED
-        changed = _update_states(st, nb, V, tol)
+        changed = _update_states(st, nb, V)
         if changed == 0:
             break
         if changed < 0 or update == POLISH_UPDATES:
@@ -936,7 +950,7 @@ def _polish(st, vals, nb, n, h, A, b, z, V, M) -> int:
         gap += V[_S, i] * V[_ZD, i]
     for k in range(n):
         pcost += V[_C, k] * V[_X, k]
-    if not abs(gap) <= GAP_TOL * max(1.0, abs(pcost)):
+    if not (math.isfinite(pcost) and abs(gap) <= GAP_TOL * max(1.0, abs(pcost))):
         return NOT_CONVERGED
     for k in range(n):
         z[k] = V[_X, k]

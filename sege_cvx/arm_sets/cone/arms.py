@@ -225,14 +225,19 @@ def _pull_in_pair(geometry, z, V, row, trial, start=0.0) -> bool:
     eps = FIRST_CONTRACTION
     while eps < start:
         eps *= 10.0
-    while eps <= MAX_CONTRACTION:
+    # As pull_in_one's schedule: the last contraction is the limit itself (ten products of
+    # 1e-15 by 10 make 1.0000000000000004e-05, which ``eps <= 1e-5`` never tried).
+    while eps <= MAX_CONTRACTION * 10.0:
+        factor = 1.0 - min(eps, MAX_CONTRACTION)
         for k in range(n):
-            trial[k] = center[k] + (1.0 - eps) * (z[k] - center[k])
+            trial[k] = center[k] + factor * (z[k] - center[k])
         _repair(geometry, trial, V, row)
         if certify(geometry, trial):
             for k in range(n):
                 z[k] = trial[k]
             return True
+        if not eps < MAX_CONTRACTION:
+            break
         eps *= 10.0
     return False
 
