@@ -94,6 +94,9 @@ POLISH_TOL = 1e-13
 #: The proximal term's weight on ``x`` in the polish's Newton matrix, relative to its largest
 #: entry (:func:`_polish_jacobian`).
 POLISH_PROXIMAL = 1e-9
+#: An inactive row's or cone's slack may end this far outside its cone, relative to the
+#: block's own magnitude (rounding in ``h - G x``; :func:`_update_states`).
+POLISH_SLACK = 1e-12
 #: A pivot below this, relative to the Newton matrix's largest entry, ends the polish (a
 #: degenerate active set: the interior-point method takes over).
 POLISH_PIVOT = 1e-13
@@ -846,21 +849,30 @@ def _newton(st, vals, nb, n, p, size, h, A, b, V, M, scales) -> bool:
 
 
 @njit
-def _update_states(st, nb, V) -> int:
-    """After a Newton solve: a row or cone whose slack left its cone, by however little, joins
-    the active set (a nonnegative row, or a cone's face with ``alpha = 0``), one whose dual left
+def _update_states(st, vals, nb, h, V) -> int:
+    """After a Newton solve: a row or cone whose slack left its cone by more than rounding
+    (:data:`POLISH_SLACK` of the block's own magnitude, ``|h_i| + sum_a |G_ia x_a|``) joins the
+    active set (a nonnegative row, or a cone's face with ``alpha = 0``), one whose dual left
     its cone leaves it (``alpha < 0`` or an active row's dual below 0); returns how many changed,
     or -1 where no such change applies (a zero cone's dual outside the cone, a face on the
-    cone's negative half).  No tolerance on an inactive slack: a point outside a row that the
-    states take for inactive is not a solution of the program (a tolerance relative to the
-    largest right-hand side let a point 1e-6 outside a cut through, where a row far away had
-    ``h = 1e3``)."""
+    cone's negative half).  The allowance is the block's own: one relative to the largest
+    right-hand side let a point 5e-7 outside a cut through, where a row far away had ``h =
+    1e3``."""
     changed = 0
     for j in range(nb):
         r0, r1 = _row(st, j), _row(st, j + 1)
         state = int(V[_PKIND, j])
+        tol = 0.0
+        if state == _OFF or state == _FREE:
+            c0, k, v0 = _cptr(st, j), _cptr(st, j + 1) - _cptr(st, j), _vptr(st, j)
+            for i in range(r1 - r0):
+                mag = abs(h[r0 + i])
+                for a in range(k):
+                    mag += abs(vals[v0 + i * k + a] * V[_X, _col(st, c0 + a)])
+                tol = max(tol, mag)
+            tol = POLISH_SLACK * (1.0 + tol)
         if state == _OFF:
-            if not V[_S, r0] >= 0.0:
+            if not V[_S, r0] >= -tol:
                 V[_PKIND, j] = _ON
                 V[_ZD, r0] = 0.0
                 changed += 1
@@ -876,7 +888,7 @@ def _update_states(st, nb, V) -> int:
             sn += V[_S, i] * V[_S, i]
             zn += V[_ZD, i] * V[_ZD, i]
         if state == _FREE:
-            if not V[_S, r0] - math.sqrt(sn) >= 0.0:
+            if not V[_S, r0] - math.sqrt(sn) >= -tol:
                 if not V[_S, r0] > 0.0:
                     return -1
                 V[_PKIND, j] = _FACE
@@ -902,10 +914,10 @@ def _polish(st, vals, nb, n, h, A, b, z, V, M) -> int:
     Newton's method on the optimality conditions with each cone's state fixed
     (:func:`_classify`), the states corrected where the point leaves a cone (at most
     :data:`POLISH_UPDATES` times: :func:`_update_states`), then the interior-point method's
-    stopping test (:data:`FEAS_TOL`, :data:`GAP_TOL`) with every inactive slack and every
-    dual in its cone exactly (``alpha >= 0``, an active row's dual ``>= 0``, a zero cone's dual
-    in the cone; the active slacks are zero to the residual's tolerance), from finite data
-    only.  :data:`SOLVED` with ``x`` in ``z`` and the solution in ``V``'s
+    stopping test (:data:`FEAS_TOL`, :data:`GAP_TOL`) with every inactive slack in its cone to
+    rounding (:data:`POLISH_SLACK`), every dual exactly (``alpha >= 0``, an active row's dual
+    ``>= 0``, a zero cone's dual in the cone; the active slacks are zero to the residual's
+    tolerance), from finite data only.  :data:`SOLVED` with ``x`` in ``z`` and the solution in ``V``'s
     rows, else :data:`NOT_CONVERGED` (a degenerate system, too large a system, states that
     keep changing); ``V[_INFO, 0]`` counts its Newton systems' residuals less one."""
     p = A.shape[0]
@@ -940,7 +952,7 @@ def _polish(st, vals, nb, n, h, A, b, z, V, M) -> int:
             V[_PM, n + i] = V[_Y, i]
         if not _newton(st, vals, nb, n, p, size, h, A, b, V, M, scales):
             return NOT_CONVERGED
-        changed = _update_states(st, nb, V)
+        changed = _update_states(st, vals, nb, h, V)
         if changed == 0:
             break
         if changed < 0 or update == POLISH_UPDATES:
