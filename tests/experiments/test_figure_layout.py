@@ -188,6 +188,7 @@ def test_a_panel_of_twelve_cells_draws_twelve_distinct_lines(tmp_path, monkeypat
         legend = fig.axes[0].get_legend() or fig.legends[0]
         assert len({line_style(h) for h in legend.legend_handles[:12]}) == 12
         assert layout_problems(fig) == []
+        assert "\n1 run per cell, no band" in fig._suptitle.get_text()  # not "1 runs"
 
 
 def test_the_default_band_is_quantiles_for_two_cells_and_intervals_for_more(sweep):

@@ -497,7 +497,9 @@ class SweepResults:
     def _runs_text(self) -> str:
         counts = self.runs.groupby(self.cell_columns, sort=False, dropna=False).size()
         low, high = int(counts.min()), int(counts.max())
-        return f"{low} runs per cell" if low == high else f"{low} to {high} runs per cell"
+        if low == high:
+            return f"{low} run{'' if low == 1 else 's'} per cell"
+        return f"{low} to {high} runs per cell"
 
 
 def load_results(path: str | os.PathLike, *, verify: bool = True) -> SweepResults:
