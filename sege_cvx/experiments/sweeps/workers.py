@@ -297,7 +297,7 @@ def check_spawnable(spec: StudySpec, algorithms: dict[str, dict], workers: int) 
              for name, described in algorithms.items()]
     found += [(f"problem factory {p.factory!r} is", p.factory) for p in spec.problems
               if p.factory]
-    bound = None if source is None else _names_outside_main_guard(source)
+    bound = None if source is None else _main_guard_names(source)
     for what, path in found:
         module, attribute = path.split(":")
         if module not in ("__main__", "__mp_main__"):
@@ -307,7 +307,10 @@ def check_spawnable(spec: StudySpec, algorithms: dict[str, dict], workers: int) 
                             f"interactive session or a notebook): the {workers} worker "
                             "processes cannot import it; define it in a module file and "
                             "import it from there, or run with workers=1")
-        if bound is not None and attribute.split(".")[0] not in bound:
+        top = attribute.split(".")[0]
+        # Refused only on evidence: bound in the block and nowhere else at the top (a name
+        # bound by exec() or a star import, which no syntax tree shows, is left alone).
+        if bound is not None and top in bound[1] and top not in bound[0]:
             name = os.path.basename(source)
             raise SpecError(f"{what} {attribute} of {name}, defined under "
                             f"'if __name__ == \"__main__\":', which the {workers} worker "
@@ -327,39 +330,48 @@ def _is_main_guard(node: ast.stmt) -> bool:
             and any(isinstance(n, ast.Constant) and n.value == "__main__" for n in sides))
 
 
-def _names_outside_main_guard(source: str) -> set[str] | None:
-    """The names a script binds at its top level outside ``if __name__ == "__main__":``
-    blocks (what a spawned worker, which runs it as ``__mp_main__``, has); None where it
-    cannot be read or parsed (then nothing is refused)."""
+def _bound_names(node: ast.AST) -> set[str]:
+    """The names a statement binds (definitions, imports, assignment targets), nested blocks
+    included."""
+    names: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in n.names)
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            names.add(n.id)
+    return names
+
+
+def _main_guard_names(source: str) -> tuple[set[str], set[str]] | None:
+    """``(outside, inside)``: the names a script binds at its top level outside its ``if
+    __name__ == "__main__":`` blocks (what a spawned worker, which runs it as ``__mp_main__``,
+    has) and inside them; None where it cannot be read or parsed (then nothing is refused)."""
     try:
         with open(source, encoding="utf-8") as handle:
             tree = ast.parse(handle.read(), filename=source)
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return None
-    names: set[str] = set()
+    outside: set[str] = set()
+    inside: set[str] = set()
     pending = list(tree.body)
     while pending:
         node = pending.pop()
         if _is_main_guard(node):
+            for statement in node.body:
+                inside |= _bound_names(statement)
             pending += node.orelse
-            continue
-        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
-            headers = [node.target] if isinstance(node, ast.For) else [
-                item.optional_vars for item in getattr(node, "items", []) if item.optional_vars]
-            names.update(n.id for header in headers for n in ast.walk(header)
-                         if isinstance(n, ast.Name))
-            for field in ("body", "orelse", "finalbody", "handlers"):
+        elif isinstance(node, (ast.If, ast.Try)):  # a guard may sit inside either
+            for field in ("body", "orelse", "finalbody"):
                 pending += getattr(node, field, [])
-        elif isinstance(node, ast.ExceptHandler):
-            pending += node.body
-        else:  # assignments (a = ..., a: int = ..., a += ...), and names bound in expressions
-            names.update(n.id for n in ast.walk(node)
-                         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
-    return names
+            for handler in node.handlers if isinstance(node, ast.Try) else []:
+                pending += handler.body
+                if handler.name:
+                    outside.add(handler.name)
+        else:
+            outside |= _bound_names(node)
+    return outside, inside
 
 
 def ship_modules(client, spec: StudySpec, algorithms: dict[str, dict]) -> None:
