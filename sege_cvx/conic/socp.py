@@ -244,6 +244,17 @@ def _gt_add(st, vals, nb, V, src, dst) -> None:
 
 
 @njit
+def _dual_residual(st, vals, nb, n, A, p, V) -> None:
+    """``V[_RX] = c + A^T y + G^T zd`` (the stationarity residual of both methods)."""
+    for k in range(n):
+        V[_RX, k] = V[_C, k]
+    _gt_add(st, vals, nb, V, _ZD, _RX)
+    for i in range(p):
+        for k in range(n):
+            V[_RX, k] += A[i, k] * V[_Y, i]
+
+
+@njit
 def _max_step(st, nb, V, v, dv) -> float:
     """The largest ``alpha`` (1e30 for none) with ``V[v] + alpha V[dv]`` in the cone, for
     ``V[v]`` in its interior.  For a second-order cone ``f(a) = (v_0 + a d_0)^2 - ||v_1 + a
@@ -704,12 +715,7 @@ def _polish_residual(st, vals, nb, n, p, h, A, b, V, scales) -> float:
         else:
             for i in range(r0, r1):
                 V[_ZD, i] = 0.0
-    for k in range(n):
-        V[_RX, k] = V[_C, k]
-    _gt_add(st, vals, nb, V, _ZD, _RX)
-    for i in range(p):
-        for k in range(n):
-            V[_RX, k] += A[i, k] * V[_Y, i]
+    _dual_residual(st, vals, nb, n, A, p, V)
     for k in range(n):
         V[_PF, k] = V[_RX, k]
         worst = max(worst, abs(V[_RX, k]) / scales[0])
@@ -1074,12 +1080,7 @@ def _iterate(st, nb, n, h, A, b, z, V, M, vals, warm) -> int:
     for it in range(MAX_ITER):
         V[_INFO, 0] = it
         # Residuals rx = c + A^T y + G^T zd, ry = A x - b, rz = s + G x - h.
-        for k in range(n):
-            V[_RX, k] = V[_C, k]
-        _gt_add(st, vals, nb, V, _ZD, _RX)
-        for i in range(p):
-            for k in range(n):
-                V[_RX, k] += A[i, k] * V[_Y, i]
+        _dual_residual(st, vals, nb, n, A, p, V)
         _g_times(st, vals, nb, V, _X, _RZ)
         pres, eq, dres, gap, pcost = 0.0, 0.0, 0.0, 0.0, 0.0
         for i in range(m):

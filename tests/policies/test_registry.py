@@ -75,6 +75,14 @@ def user_policy(tmp_path, monkeypatch):
     sys.modules.pop("wanderer_policy", None)
 
 
+
+def _python(args, cwd=None, input=None):
+    """``python args`` in a new process with this package on its import path."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (os.environ.get("PYTHONPATH"), str(Path(sc.__file__).parents[1])) if p)}
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, input=input,
+                          capture_output=True, text=True, timeout=300)
+
 def test_the_built_ins_register_like_any_policy_with_their_grid_parameters():
     assert sc.registered_policies()[:3] == ("SEGE", "CLUCB", "ROFUL")
     assert sc.policy_class("SEGE") is sc.SEGE
@@ -236,11 +244,8 @@ def test_a_spec_names_a_policy_by_import_path_and_grids_its_own_parameters(user_
 def test_a_user_policy_beside_its_spec_runs_in_a_two_worker_sweep_with_its_own_columns(
         user_policy, tmp_path):
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (os.environ.get("PYTHONPATH"), str(Path(sc.__file__).parents[1])) if p)}
-    run = subprocess.run([sys.executable, "-m", "sege_cvx", "sweep", str(user_policy), "--out",
-                          str(out), "--workers", "2", "--shard-runs", "2", "--no-progress"],
-                         cwd=tmp_path.parent, env=env, capture_output=True, text=True, timeout=300)
+    run = _python(["-m", "sege_cvx", "sweep", str(user_policy), "--out", str(out), "--workers",
+                   "2", "--shard-runs", "2", "--no-progress"], cwd=tmp_path.parent)
     assert run.returncode == 0, run.stderr
     results = load_results(out)
     runs = results.runs
@@ -271,8 +276,7 @@ def test_a_user_policy_beside_its_spec_runs_in_a_two_worker_sweep_with_its_own_c
     assert alone.stats.decision_counts[0].tolist() == [row.stay, row.wander]
     assert alone.stats.cum_regret[0] == row.regret
     # The report labels its lines and table by the policy's name.
-    report = subprocess.run([sys.executable, "-m", "sege_cvx", "report", str(out)], env=env,
-                            capture_output=True, text=True, timeout=300)
+    report = _python(["-m", "sege_cvx", "report", str(out)])
     assert report.returncode == 0, report.stderr
     table = pd.read_csv(out / "report" / "table.csv")
     assert "wanderer_policy:Wanderer" in set(table["algorithm"])
@@ -564,11 +568,8 @@ if __name__ == "__main__":
 def test_a_policy_registered_in_a_script_runs_on_spawned_workers(tmp_path):
     (tmp_path / "script.py").write_text(SCRIPT)
     (tmp_path / "policy_source.py").write_text(POLICY_MODULE)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (os.environ.get("PYTHONPATH"), str(Path(sc.__file__).parents[1])) if p)}
-    run = subprocess.run([sys.executable, "script.py", str(tmp_path / "out"),
-                          str(tmp_path / "policy_source.py")], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=300)
+    run = _python(["script.py", str(tmp_path / "out"), str(tmp_path / "policy_source.py")],
+                  cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     wanders, path = run.stdout.split()
     assert 20 <= int(wanders) <= 100 and path == "__main__:Wanderer"
@@ -612,11 +613,8 @@ print(sc.run_sweep(spec, sys.argv[2], workers=1, progress=False).runs.shape[0])
 def test_a_policy_of_a_main_without_a_file_is_refused_before_workers_start(tmp_path):
     # python -c (or an interactive session, a notebook): spawned workers import the script's
     # __main__ from its file, and this one has none.  Refused before anything is written.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (os.environ.get("PYTHONPATH"), str(Path(sc.__file__).parents[1])) if p)}
-    run = subprocess.run([sys.executable, "-c", FILELESS_MAIN, str(tmp_path / "two"),
-                          str(tmp_path / "one")], cwd=tmp_path, env=env, capture_output=True,
-                         text=True, timeout=300)
+    run = _python(["-c", FILELESS_MAIN, str(tmp_path / "two"), str(tmp_path / "one")],
+                  cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     policy, factory, runs = run.stdout.strip().splitlines()
     fix = ("which has no file (python -c, an interactive session or a notebook): the 2 worker "
@@ -628,9 +626,8 @@ def test_a_policy_of_a_main_without_a_file_is_refused_before_workers_start(tmp_p
     assert runs == "4"  # in this process, it runs
     # Read from standard input: the workers would run '<stdin>' again, and die at their start
     # (whatever the policies).
-    run = subprocess.run([sys.executable, "-", str(tmp_path / "two"), str(tmp_path / "one")],
-                         input=FILELESS_MAIN, cwd=tmp_path, env=env, capture_output=True,
-                         text=True, timeout=300)
+    run = _python(["-", str(tmp_path / "two"), str(tmp_path / "one")], cwd=tmp_path,
+                  input=FILELESS_MAIN)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip().splitlines()[:2] == [
         "this program's __main__ was read from '<stdin>', not a file, and the 2 worker processes "
@@ -673,11 +670,7 @@ def test_a_policy_defined_under_the_main_guard_is_refused_before_workers_start(t
     # sweep.json was written).  Refused before anything is written; workers=1 runs it.
     script = tmp_path / "study.py"
     script.write_text(GUARDED_MAIN)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (os.environ.get("PYTHONPATH"), str(Path(sc.__file__).parents[1])) if p)}
-    run = subprocess.run([sys.executable, str(script), str(tmp_path / "two"),
-                          str(tmp_path / "one")], cwd=tmp_path, env=env, capture_output=True,
-                         text=True, timeout=300)
+    run = _python([str(script), str(tmp_path / "two"), str(tmp_path / "one")], cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     refusal, runs = run.stdout.strip().splitlines()
     assert refusal == ("policy 'Mine' is class Mine of study.py, defined under 'if __name__ == "
