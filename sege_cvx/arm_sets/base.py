@@ -155,8 +155,10 @@ class ArmSet(ABC):
         import cvxpy as cp
         import scipy.sparse as sp
 
+        from ..conic.canonical import clarabel_problem_data
+
         x = cp.Variable(self.dim)
-        data, _, _ = cp.Problem(cp.Minimize(0), self.constraints(x)).get_problem_data(cp.CLARABEL)
+        data, _, _ = clarabel_problem_data(cp.Problem(cp.Minimize(0), self.constraints(x)))
         A = sp.csc_matrix(data["A"])
         A.sort_indices()
         dims = data["dims"]
@@ -243,14 +245,16 @@ class ArmSet(ABC):
         """
         import cvxpy as cp
 
+        from ..conic.canonical import solve_on_clarabel
+
         theta = as_vector("theta", theta, self.dim)
         gamma = as_vector("gamma", gamma, self.dim)
         limit = as_scalar("limit", limit)
         x = cp.Variable(self.dim)
         problem = cp.Problem(cp.Maximize(theta @ x), [*self.constraints(x), gamma @ x <= limit])
         try:
-            value = problem.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10,
-                                  tol_feas=1e-10)
+            value = solve_on_clarabel(problem, tol_gap_abs=1e-10, tol_gap_rel=1e-10,
+                                      tol_feas=1e-10)
         except cp.error.SolverError as exc:
             raise SolverFailure(f"the constrained optimum failed: {exc}") from exc
         if problem.status != cp.OPTIMAL or value is None or not np.isfinite(value):

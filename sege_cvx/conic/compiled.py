@@ -47,6 +47,7 @@ from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import dims_to_solver
 from numba import literal_unroll
 
 from .._numba import njit
+from .canonical import clarabel_problem_data
 from .errors import SolverFailure  # lives in a module light code can import; re-exported here
 
 # Presolve and chordal decomposition forbid in-place data updates.  Equilibration is off because
@@ -173,7 +174,7 @@ class CompiledConicProgram:
             raise ValueError(f"parameters list misses {len(missing)} parameter(s) of the problem")
         self.parameters = list(parameters)
         self._tiers = [({**tier, **(settings or {})}, accept) for tier, accept in TIERS]
-        data, _, _ = problem.get_problem_data(cp.CLARABEL)
+        data, _, _ = clarabel_problem_data(problem)
         self._param_prog = data["param_prob"]
         self._cones = dims_to_solver_cones(data["dims"])
         col = self._param_prog.var_id_to_col.get(variable.id)

@@ -22,7 +22,6 @@ that cvxpy computes in floating point.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -119,16 +118,13 @@ def cone_form(dim: int, constraints: Callable) -> ConeForm:
     """
     import cvxpy as cp
 
+    from .canonical import clarabel_problem_data
     from .programs import auxiliary_variables
 
     x = cp.Variable(dim)
     cons = constraints(x)
     problem = cp.Problem(cp.Minimize(0), cons)
-    with warnings.catch_warnings():
-        # cvxpy warns that it writes a rational power (a p-norm, geo_mean) by second-order
-        # cones; with error 0, that exact form is the one these rows want.
-        warnings.filterwarnings("ignore", message=r".*is being approximated \(error: 0\.00e\+00\)")
-        data, chain, inverse = problem.get_problem_data(cp.CLARABEL)
+    data, chain, inverse = clarabel_problem_data(problem)
     dims = data["dims"]
     other = [name for name, count in (("exponential", dims.exp), ("power", len(dims.p3d)),
                                       ("semidefinite", len(dims.psd))) if count]

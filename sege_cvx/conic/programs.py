@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import cvxpy as cp
 
+from .canonical import solve_on_clarabel
 from .compiled import CompiledConicProgram
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ def solve_once(problem: cp.Problem, variable: cp.Variable, what: str, hint: str 
     where Clarabel stops with an error (no status): callers see one kind of error.
     """
     try:
-        problem.solve(solver=cp.CLARABEL)
+        solve_on_clarabel(problem)
     except cp.error.SolverError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValueError(f"{what} failed: Clarabel stopped without a solution ({first}){hint}"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import warnings
 from fractions import Fraction
 
 import cvxpy as cp
@@ -490,3 +491,27 @@ def test_safe_ts_solves_its_program_in_the_stages_on_a_compiled_cone_set():
     assert len(gaps) > 100 and max(gaps) <= 2e-8, max(gaps)
     assert compiled.decision_counts[:, 1].sum() > T  # the bound is active: scaled steps
     assert compiled.solver_fallbacks.sum() == 0 and compiled.fallback_reasons == {}
+
+
+def test_an_exact_second_order_form_does_not_warn_and_an_approximate_one_does():
+    """cvxpy 1.9 warns whenever it writes a rational power by second-order cones ("geo_mean is
+    being approximated (error: 0.00e+00) ...  Consider using approx=False to use power cones"):
+    at d = 10 the l1.5 ball's construction, its Clarabel LCB programs and its fingerprint all
+    did, advising the power cones the compiled programs do not solve.  With error 0 the form
+    is exact and nothing warns; a p that only a rational approximates still does."""
+    d = 10
+    theta = 0.3 * np.linspace(0.5, 0.3, d)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        arm_set = sc.ConvexArmSet(d, lambda x: [cp.pnorm(x, 1.5) <= 1], compiled=True)
+        problem = sc.BanditProblem.from_truth(arm_set, theta_star=theta,
+                                              safe_arm=np.r_[0.05, np.zeros(d - 1)], S=1.0,
+                                              noise_sd=0.1, threshold_fraction=0.5)
+        seeds = sc.run_seeds(0, 2)
+        policy = problem.policy("SEGE", 2, seeds[0], lcb_method="solver")
+        sc.simulate(policy, problem.bandit(seeds[1]), 5)
+        arm_set.fingerprint_data()
+        arm_set.constrained_support(theta, np.ones(d), 0.1)
+    if tuple(int(v) for v in cp.__version__.split(".")[:2]) >= (1, 9):
+        with pytest.warns(UserWarning, match=r"approximated \(error: [1-9]"):
+            sc.ConvexArmSet(3, lambda x: [cp.pnorm(x, np.pi / 2) <= 1], compiled=True)
