@@ -24,7 +24,10 @@ slack inside it, zero, or on its face with the dual ``alpha J s`` on the opposit
 Newton's method on the optimality conditions with the states fixed, a state corrected where
 the new point leaves a cone, and the point held to the interior-point method's stopping test
 with every slack and dual checked in its cone.  Where it fails, the interior-point method
-runs from the warm point, then cold.
+runs from the warm point, then cold.  The record keeps the share of recent polishes that
+failed: where nearly all do (the start is far from the next solution's active set, as
+SafeTS's samples in ten dimensions), the polish is skipped, and tried again every
+:data:`POLISH_PROBE`-th solve.
 
 **Data layout** (:class:`ConeBlocks`).  ``G`` is stored by block: block ``j`` holds rows
 ``rows[j]:rows[j+1]`` of ``G`` over its columns ``cols[col_ptr[j]:col_ptr[j+1]]``, as a dense
@@ -100,6 +103,16 @@ POLISH_SLACK = 1e-12
 #: A pivot below this, relative to the Newton matrix's largest entry, ends the polish (a
 #: degenerate active set: the interior-point method takes over).
 POLISH_PIVOT = 1e-13
+#: A warm start is polished while fewer than this share of its record's recent polishes
+#: failed (an average with weight :data:`POLISH_WEIGHT` on the latest: nine failures in a row
+#: from none), else given to the warm interior-point method at once, with a polish again
+#: every :data:`POLISH_PROBE`-th solve.  On SafeTS's programs at d = 10 (a sample ``theta_hat
+#: + beta L^{-T} eta`` a stage) 85-95 % of polishes failed on the l1.5 ball and the lifted set
+#: of ``bench_conic_arms.py``, each failure costing a few Newton steps of 70-odd unknowns; on
+#: the ball with cuts 95 % succeed, and at d = 3 about half, where a polish is cheap.
+POLISH_FAILING = 0.9
+POLISH_WEIGHT = 0.25
+POLISH_PROBE = 8
 #: Steps of iterative refinement per Newton solve, once the relative gap is below
 #: :data:`REFINE_BELOW` (earlier, the Newton directions need no such accuracy).
 REFINEMENTS = 1
@@ -569,10 +582,23 @@ def _shift_into_cone(st, nb, V, v) -> None:
             V[v, _row(st, j)] += 1.0 - low
 
 
+#: The warm-start record's header: whether it holds a solution, the share of recent polishes
+#: that failed, the solves since the last polish; then ``x, s, zd, y``.
+_VALID, _FAILING, _SINCE, _START_HEAD = 0, 1, 2, 3
+
+
 def start_size(blocks: ConeBlocks, n: int, p: int) -> int:
     """The length of :func:`solve_into`'s ``start`` for programs over ``blocks`` (at most) with at
-    most ``n`` variables and ``p`` equalities: ``[valid, x, s, zd, y]``."""
-    return 1 + n + 2 * int(blocks.rows[-1]) + p
+    most ``n`` variables and ``p`` equalities (:func:`start_length`)."""
+    return start_length(n, int(blocks.rows[-1]), p)
+
+
+@njit
+def start_length(n, m, p) -> int:
+    """The length of a warm-start record for ``n`` variables, ``m`` cone rows and ``p``
+    equalities: its header (:data:`_START_HEAD`), then ``x, s, zd, y``; all zeros is an empty
+    record."""
+    return _START_HEAD + n + 2 * m + p
 
 
 @njit
@@ -592,26 +618,26 @@ def polished(V) -> bool:
 
 @njit
 def _load_start(start, n, m, p, V) -> None:
-    """``x, s, zd, y`` from ``start`` (:func:`start_size`'s layout)."""
+    """``x, s, zd, y`` from ``start`` (:func:`start_length`'s layout)."""
     for k in range(n):
-        V[_X, k] = start[1 + k]
+        V[_X, k] = start[_START_HEAD + k]
     for i in range(m):
-        V[_S, i] = start[1 + n + i]
-        V[_ZD, i] = start[1 + n + m + i]
+        V[_S, i] = start[_START_HEAD + n + i]
+        V[_ZD, i] = start[_START_HEAD + n + m + i]
     for i in range(p):
-        V[_Y, i] = start[1 + n + 2 * m + i]
+        V[_Y, i] = start[_START_HEAD + n + 2 * m + i]
 
 
 @njit
 def _save_start(start, n, m, p, V) -> None:
-    start[0] = 1.0
+    start[_VALID] = 1.0
     for k in range(n):
-        start[1 + k] = V[_X, k]
+        start[_START_HEAD + k] = V[_X, k]
     for i in range(m):
-        start[1 + n + i] = V[_S, i]
-        start[1 + n + m + i] = V[_ZD, i]
+        start[_START_HEAD + n + i] = V[_S, i]
+        start[_START_HEAD + n + m + i] = V[_ZD, i]
     for i in range(p):
-        start[1 + n + 2 * m + i] = V[_Y, i]
+        start[_START_HEAD + n + 2 * m + i] = V[_Y, i]
 
 
 # Cone states of the polish (``V[_PKIND, j]``): a nonnegative row inactive (its dual zero) or
@@ -994,24 +1020,32 @@ def solve_into(st, nb, n, h, A, b, z, V, M, vals, start) -> int:
     apart (for compiled callers that keep them in their own state); ``z`` receives the best
     iterate.
 
-    ``start``: empty, or a caller's warm-start record (:func:`start_size`) that carries a
+    ``start``: empty, or a caller's warm-start record (:func:`start_length`) that carries a
     solution from one solve to the next of a program whose data move little between them (a
-    learner's consecutive stages).  A valid record (``start[0] == 1``) starts the method from its
+    learner's consecutive stages).  A record holding a solution starts the method from its
     point, first by the active-set polish (:func:`_polish`), then, if that fails, by the method
-    from that point moved :data:`WARM_SHIFT` into the cones' interiors instead of coneqp's start; a warm
-    solve that does not end :data:`SOLVED` is repeated cold, so the status means what it means
-    cold, and a solved point is recorded (``start[0] = 0`` otherwise).  The answer is held to
-    the same stopping test either way."""
+    from that point moved :data:`WARM_SHIFT` into the cones' interiors instead of coneqp's
+    start; while nearly all the record's recent polishes failed (:data:`POLISH_FAILING`), the
+    polish is skipped, but for every :data:`POLISH_PROBE`-th solve.  A
+    warm solve that does not end :data:`SOLVED` is repeated cold, so the status means what it
+    means cold, and a solved point is recorded (the record emptied otherwise).  The answer is
+    held to the same stopping test either way."""
     p = A.shape[0]
     m = _row(st, nb)
     V[_INFO, 1] = 0.0
     if start.shape[0] > 0:
         status, tried = NOT_CONVERGED, 0.0
-        if start[0] == 1.0:
-            _load_start(start, n, m, p, V)
-            status = _polish(st, vals, nb, n, h, A, b, z, V, M)
-            V[_INFO, 1] = 1.0 if status == SOLVED else 0.0
-            tried = V[_INFO, 0] + 1.0
+        if start[_VALID] == 1.0:
+            if start[_FAILING] < POLISH_FAILING or start[_SINCE] + 1.0 >= POLISH_PROBE:
+                _load_start(start, n, m, p, V)
+                status = _polish(st, vals, nb, n, h, A, b, z, V, M)
+                failed = 0.0 if status == SOLVED else 1.0
+                start[_FAILING] += POLISH_WEIGHT * (failed - start[_FAILING])
+                start[_SINCE] = 0.0
+                V[_INFO, 1] = 1.0 - failed
+                tried = V[_INFO, 0] + 1.0
+            else:
+                start[_SINCE] += 1.0
             if status != SOLVED:
                 _load_start(start, n, m, p, V)
                 status = _iterate(st, nb, n, h, A, b, z, V, M, vals, True)
@@ -1023,7 +1057,7 @@ def solve_into(st, nb, n, h, A, b, z, V, M, vals, start) -> int:
         if status == SOLVED:
             _save_start(start, n, m, p, V)
         else:
-            start[0] = 0.0
+            start[_VALID] = 0.0
         return status
     return _iterate(st, nb, n, h, A, b, z, V, M, vals, False)
 

@@ -303,6 +303,36 @@ def test_the_polish_follows_faces_that_change_and_refuses_a_wrong_start():
     assert not warm.polished[1::2].any() and not warm.polished[2::2].any()
 
 
+def test_a_run_whose_polishes_keep_failing_skips_the_polish_but_for_a_probe():
+    """Directions flipped at every solve: every start is wrong and every polish fails.  Once
+    the record's share of failed polishes passes ``POLISH_FAILING`` (after nine), the polish
+    is skipped, but for every ``POLISH_PROBE``-th solve, and the warm interior-point method
+    solves the program (SafeTS's programs at d = 10 on the l1.5 ball, where 85-95 % of
+    polishes failed).  Every answer is still a cold solve's."""
+    from sege_cvx.arm_sets.cone import arms as cone_arms
+
+    arms = _set("demand").compiled_arms
+    angles = np.linspace(0.0, 2 * np.pi, 41)[:40]
+    thetas = np.c_[np.cos(angles), np.sin(angles), 0.3 * np.sin(3 * angles)]
+    thetas *= np.tile([1.0, -1.0], 20)[:, None]
+    cold = arms.greedy_all(thetas)
+    state = tuple(a[0] for a in arms.warm_state(1))
+    record, attempted, found = state[0][cone_arms.GREEDY_START], [], []
+    for k, theta in enumerate(thetas):
+        since = record[2]
+        x, _, status, _, polished = cone_arms._all(arms._plain, theta[None], np.zeros((1, 1, 1)),
+                                                   np.zeros(1), state, False, True)
+        assert status[0] == VERIFIED and not polished[0]
+        if k > 0 and record[2] == 0.0:
+            attempted.append(k)
+        assert record[2] in (0.0, since + 1.0)
+        found.append(x[0])
+    assert socp.POLISH_PROBE == 8 and record[1] > socp.POLISH_FAILING
+    assert attempted == [1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 25, 33], attempted
+    gap = np.einsum("ij,ij->i", cold.arms - np.array(found), thetas)
+    assert np.abs(gap).max() < 5e-9, gap
+
+
 @pytest.mark.parametrize("far, clip", [(1e3, 5e-7), (1e4, 5e-6)])
 def test_the_polish_takes_no_point_outside_a_row_it_took_for_inactive(far, clip):
     """A cut a hair inside the ball's point at 45 degrees, and a row far away (``x_0 <= far``):

@@ -492,7 +492,7 @@ def within_start_of(geometry, n_cuts):
     """A program's empty warm-start record (:func:`~sege_cvx.conic.socp.solve_into`'s
     ``start``; :func:`greedy_within_one`)."""
     st = geometry.within_structure
-    return np.zeros(1 + geometry.n + 2 * socp._row(st, st[0]) + geometry.A.shape[0])
+    return np.zeros(socp.start_length(geometry.n, socp._row(st, st[0]), geometry.A.shape[0]))
 
 
 @njit(inline="always")
@@ -512,7 +512,7 @@ def safe_set_start_of(geometry):
     """:func:`safe_set_one`'s empty warm-start record (:func:`~sege_cvx.conic.socp.solve_into`'s
     ``start``)."""
     st = geometry.safe_structure
-    return np.zeros(1 + geometry.n + 2 * socp._row(st, st[0]) + geometry.A.shape[0])
+    return np.zeros(socp.start_length(geometry.n, socp._row(st, st[0]), geometry.A.shape[0]))
 
 
 @njit(inline="always")
