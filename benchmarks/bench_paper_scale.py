@@ -1,6 +1,8 @@
 """Wall time of ``sege-cvx reproduce --full`` and of its phases, at the paper's scale.
 
-Each repeat runs in a fresh Python process (as the command does) with numba's cache warm:
+Each repeat runs in a fresh Python process (as the command does) with numba's cache and
+Python's bytecode cache warm (``PYTHONDONTWRITEBYTECODE`` is dropped from the children's
+environment):
 
 * **whole command**: ``python -m sege_cvx reproduce --full --no-progress --out TMP``, timed
   from outside, start to exit;
@@ -120,6 +122,9 @@ def main() -> None:
         args.runs, args.horizon, args.repeats = 20, 500, 1
 
     env = dict(os.environ)
+    # Warm caches, Python's bytecode among them: an environment that turns its writing off
+    # (PYTHONDONTWRITEBYTECODE) would have every process compile the package's modules anew.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     if args.threads is not None:
         env["NUMBA_NUM_THREADS"] = str(args.threads)
     print("\n".join(machine()))
@@ -127,8 +132,11 @@ def main() -> None:
           f"numba threads: {args.threads or os.cpu_count()}")
     full = args.runs == 250 and args.horizon == 50_000
     with tempfile.TemporaryDirectory() as tmp:
-        # One untimed run compiles (or loads) the kernels for this checkout.
+        # Untimed runs compile (or load) the kernels for this checkout and write the bytecode of
+        # the modules that the phases and the command import.
         run_child([sys.executable, "-c", PHASES, "4", "100", "0", "auto", f"{tmp}/warm"], env)
+        run_child([sys.executable, "-m", "sege_cvx", "reproduce", "--runs", "4", "--horizon",
+                   "100", "--no-progress", "--out", f"{tmp}/warmcli"], env)
         for method, repeats in (("auto", args.repeats), ("solver", args.solver_repeats)):
             if repeats < 1:
                 continue
