@@ -1026,10 +1026,10 @@ def solve_into(st, nb, n, h, A, b, z, V, M, vals, start) -> int:
     point, first by the active-set polish (:func:`_polish`), then, if that fails, by the method
     from that point moved :data:`WARM_SHIFT` into the cones' interiors instead of coneqp's
     start; while nearly all the record's recent polishes failed (:data:`POLISH_FAILING`), the
-    polish is skipped, but for every :data:`POLISH_PROBE`-th solve.  A
-    warm solve that does not end :data:`SOLVED` is repeated cold, so the status means what it
-    means cold, and a solved point is recorded (the record emptied otherwise).  The answer is
-    held to the same stopping test either way."""
+    polish is skipped, but for every :data:`POLISH_PROBE`-th solve.  A warm solve that does
+    not end :data:`SOLVED` is repeated cold, so the status means what it means cold, and a
+    solved point is recorded (the record emptied otherwise).  The answer is held to the same
+    stopping test either way."""
     p = A.shape[0]
     m = _row(st, nb)
     V[_INFO, 1] = 0.0
