@@ -10,10 +10,20 @@ error still warns.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
+from collections.abc import Iterator
 
 #: cvxpy's warning for an exact second-order form of a rational power.
 EXACT_SOC_FORM = r".*is being approximated \(error: 0\.00e\+00\)"
+
+
+@contextlib.contextmanager
+def _exact_forms_quiet() -> Iterator[None]:
+    """cvxpy's warning for an exact second-order form ignored inside the block."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=EXACT_SOC_FORM)
+        yield
 
 
 def clarabel_problem_data(problem) -> tuple:
@@ -31,8 +41,7 @@ def clarabel_problem_data(problem) -> tuple:
     """
     import cvxpy as cp
 
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=EXACT_SOC_FORM)
+    with _exact_forms_quiet():
         return problem.get_problem_data(cp.CLARABEL)
 
 
@@ -54,6 +63,5 @@ def solve_on_clarabel(problem, **settings) -> float:
     """
     import cvxpy as cp
 
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=EXACT_SOC_FORM)
+    with _exact_forms_quiet():
         return problem.solve(solver=cp.CLARABEL, **settings)
