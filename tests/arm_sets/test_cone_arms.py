@@ -19,7 +19,7 @@ from sege_cvx.arm_sets.discretization import sphere_directions
 from sege_cvx.arm_sets.kernels.status import VERIFIED
 from sege_cvx.confidence import cholesky
 from sege_cvx.conic import socp
-from sege_cvx.conic.cone_form import UnsupportedCone, cone_form
+from sege_cvx.conic.cone_form import UnsupportedCone, blocks_from_rows, cone_form
 
 F = np.array([[1.0, 0.5, 0.0], [0.0, 1.0, -0.3]])
 
@@ -233,6 +233,75 @@ def test_solve_reports_failure_without_a_point():
                         form.h, form.A, form.b, z, work)
     assert status in (socp.NOT_CONVERGED, socp.NUMERICAL)
     assert (z == 7.0).all()
+
+
+def _arrow_blocks(k: int, d: int) -> socp.ConeBlocks:
+    """``k`` three-row cones, cone ``i`` over the columns ``(i, k + i % d)``, then one cone over
+    the ``d`` last columns: an arrow, as a p-norm's second-order form makes."""
+    groups = [[i, k + i % d] for i in range(k)] + [list(range(k, k + d))]
+    rows, kinds = [3] * k + [d + 1], [1] * (k + 1)
+    G = np.zeros((sum(rows), k + d))
+    r = 0
+    for cols, size in zip(groups, rows, strict=True):
+        G[r:r + size, cols] = 1.0
+        r += size
+    return blocks_from_rows(G, rows, kinds)
+
+
+def _pattern_h(blocks: socp.ConeBlocks, n: int, rng) -> np.ndarray:
+    """A positive definite ``H`` with ``G^T W^{-2} G``'s pattern over the blocks whose columns
+    lie below ``n``, and a diagonal for the variables in none."""
+    H = np.diag(rng.uniform(0.5, 2.0, size=n))
+    for j in range(blocks.kind.size):
+        cols = blocks.cols[blocks.col_ptr[j]:blocks.col_ptr[j + 1]]
+        if cols.max() < n:
+            B = rng.normal(size=(len(cols) + 1, len(cols)))
+            H[np.ix_(cols, cols)] += B.T @ B
+    return H
+
+
+@pytest.mark.parametrize("k, d, sparse", [(12, 4, True), (3, 3, False)])
+def test_h_is_factored_in_its_elimination_order_and_solves_as_numpy_does(k, d, sparse):
+    blocks = _arrow_blocks(k, d)
+    st = socp.pack(blocks)
+    order, position, ptr, pattern = socp.elimination_order(blocks)
+    nv = k + d
+    assert sorted(order) == list(range(nv)) and (position[order] == np.arange(nv)).all()
+    # Each column's pattern is sorted by elimination and holds the fill: the neighbours of a
+    # variable when it goes form a clique, so a later column holds the rest of the earlier's.
+    for v in range(nv):
+        below = pattern[ptr[v]:ptr[v + 1]]
+        assert (np.diff(position[below]) > 0).all() and (position[below] > position[v]).all()
+        if len(below) > 1:
+            first = below[0]
+            assert set(below[1:]) <= set(pattern[ptr[first]:ptr[first + 1]])
+    # The cones' auxiliaries go first and fill in nothing (sparse); the small set stays dense.
+    assert bool(st[socp._sym(st) + 1]) is sparse
+    if sparse:
+        assert set(order[:k]) == set(range(k)) and all(ptr[v + 1] - ptr[v] == 1 for v in range(k))
+    rng = np.random.default_rng(3)
+    # All variables; a prefix without the last (the greedy program without the LCB's tau and
+    # its cone); and one variable beyond every block (a diagonal alone).
+    for n in (nv, nv - 1, nv + 1):
+        H = _pattern_h(blocks, n, rng)
+        M = np.full((n + 2, n + 2), np.nan)  # stale scratch outside the pattern is never read
+        if sparse:  # H's entries in the earlier-eliminated variable's row, the fill at zero
+            pos = np.r_[position, np.arange(nv, n)] if n > nv else position
+            for a in range(n):
+                for b in range(n):
+                    if pos[a] <= pos[b] and (H[a, b] != 0.0 or a == b
+                                             or (a < nv and b in pattern[ptr[a]:ptr[a + 1]])):
+                        M[a, b] = H[a, b]
+        else:  # the lower triangle
+            M[:n, :n] = np.tril(H)
+        assert socp._h_cholesky(st, M, n)
+        X = np.full((2, n + 2), np.nan)
+        r = rng.normal(size=n)
+        X[1, :n] = r
+        socp._h_solve(st, M, n, X, 1)
+        expected = np.linalg.solve(H, r)
+        assert np.allclose(X[1, :n], expected, rtol=1e-12, atol=1e-12 * abs(expected).max())
+        assert np.isnan(X[0]).all() and np.isnan(X[1, n:]).all()
 
 
 def _learner_programs(d, T, seed):
