@@ -209,7 +209,8 @@ def elimination_order(blocks: ConeBlocks) -> tuple[np.ndarray, np.ndarray, np.nd
     Returns
     -------
     order : ndarray of int64, shape (nv,)
-        The variables ``0..nv-1`` (every column of a block) in the order eliminated.
+        The variables ``0..nv-1`` (``nv`` one past the largest column of a block; a variable
+        in none has no neighbours) in the order eliminated.
     position : ndarray of int64, shape (nv,)
         Each variable's place in ``order``.
     pattern_ptr, pattern : ndarray of int64
