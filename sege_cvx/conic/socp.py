@@ -13,10 +13,10 @@ Nesterov-Todd scaling ``W`` (``W zd = W^{-1} s = lambda``), Mehrotra's predictor
 the Newton system reduced to ``H dz + A^T dy = r`` with ``H = G^T W^{-2} G`` factored by
 Cholesky (in a minimum-degree order where the set's auxiliary variables make ``H`` sparse,
 :func:`elimination_order`; the equalities by their Schur complement) and one step of iterative
-refinement, and coneqp's start (least-squares points shifted into the cone).  The programs it serves are
-feasible and bounded with a strictly feasible point (an arm set's programs), so it has no
-infeasibility detection: a solve that does not meet its tolerances within :data:`MAX_ITER`
-iterations reports :data:`NOT_CONVERGED`, and its caller falls back.
+refinement, and coneqp's start (least-squares points shifted into the cone).  The programs it
+serves are feasible and bounded with a strictly feasible point (an arm set's programs), so it
+has no infeasibility detection: a solve that does not meet its tolerances within
+:data:`MAX_ITER` iterations reports :data:`NOT_CONVERGED`, and its caller falls back.
 
 **Warm starts** (:func:`solve_into`'s ``start``: a learner's next program, whose data moved by
 one observation) are first given to the *active-set polish* (:func:`_polish`): each cone's
@@ -36,9 +36,9 @@ row-major array at ``values[val_ptr[j]:val_ptr[j+1]]``; the compiled code reads 
 packed into one integer array (:func:`pack`).  A block's part of ``H`` is then
 ``G_j^T W_j^{-2} G_j`` over its own columns: the work per iteration is the sum over blocks of
 rows x columns^2, and one Cholesky factorization, over the factor's pattern where
-:func:`pack` found one that saves enough.  The values a solve reads are the
-workspace's copy (:func:`workspace`), so that a caller may write a block of its own (an LCB
-program's confidence cone) per solve while the structure is shared between threads.
+:func:`pack` found one that saves enough.  The values a solve reads are the workspace's copy
+(:func:`workspace`), so that a caller may write a block of its own (an LCB program's
+confidence cone) per solve while the structure is shared between threads.
 
 The scratch vectors are rows of one array indexed by row (``V[row, i]``), and the matrices
 rows of another: numba updates an array's reference count, atomically, whenever a function
