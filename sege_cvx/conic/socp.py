@@ -599,16 +599,18 @@ def _factor(st, vals, nb, n, A, p, V, M) -> bool:
     o = _sym(st)
     nv, sparse = st[o], st[o + 1] == 1
     pos, ptr, pat = o + 2 + nv, o + 2 + 2 * nv, o + 3 + 3 * nv
-    for k in range(n):  # the factor's pattern (it holds H's): the rest of M is not read
-        if not sparse:
+    # Zeros where H is assembled: the factor's pattern (it holds H's), or the lower triangle;
+    # the rest of M is not read.
+    for k in range(n):
+        if sparse:
+            M[k, k] = 0.0
+            if k < nv:
+                for t in range(st[ptr + k], st[ptr + k + 1]):
+                    if st[pat + t] < n:
+                        M[k, st[pat + t]] = 0.0
+        else:
             for a in range(k + 1):
                 M[k, a] = 0.0
-            continue
-        M[k, k] = 0.0
-        if k < nv:
-            for t in range(st[ptr + k], st[ptr + k + 1]):
-                if st[pat + t] < n:
-                    M[k, st[pat + t]] = 0.0
     for j in range(nb):
         r0, r1 = _row(st, j), _row(st, j + 1)
         c0, c1 = _cptr(st, j), _cptr(st, j + 1)
